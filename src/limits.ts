@@ -1,0 +1,29 @@
+// Every bound in one place (STYLE.md "a limit on everything"). Each has the error
+// raised when it is hit; docs/limits.md lists them for users.
+
+export const limits = {
+  /** Request body bytes (envelope.md §1); over it: 400 invalid_request_body. */
+  bodyBytesMax: 16 * 1024 * 1024,
+  /** JSON nesting depth of a request; deeper: 400 invalid_query_json. */
+  jsonDepthMax: 1024,
+  /** Nodes the store can hold (slot = ID); more: 500 storage_error. */
+  nodesMax: 1 << 28,
+  /** Edges the store can hold; more: 500 storage_error. */
+  edgesMax: 1 << 29,
+  /** Bytes of one element's encoded property record; larger: 500 invalid_query. */
+  propertyRecordBytesMax: 16 * 1024 * 1024,
+  /** Bytes of the shared property heap; more: 500 storage_error. */
+  propertyHeapBytesMax: 8 * 1024 * 1024 * 1024 - 4096,
+  /** Slots of the shared adjacency heap; more: 500 storage_error. */
+  adjacencySlotsMax: (4 * 1024 * 1024 * 1024) / 4 - 1024,
+  /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
+  dictionaryEntriesMax: 1 << 24,
+  /** Committed write batches before the u32 epoch wraps; more: 500 storage_error. */
+  epochMax: 0xfffffff0,
+  /** Rows any one operator may produce; more: 500 invalid_query. */
+  streamRowsMax: 50_000_000,
+  /** Iterations of a for_each across one request; more: 500 invalid_query. */
+  forEachIterationsMax: 1_000_000,
+  /** Read requests coalesced into one reader-pool task. */
+  readBatchRequestsMax: 256,
+} as const;
