@@ -6,14 +6,15 @@ export const limits = {
   bodyBytesMax: 16 * 1024 * 1024,
   /** JSON nesting depth of a request; deeper: 400 invalid_query_json. */
   jsonDepthMax: 1024,
+  // One SharedArrayBuffer holds at most 4 GiB on Node 20, which bounds the columns below.
   /** Nodes the store can hold (slot = ID); more: 500 storage_error. */
-  nodesMax: 1 << 28,
+  nodesMax: 1 << 26,
   /** Edges the store can hold; more: 500 storage_error. */
-  edgesMax: 1 << 29,
+  edgesMax: 1 << 27,
   /** Bytes of one element's encoded property record; larger: 500 invalid_query. */
   propertyRecordBytesMax: 16 * 1024 * 1024,
   /** Bytes of the shared property heap; more: 500 storage_error. */
-  propertyHeapBytesMax: 8 * 1024 * 1024 * 1024 - 4096,
+  propertyHeapBytesMax: 4 * 1024 * 1024 * 1024 - 4096,
   /** Slots of the shared adjacency heap; more: 500 storage_error. */
   adjacencySlotsMax: (4 * 1024 * 1024 * 1024) / 4 - 1024,
   /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
@@ -24,6 +25,8 @@ export const limits = {
   streamRowsMax: 50_000_000,
   /** Iterations of a for_each across one request; more: 500 invalid_query. */
   forEachIterationsMax: 1_000_000,
+  /** Decoded property records cached per thread (records are immutable, so caching is exact). */
+  recordCacheEntriesMax: 1 << 16,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
 } as const;

@@ -1,0 +1,118 @@
+// Batches (envelope.md §4-§5): entries in order, conditions, for_each, bindings and the
+// response object. The caller owns the transaction (begin/commit/rollback).
+import type { Entry, Op } from '../protocol/ast.js';
+import { queryError } from '../protocol/errors.js';
+import type { Value } from '../protocol/value.js';
+import { limits } from '../limits.js';
+import type { Plan, ShapeClass } from '../plan/plan.js';
+import type { ExecCtx } from './context.js';
+import { evalOp } from './ops.js';
+import { renderBound, renderResponse, type Bound } from './render.js';
+import { RowSet, sizeOf, type Stream } from './rows.js';
+
+interface BatchState {
+  readonly plan: Plan;
+  /** Latest binding of every entry name. */
+  readonly bound: Map<string, Bound>;
+  /** Result of the entry that ran (or was skipped) last, for prev_not_empty. */
+  prev: Stream | null;
+  iterations: number;
+}
+
+function variableSize(ctx: ExecCtx, state: BatchState, name: string): number {
+  const stream = ctx.vars.get(name) ?? state.bound.get(name)?.stream;
+  if (stream === undefined) throw queryError(`variable \`${name}\` is not bound`);
+  return sizeOf(stream);
+}
+
+function conditionHolds(ctx: ExecCtx, state: BatchState, entry: Extract<Entry, { kind: 'query' }>): boolean {
+  const c = entry.condition;
+  if (c === null) return true;
+  switch (c.kind) {
+    case 'var_not_empty': return variableSize(ctx, state, c.name) > 0;
+    case 'var_empty': return variableSize(ctx, state, c.name) === 0;
+    case 'var_min_size': return variableSize(ctx, state, c.name) >= c.size;
+    case 'prev_not_empty': return state.prev !== null && sizeOf(state.prev) > 0;
+  }
+}
+
+function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[]): void {
+  for (const entry of entries) {
+    if (entry.kind === 'for_each') {
+      runForEach(ctx, state, entry.param, entry.body);
+      continue;
+    }
+    const cls = state.plan.classOf.get(entry.root)!;
+    let stream: Stream;
+    let skipped = false;
+    if (conditionHolds(ctx, state, entry)) {
+      stream = evalOp(ctx, entry.root, null);
+    } else {
+      stream = { kind: 'rows', rows: new RowSet() };
+      skipped = true;
+    }
+    state.prev = stream;
+    if (entry.name !== null) {
+      state.bound.set(entry.name, { stream, cls, skipped });
+      ctx.vars.set(entry.name, stream);
+    }
+  }
+}
+
+function runForEach(ctx: ExecCtx, state: BatchState, param: string, body: readonly Entry[]): void {
+  let rows: Value;
+  try {
+    rows = lookupParam(ctx, param);
+  } catch {
+    throw queryError(`for_each parameter \`${param}\` is not bound`);
+  }
+  if (!Array.isArray(rows)) throw queryError(`for_each parameter \`${param}\` must be an array of objects`);
+  for (const row of rows) {
+    if (!(row instanceof Map)) throw queryError(`for_each parameter \`${param}\` must be an array of objects`);
+    for (const name of row.keys()) if (name === '') throw queryError(`for_each parameter \`${param}\` has an empty member name`);
+    if (++state.iterations > limits.forEachIterationsMax) {
+      throw queryError(`for_each ran more than ${limits.forEachIterationsMax} iterations`);
+    }
+    ctx.paramFrames.push(row);
+    try {
+      runEntries(ctx, state, body);
+    } finally {
+      ctx.paramFrames.pop();
+    }
+  }
+}
+
+function lookupParam(ctx: ExecCtx, name: string): Value {
+  for (let i = ctx.paramFrames.length - 1; i >= 0; i--) {
+    const v = ctx.paramFrames[i]!.get(name);
+    if (v !== undefined) return v;
+  }
+  throw queryError(`parameter \`${name}\` is not bound`);
+}
+
+/** Static class of the last entry that could bind `name` (for names that never ran). */
+function staticClass(plan: Plan, entries: readonly Entry[], name: string): ShapeClass | null {
+  let found: ShapeClass | null = null;
+  for (const e of entries) {
+    if (e.kind === 'query') { if (e.name === name) found = plan.classOf.get(e.root as Op)!; } else found = staticClass(plan, e.body, name) ?? found;
+  }
+  return found;
+}
+
+/** Run every entry and render the response object. */
+export function runBatch(ctx: ExecCtx, plan: Plan): string {
+  const state: BatchState = { plan, bound: new Map(), prev: null, iterations: 0 };
+  runEntries(ctx, state, plan.request.batch.entries);
+  const rendered = new Map<string, string>();
+  for (const name of plan.request.batch.returns) {
+    const b = state.bound.get(name);
+    if (b !== undefined) {
+      rendered.set(name, renderBound(b));
+      continue;
+    }
+    const cls = staticClass(plan, plan.request.batch.entries, name);
+    if (cls === 'scalar' || cls === null) throw queryError(`return variable \`${name}\` is not bound`);
+    rendered.set(name, cls === 'object' ? 'null' : '[]');
+  }
+  return renderResponse(plan.request.batch.returns, rendered);
+}

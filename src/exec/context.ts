@@ -1,0 +1,195 @@
+// Per-request execution state, property resolution (values.md §6), expressions
+// (values.md §5) and predicates (operations.md §2.3).
+import type { Expr, Predicate } from '../protocol/ast.js';
+import { queryError } from '../protocol/errors.js';
+import { DateTime, F32, I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
+import { recordGet } from '../store/record-codec.js';
+import type { Store } from '../store/store.js';
+import { compareComparable, isMember, valuesEqual } from './compare.js';
+import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
+
+export interface ExecCtx {
+  readonly store: Store;
+  /** Snapshot epoch; in a write batch, the epoch being written (sees its own changes). */
+  readonly at: number;
+  readonly writing: boolean;
+  /** Parameter frames: request parameters first, then one per enclosing for_each iteration. */
+  readonly paramFrames: Map<string, Value>[];
+  /** Entry results and as/store bindings, request-wide. */
+  readonly vars: Map<string, Stream>;
+  /** Whether rows must carry their path (the plan uses path, simple_path or other_n). */
+  readonly trackPath: boolean;
+  /** Time for `timestamp` / `date_time_now`, fixed per request. */
+  readonly nowMs: number;
+  /** Cooperative deadline (Date.now() value), or Infinity. */
+  readonly deadlineMs: number;
+}
+
+export function paramValue(ctx: ExecCtx, name: string): Value {
+  for (let i = ctx.paramFrames.length - 1; i >= 0; i--) {
+    const v = ctx.paramFrames[i]!.get(name);
+    if (v !== undefined) return v;
+  }
+  throw queryError(`parameter \`${name}\` is not bound`);
+}
+
+// ---------------------------------------------------------------- property resolution
+
+function storedProperty(ctx: ExecCtx, el: number, name: string): Value | undefined {
+  const store = ctx.store;
+  const id = idOfKey(el);
+  const edge = isEdgeKey(el);
+  if (name === '$label') return store.names.nameOf(edge ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at));
+  const keyId = store.names.idOf(name);
+  let value: Value | undefined;
+  if (keyId >= 0) value = recordGet(edge ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at), keyId);
+  if (value !== undefined || name.indexOf('.') < 0) return value;
+  // Dotted path: the first segment names an object property, later segments members.
+  const segments = name.split('.');
+  if (segments.some((s) => s === '')) return undefined;
+  const firstKey = store.names.idOf(segments[0]!);
+  if (firstKey < 0) return undefined;
+  let current: Value | undefined = recordGet(edge ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at), firstKey);
+  for (let i = 1; i < segments.length; i++) {
+    if (!(current instanceof Map)) return undefined;
+    current = current.get(segments[i]!);
+  }
+  return current;
+}
+
+/** Resolve a property name against a row (values.md §6); undefined = absent. */
+export function resolveProperty(ctx: ExecCtx, el: number, extra: RowExtra | null, name: string): Value | undefined {
+  if (el === NO_ELEMENT) {
+    return extra !== null && extra.rankName === name ? extra.rank : undefined;
+  }
+  if (name.charCodeAt(0) === 36 /* $ */) {
+    if (isEdgeKey(el)) {
+      const id = idOfKey(el);
+      if (name === '$from') return BigInt(ctx.store.edgeSource(id));
+      if (name === '$to') return BigInt(ctx.store.edgeTarget(id));
+      const from = name.startsWith('$from.'), to = !from && name.startsWith('$to.');
+      if (from || to) {
+        const node = from ? ctx.store.edgeSource(id) : ctx.store.edgeTarget(id);
+        const rest = name.slice(from ? 6 : 4);
+        if (rest === '$id') return BigInt(node);
+        if (!ctx.store.nodeVisible(node, ctx.at)) return undefined;
+        return storedProperty(ctx, node * 2, rest);
+      }
+    }
+    if (name === '$id') return BigInt(idOfKey(el));
+    if (extra !== null && extra.rankName === name) return extra.rank;
+  }
+  return storedProperty(ctx, el, name);
+}
+
+// ---------------------------------------------------------------- expressions
+
+function toF64(v: Value, side: string): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (v instanceof F32) return v.value;
+  throw queryError(`${side} expression must be numeric`);
+}
+
+export function evalExpr(ctx: ExecCtx, e: Expr, el: number, extra: RowExtra | null): Value {
+  switch (e.kind) {
+    case 'property': return resolveProperty(ctx, el, extra, e.name) ?? null;
+    case 'id':
+      if (el === NO_ELEMENT) throw queryError('id expression needs a row with a current element');
+      return BigInt(idOfKey(el));
+    case 'timestamp': return BigInt(ctx.nowMs);
+    case 'date_time_now': return new DateTime(ctx.nowMs);
+    case 'constant': return e.value;
+    case 'param': return paramValue(ctx, e.name);
+    case 'add': return toF64(evalExpr(ctx, e.left, el, extra), 'left') + toF64(evalExpr(ctx, e.right, el, extra), 'right');
+    case 'sub': return toF64(evalExpr(ctx, e.left, el, extra), 'left') - toF64(evalExpr(ctx, e.right, el, extra), 'right');
+    case 'mul': return toF64(evalExpr(ctx, e.left, el, extra), 'left') * toF64(evalExpr(ctx, e.right, el, extra), 'right');
+    case 'div': return toF64(evalExpr(ctx, e.left, el, extra), 'left') / toF64(evalExpr(ctx, e.right, el, extra), 'right');
+    case 'mod': {
+      const l = evalExpr(ctx, e.left, el, extra), r = evalExpr(ctx, e.right, el, extra);
+      if (typeof l !== 'bigint') throw queryError('mod left expression must be i64');
+      if (typeof r !== 'bigint') throw queryError('mod right expression must be i64');
+      if (r === 0n) throw queryError('mod by zero');
+      return l % r;
+    }
+    case 'neg': {
+      const v = evalExpr(ctx, e.expr, el, extra);
+      if (typeof v === 'bigint') {
+        if (v === I64_MIN) throw queryError('i64 overflow in negation');
+        return -v;
+      }
+      return -toF64(v, 'neg');
+    }
+    case 'case': {
+      for (const branch of e.when_then) if (evalPredicate(ctx, branch.when, el, extra)) return evalExpr(ctx, branch.then, el, extra);
+      return e.else_expr === null ? null : evalExpr(ctx, e.else_expr, el, extra);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- predicates
+
+function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r: Value): boolean {
+  if (op === 'eq') return valuesEqual(l, r);
+  if (op === 'neq') return !valuesEqual(l, r);
+  const c = compareComparable(l, r);
+  if (c === undefined) return false;
+  switch (op) {
+    case 'gt': return c > 0;
+    case 'gte': return c >= 0;
+    case 'lt': return c < 0;
+    case 'lte': return c <= 0;
+  }
+}
+
+export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: RowExtra | null): boolean {
+  switch (p.kind) {
+    case 'eq': case 'neq': case 'gt': case 'gte': case 'lt': case 'lte':
+      return compareWith(p.kind, evalExpr(ctx, p.left, el, extra), evalExpr(ctx, p.right, el, extra));
+    case 'compare':
+      return compareWith(p.op, evalExpr(ctx, p.left, el, extra), evalExpr(ctx, p.right, el, extra));
+    case 'between': {
+      const v = evalExpr(ctx, p.value, el, extra);
+      const lo = compareComparable(evalExpr(ctx, p.min, el, extra), v);
+      if (lo === undefined || lo > 0) return false;
+      const hi = compareComparable(v, evalExpr(ctx, p.max, el, extra));
+      return hi !== undefined && hi <= 0;
+    }
+    case 'has_key': return resolveProperty(ctx, el, extra, p.property) !== undefined;
+    case 'is_null': {
+      const v = resolveProperty(ctx, el, extra, p.property);
+      return v === undefined || v === null;
+    }
+    case 'is_not_null': {
+      const v = resolveProperty(ctx, el, extra, p.property);
+      return v !== undefined && v !== null;
+    }
+    case 'starts_with': {
+      const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.prefix, el, extra);
+      return typeof v === 'string' && typeof s === 'string' && v.startsWith(s);
+    }
+    case 'ends_with': {
+      const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.suffix, el, extra);
+      return typeof v === 'string' && typeof s === 'string' && v.endsWith(s);
+    }
+    case 'contains': {
+      const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.substring, el, extra);
+      return typeof v === 'string' && typeof s === 'string' && v.includes(s);
+    }
+    case 'is_in': return isMember(evalExpr(ctx, p.value, el, extra), evalExpr(ctx, p.values, el, extra));
+    case 'and':
+      for (const c of p.predicates) if (!evalPredicate(ctx, c, el, extra)) return false;
+      return true;
+    case 'or':
+      for (const c of p.predicates) if (evalPredicate(ctx, c, el, extra)) return true;
+      return false;
+    case 'not': return !evalPredicate(ctx, p.predicate, el, extra);
+  }
+}
+
+/** i64 result of an addition, or an invalid_query on overflow (sack_add). */
+export function addI64(a: bigint, b: bigint): bigint {
+  const sum = a + b;
+  if (sum < I64_MIN || sum > I64_MAX) throw queryError('i64 overflow in sack_add');
+  return sum;
+}

@@ -1,0 +1,390 @@
+// Operations of the complete catalog beyond the engine foundation: branching and
+// repetition (operations.md §10), fold/path/sack (§11), variables and bindings (§8),
+// grouping and aggregation (§12.8-§12.12) and shortest path (§3.8).
+import type { Op, SubTraversal } from '../protocol/ast.js';
+import { queryError, SvcError } from '../protocol/errors.js';
+import { DateTime, F32, StringArray, tagOf, type Value } from '../protocol/value.js';
+import { compareKeys, renderValue } from '../protocol/json.js';
+import { limits } from '../limits.js';
+import { addI64, evalPredicate, resolveProperty, type ExecCtx } from './context.js';
+import { renderValueKey } from './render.js';
+import {
+  emptyExtra, idOfKey, isEdgeKey, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
+} from './rows.js';
+import { neighbors, resolveRef } from './ops.js';
+import type { Direction } from '../store/store.js';
+
+export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
+
+const extendedOps = new Set<string>([
+  'union', 'choose', 'coalesce', 'optional', 'repeat', 'fold', 'unfold', 'path', 'simple_path', 'with_sack',
+  'sack_set', 'sack_add', 'sack_get', 'as', 'store', 'select', 'inject', 'within', 'without', 'bind',
+  'project_bindings', 'group', 'group_count', 'aggregate_by', 'shortest_path',
+]);
+
+export function isExtendedOp(op: Op): boolean {
+  return extendedOps.has(op.op);
+}
+
+function rowsIn(s: Stream, op: string): RowSet {
+  if (s.kind === 'rows') return s.rows;
+  if (s.kind === 'fold') throw queryError(`${op} expected stream input, got a folded stream; use unfold first`);
+  throw queryError(`${op} expected stream input, got scalar values`);
+}
+
+/** Run a body; its output must be element rows (operations.md §2.6). */
+function body(ctx: ExecCtx, evalOp: EvalOp, sub: SubTraversal, context: RowSet, op: string): RowSet {
+  const out = evalOp(ctx, sub.root, rowsOf(context));
+  if (out.kind !== 'rows') throw queryError(`${op} body must produce element rows, got ${out.kind === 'fold' ? 'a folded stream' : 'scalar values'}`);
+  return out.rows;
+}
+
+function single(rows: RowSet, i: number): RowSet {
+  const one = new RowSet();
+  one.pushFrom(rows, i);
+  return one;
+}
+
+function append(out: RowSet, rows: RowSet): void {
+  for (let i = 0; i < rows.length; i++) out.pushFrom(rows, i);
+  if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+}
+
+/** The extras of row `i`, copied so they can be changed (rows share extras objects). */
+function ownExtra(rows: RowSet, i: number): RowExtra {
+  const e = rows.extraAt(i);
+  return e === null ? emptyExtra() : { ...e };
+}
+
+function mapExtras(rows: RowSet, change: (extra: RowExtra, el: number) => void): RowSet {
+  const out = new RowSet();
+  for (let i = 0; i < rows.length; i++) {
+    const extra = ownExtra(rows, i);
+    change(extra, rows.el[i]!);
+    out.push(rows.el[i]!, extra);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- grouping
+
+/** The display text that decides a group (operations.md §12.10). */
+function displayText(v: Value | undefined): string {
+  if (v === undefined || v === null) return 'null';
+  switch (typeof v) {
+    case 'string': return v;
+    case 'boolean': return v ? 'true' : 'false';
+    case 'bigint': return v.toString();
+    case 'number': return String(v);
+  }
+  if (v instanceof F32) return String(v.value);
+  if (v instanceof DateTime) return renderValue(v).slice(1, -1);
+  const length = v instanceof StringArray ? v.items.length : v instanceof Map ? v.size : (v as ArrayLike<unknown>).length;
+  return `<${tagOf(v)}:${length}>`;
+}
+
+function group(ctx: ExecCtx, rows: RowSet, property: string, withIds: boolean): Value[] {
+  const groups = new Map<string, { value: Value; count: number; ids: bigint[] }>();
+  for (let i = 0; i < rows.length; i++) {
+    const el = rows.el[i]!;
+    if (el === NO_ELEMENT) throw queryError('group needs rows with a current element');
+    const v = resolveProperty(ctx, el, rows.extraAt(i), property);
+    const key = displayText(v);
+    let g = groups.get(key);
+    if (g === undefined) groups.set(key, (g = { value: v ?? null, count: 0, ids: [] }));
+    g.count++;
+    g.ids.push(BigInt(idOfKey(el)));
+  }
+  return [...groups.keys()].sort(compareKeys).map((key) => {
+    const g = groups.get(key)!;
+    const m = new Map<string, Value>([[property, g.value], ['count', BigInt(g.count)]]);
+    if (withIds) m.set('ids', g.ids);
+    return m;
+  });
+}
+
+const numericText = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+function aggregate(ctx: ExecCtx, op: Extract<Op, { op: 'aggregate_by' }>, input: Stream): Stream {
+  if (input.kind !== 'rows') {
+    const items = scalarItems(input);
+    if (items === null || op.function !== 'count') throw queryError(`aggregate_by ${op.function} expected element rows`);
+    return { kind: 'count', n: items.length };
+  }
+  const rows = input.rows;
+  let count = 0, sum = 0, min = Infinity, max = -Infinity;
+  for (let i = 0; i < rows.length; i++) {
+    const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), op.property);
+    let n: number;
+    if (typeof v === 'bigint' || typeof v === 'number') n = Number(v);
+    else if (v instanceof F32) n = v.value;
+    else if (typeof v === 'string' && numericText.test(v)) n = Number(v);
+    else continue;
+    count++;
+    sum += n;
+    if (n < min) min = n;
+    if (n > max) max = n;
+  }
+  const result = op.function === 'count' ? count : op.function === 'sum' ? sum
+    : op.function === 'min' ? (count === 0 ? 0 : min) : op.function === 'max' ? (count === 0 ? 0 : max)
+    : count === 0 ? 0 : sum / count;
+  const name = `${op.property}_${op.function[0]!.toUpperCase()}${op.function.slice(1)}`;
+  return { kind: 'scalars', items: [new Map<string, Value>([[name, result]])] };
+}
+
+// ---------------------------------------------------------------- shortest path
+
+function endpoint(ctx: ExecCtx, ref: Parameters<typeof resolveRef>[1], what: string): number | null {
+  if (ref.kind === 'all') throw queryError(`shortest_path ${what} must name at most one node, got "all"`);
+  if (ref.kind === 'ids' && ref.ids.length >= 2) throw queryError(`shortest_path ${what} must name at most one node`);
+  const ids = resolveRef(ctx, ref, false, ref.kind !== 'ids');
+  if (ids.length >= 2) throw queryError(`shortest_path ${what} must name at most one node`);
+  if (ids.length === 0 || !ctx.store.nodeExists(ids[0]!, ctx.at)) return null;
+  return ids[0]!;
+}
+
+function shortestPath(ctx: ExecCtx, op: Extract<Op, { op: 'shortest_path' }>): Stream {
+  const source = endpoint(ctx, op.source, 'source');
+  const target = endpoint(ctx, op.target, 'target');
+  if (source === null || target === null) return { kind: 'scalars', items: [] };
+  if (source === target) return { kind: 'scalars', items: [BigInt(source)] };
+  const label = op.label === null ? -1 : ctx.store.names.idOf(op.label);
+  if (op.label !== null && label < 0) return { kind: 'scalars', items: [] };
+  const dirs: readonly Direction[] = op.direction === 'out' ? ['out'] : op.direction === 'in' ? ['in'] : ['out', 'in'];
+  const predecessor = new Map<number, number>([[source, -1]]);
+  let frontier = [source];
+  const maxDepth = op.max_depth > 1_000_000n ? 1_000_000 : Number(op.max_depth);
+  for (let depth = 0; depth < maxDepth && frontier.length > 0; depth++) {
+    const next: number[] = [];
+    for (const node of frontier) {
+      for (const n of neighbors(ctx, node, dirs, label)) {
+        if (predecessor.has(n)) continue;
+        predecessor.set(n, node);
+        if (n === target) {
+          const path: Value[] = [];
+          for (let at = target; at !== -1; at = predecessor.get(at)!) path.push(BigInt(at));
+          return { kind: 'scalars', items: path.reverse() };
+        }
+        next.push(n);
+      }
+    }
+    frontier = next;
+  }
+  return { kind: 'scalars', items: [] };
+}
+
+// ---------------------------------------------------------------- dispatch
+
+export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, evalOp: EvalOp): Stream {
+  const input = (): Stream => evalOp(ctx, (op as { input: Op }).input, context);
+  switch (op.op) {
+    case 'union': {
+      const rows = rowsIn(input(), 'union');
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        for (const t of op.traversals) append(out, body(ctx, evalOp, t, single(rows, i), 'union'));
+      }
+      let hasBindings = false, hasNode = false, hasEdge = false;
+      for (let i = 0; i < out.length; i++) {
+        if (out.extraAt(i)?.bindings) hasBindings = true;
+        if (out.el[i] !== NO_ELEMENT) { if (isEdgeKey(out.el[i]!)) hasEdge = true; else hasNode = true; }
+      }
+      if (hasBindings && hasNode && hasEdge) throw queryError('union of bound rows mixes nodes and edges');
+      return rowsOf(out);
+    }
+    case 'coalesce': {
+      const rows = rowsIn(input(), 'coalesce');
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        for (const t of op.traversals) {
+          const produced = body(ctx, evalOp, t, single(rows, i), 'coalesce');
+          if (produced.length > 0) { append(out, produced); break; }
+        }
+      }
+      return rowsOf(out);
+    }
+    case 'optional': {
+      const rows = rowsIn(input(), 'optional');
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        const produced = body(ctx, evalOp, op.traversal, single(rows, i), 'optional');
+        if (produced.length > 0) append(out, produced); else out.pushFrom(rows, i);
+      }
+      return rowsOf(out);
+    }
+    case 'choose': {
+      const rows = rowsIn(input(), 'choose');
+      const pass = new RowSet(), failing = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        (evalPredicate(ctx, op.condition, rows.el[i]!, rows.extraAt(i)) ? pass : failing).pushFrom(rows, i);
+      }
+      if (op.else_traversal === null) {
+        return pass.length === 0 ? rowsOf(new RowSet()) : evalOp(ctx, op.then_traversal.root, rowsOf(pass));
+      }
+      if (pass.length === 0) return evalOp(ctx, op.else_traversal.root, rowsOf(failing));
+      if (failing.length === 0) return evalOp(ctx, op.then_traversal.root, rowsOf(pass));
+      const out = new RowSet();
+      append(out, body(ctx, evalOp, op.then_traversal, pass, 'choose'));
+      append(out, body(ctx, evalOp, op.else_traversal, failing, 'choose'));
+      return rowsOf(out);
+    }
+    case 'repeat': {
+      const c = op.config;
+      const maxDepth = Number(c.max_depth > 1_000_000n ? 1_000_000n : c.max_depth);
+      const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > 1_000_000n ? 1_000_000n : c.times), maxDepth);
+      let frontier = rowsIn(input(), 'repeat');
+      const emitted = new RowSet();
+      for (let i = 0; i < iterations; i++) {
+        if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
+        const next = body(ctx, evalOp, c.traversal, frontier, 'repeat');
+        if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
+        if (c.emit === 'after' && c.emit_predicate !== null) {
+          for (let r = 0; r < next.length; r++) {
+            if (evalPredicate(ctx, c.emit_predicate, next.el[r]!, next.extraAt(r))) emitted.pushFrom(next, r);
+          }
+        }
+        let stop = false;
+        if (c.until !== null) {
+          for (let r = 0; r < next.length && !stop; r++) stop = evalPredicate(ctx, c.until, next.el[r]!, next.extraAt(r));
+        }
+        frontier = next;
+        if (frontier.length === 0 || stop) break;
+      }
+      return rowsOf(c.emit === 'none' ? frontier : emitted);
+    }
+    case 'fold': return { kind: 'fold', rows: rowsIn(input(), 'fold') };
+    case 'unfold': {
+      const s = input();
+      if (s.kind === 'fold' || s.kind === 'rows') return rowsOf(s.rows);
+      throw queryError('unfold expected a folded stream, got scalar values');
+    }
+    case 'path':
+      return rowsOf(mapExtras(rowsIn(input(), 'path'), (e, el) => {
+        e.path = e.path ?? (el === NO_ELEMENT ? [] : [el]);
+        e.pathVisible = true;
+      }));
+    case 'simple_path': {
+      const rows = rowsIn(input(), 'simple_path');
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        const path = rows.extraAt(i)?.path ?? [rows.el[i]!];
+        if (new Set(path).size === path.length) out.pushFrom(rows, i);
+      }
+      return rowsOf(out);
+    }
+    case 'with_sack':
+      return rowsOf(mapExtras(rowsIn(input(), 'with_sack'), (e) => { e.sack = op.initial; }));
+    case 'sack_set': {
+      const rows = rowsIn(input(), 'sack_set');
+      return rowsOf(mapExtras(rows, (e, el) => { e.sack = resolveProperty(ctx, el, e, op.property); }));
+    }
+    case 'sack_add': {
+      const rows = rowsIn(input(), 'sack_add');
+      return rowsOf(mapExtras(rows, (e, el) => {
+        const v = resolveProperty(ctx, el, e, op.property);
+        if (v === undefined) return;
+        const isNum = (x: Value | undefined) => typeof x === 'bigint' || typeof x === 'number' || x instanceof F32;
+        if (!isNum(v)) throw queryError('sack_add property must be numeric');
+        if (e.sack === undefined) { e.sack = v; return; }
+        if (!isNum(e.sack)) throw queryError('sack_add sack must be numeric');
+        if (typeof e.sack === 'bigint' && typeof v === 'bigint') { e.sack = addI64(e.sack, v); return; }
+        const n = (x: Value) => (x instanceof F32 ? x.value : Number(x));
+        e.sack = n(e.sack!) + n(v);
+      }));
+    }
+    case 'sack_get':
+      return rowsOf(mapExtras(rowsIn(input(), 'sack_get'), (e) => { e.sackVisible = true; }));
+    case 'as': case 'store': {
+      const s = input();
+      ctx.vars.set(op.name, s);
+      return s;
+    }
+    case 'select': {
+      input();
+      const s = ctx.vars.get(op.name);
+      if (s === undefined) throw queryError(`variable \`${op.name}\` is not bound`);
+      return s;
+    }
+    case 'inject': {
+      const bound = ctx.vars.get(op.variable);
+      if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
+      if (op.input === null) return bound;
+      const rows = rowsIn(evalOp(ctx, op.input, context), 'inject');
+      if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`inject variable \`${op.variable}\` is not bound to rows`);
+      const out = new RowSet();
+      append(out, rows);
+      append(out, bound.rows);
+      return rowsOf(out);
+    }
+    case 'within': case 'without': {
+      const rows = rowsIn(input(), op.op);
+      const bound = ctx.vars.get(op.variable);
+      if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
+      if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`variable \`${op.variable}\` is not bound to element rows`);
+      const members = new Set(bound.rows.el.filter((el) => el !== NO_ELEMENT));
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!;
+        const inside = el !== NO_ELEMENT && members.has(el);
+        if (op.op === 'within' ? inside : !inside) out.pushFrom(rows, i);
+      }
+      return rowsOf(out);
+    }
+    case 'bind': {
+      const rows = rowsIn(input(), 'bind');
+      const out = new RowSet();
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!;
+        if (el === NO_ELEMENT) { out.pushFrom(rows, i); continue; }
+        const e = ownExtra(rows, i);
+        e.bindings = new Map(e.bindings ?? []);
+        e.bindings.set(op.name, { el, rankName: e.rankName, rank: e.rank });
+        out.push(el, e);
+      }
+      return rowsOf(out);
+    }
+    case 'project_bindings': {
+      const rows = rowsIn(input(), 'project_bindings');
+      const items: Value[] = [];
+      const seen = new Set<string>();
+      const resolveTarget = (i: number, target: { kind: 'current' } | { kind: 'binding'; name: string }, source: string): Value | undefined => {
+        const extra = rows.extraAt(i);
+        if (target.kind === 'current') return rows.el[i] === NO_ELEMENT ? undefined : resolveProperty(ctx, rows.el[i]!, extra, source);
+        const b = extra?.bindings?.get(target.name);
+        if (b === undefined) return undefined;
+        const bExtra = b.rankName === null ? null : { ...emptyExtra(), rankName: b.rankName, rank: b.rank };
+        return resolveProperty(ctx, b.el, bExtra, source);
+      };
+      for (let i = 0; i < rows.length; i++) {
+        const m = new Map<string, Value>();
+        for (const p of op.projections) {
+          if (p.kind === 'property') {
+            const v = resolveTarget(i, p.target, p.source);
+            if (v !== undefined) m.set(p.alias, v);
+          } else {
+            for (const r of p.refs) {
+              const v = resolveTarget(i, r.target, r.source);
+              if (v !== undefined && v !== null) { m.set(p.alias, v); break; }
+            }
+          }
+        }
+        if (op.distinct) {
+          const key = renderValueKey(m);
+          if (seen.has(key)) continue;
+          seen.add(key);
+        }
+        items.push(m);
+      }
+      return { kind: 'scalars', items };
+    }
+    case 'group': case 'group_count':
+      return { kind: 'scalars', items: group(ctx, rowsIn(input(), op.op), op.property, op.op === 'group') };
+    case 'aggregate_by':
+      return aggregate(ctx, op, input());
+    case 'shortest_path':
+      return shortestPath(ctx, op);
+    default:
+      throw new SvcError('internal_error', `internal error: operation \`${op.op}\` is not supported by this server yet`);
+  }
+}
+

@@ -1,0 +1,641 @@
+// Operators: each evaluates one operation over the materialized stream of its input
+// (operations.md). Streams are vectors of row element keys (see rows.ts), so an
+// operator is a loop over numbers; objects appear only for rows with extras.
+import type { ElementRef, Op, Order, PropertyAssignment, StreamBound, SubTraversal, ValueInput } from '../protocol/ast.js';
+import { dbError, queryError, SvcError } from '../protocol/errors.js';
+import type { Value } from '../protocol/value.js';
+import { limits } from '../limits.js';
+import type { PropertyRecord } from '../store/record-codec.js';
+import { E_CREATED, E_DELETED, E_DST, E_LABEL, E_SRC, EDGE_WORDS, type Direction } from '../store/store.js';
+import { compareSortKeys, valuesEqual } from './compare.js';
+import { evalExpr, evalPredicate, paramValue, resolveProperty, type ExecCtx } from './context.js';
+import {
+  edgeKey, idOfKey, isEdgeKey, movedExtra, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, scalarItems,
+  type RowExtra, type Stream,
+} from './rows.js';
+import { renderValueKey } from './render.js';
+import { evalExtendedOp, isExtendedOp } from './ops-extended.js';
+
+const emptyRows = (): Stream => rowsOf(new RowSet());
+
+function checkDeadline(ctx: ExecCtx): void {
+  if (Date.now() > ctx.deadlineMs) throw new SvcError('query_deadline_exceeded', 'db error: query deadline exceeded');
+}
+
+function checkRowLimit(n: number): void {
+  if (n > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+}
+
+// ---------------------------------------------------------------- references
+
+/** IDs from a parameter value: one non-negative integer or an array of them. */
+function idsFromParam(ctx: ExecCtx, name: string): number[] {
+  const v = paramValue(ctx, name);
+  const one = (x: Value): number => {
+    if (typeof x !== 'bigint' || x < 0n) throw queryError(`parameter \`${name}\` must hold non-negative integer ids`);
+    return x > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(x);
+  };
+  if (Array.isArray(v)) return v.map(one);
+  return [one(v)];
+}
+
+/** Rows bound to a variable (entry result, as/store); null when unbound. */
+function rowsOfVariable(ctx: ExecCtx, name: string): RowSet | null {
+  const bound = ctx.vars.get(name);
+  if (bound === undefined) return null;
+  if (bound.kind === 'rows' || bound.kind === 'fold') return bound.rows;
+  throw queryError(`variable \`${name}\` is not bound to element rows`);
+}
+
+/** Resolve a reference to element IDs of one kind (operations.md §2.1). */
+export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarget: boolean): number[] {
+  const exists = (id: number) => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
+  switch (ref.kind) {
+    case 'all': {
+      const out: number[] = [];
+      const slots = edges ? ctx.store.edgeSlots() : ctx.store.nodeSlots();
+      for (let id = 0; id < slots; id++) {
+        if (edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at)) out.push(id);
+      }
+      return out;
+    }
+    case 'ids': {
+      const out: number[] = [];
+      for (const id of ref.ids) {
+        const n = id > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(id);
+        if (asTarget ? n >= 0 : exists(n)) out.push(n);
+      }
+      return out;
+    }
+    case 'var': {
+      const rows = rowsOfVariable(ctx, ref.name);
+      if (rows === null) {
+        if (asTarget) throw queryError(`variable \`${ref.name}\` is not bound`);
+        return [];
+      }
+      const out: number[] = [];
+      for (const el of rows.el) if (el !== NO_ELEMENT && isEdgeKey(el) === edges) out.push(idOfKey(el));
+      return out;
+    }
+    case 'param': {
+      const ids = idsFromParam(ctx, ref.name);
+      return asTarget ? ids : ids.filter(exists);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- windows
+
+function boundValue(ctx: ExecCtx, b: StreamBound, what: string): number {
+  if (b.kind === 'literal') return b.value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(b.value);
+  const e = b.expr;
+  if (e.kind === 'constant' || e.kind === 'param') {
+    const v = e.kind === 'constant' ? e.value : paramValue(ctx, e.name);
+    if (typeof v === 'bigint' && v >= 0n) return v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v);
+    throw queryError(`${what} must be a non-negative i64`);
+  }
+  throw queryError(`${what} must be a literal or a parameter`);
+}
+
+function window(input: Stream, start: number, end: number): Stream {
+  if (input.kind === 'fold') throw queryError('window expected stream input, got a folded stream; use unfold first');
+  if (input.kind === 'rows') {
+    const rows = input.rows;
+    const out = new RowSet();
+    for (let i = start; i < Math.min(end, rows.length); i++) out.pushFrom(rows, i);
+    return rowsOf(out);
+  }
+  const items = scalarItems(input)!;
+  return { kind: 'scalars', items: items.slice(start, Math.max(start, end)) };
+}
+
+// ---------------------------------------------------------------- navigation
+
+const scratch: number[] = [];
+
+/** Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1). */
+export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+  const store = ctx.store, edges = store.edges, adj = store.adj, at = ctx.at;
+  scratch.length = 0;
+  for (const dir of dirs) {
+    const len = store.adjLength(id, dir);
+    const off = store.adjOffset(id, dir);
+    const endWord = dir === 'out' ? E_DST : E_SRC;
+    for (let i = 0; i < len; i++) {
+      const e = adj[off + i]!;
+      const base = e * EDGE_WORDS;
+      const created = edges[base + E_CREATED]!, deleted = edges[base + E_DELETED]!;
+      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (label >= 0 && edges[base + E_LABEL] !== label) continue;
+      scratch.push(edges[base + endWord]!);
+    }
+  }
+  if (scratch.length <= 1) return scratch.slice();
+  const sorted = Uint32Array.from(scratch).sort();
+  const out: number[] = [sorted[0]!];
+  for (let i = 1; i < sorted.length; i++) if (sorted[i] !== sorted[i - 1]) out.push(sorted[i]!);
+  return out;
+}
+
+/** Distinct incident edge IDs of node `id`, ascending (operations.md §4.2). */
+function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+  const store = ctx.store, edges = store.edges, adj = store.adj, at = ctx.at;
+  const out: number[] = [];
+  for (const dir of dirs) {
+    const len = store.adjLength(id, dir);
+    const off = store.adjOffset(id, dir);
+    for (let i = 0; i < len; i++) {
+      const e = adj[off + i]!;
+      const base = e * EDGE_WORDS;
+      const created = edges[base + E_CREATED]!, deleted = edges[base + E_DELETED]!;
+      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (label >= 0 && edges[base + E_LABEL] !== label) continue;
+      // A self-loop sits in both lists; keep it once.
+      if (dir === 'in' && dirs.length === 2 && edges[base + E_SRC] === id) continue;
+      out.push(e);
+    }
+  }
+  if (dirs.length === 2) out.sort((a, b) => a - b);
+  return out;
+}
+
+/** The most recent node in a row's path, or -1. */
+function latestPathNode(extra: RowExtra | null): number {
+  const path = extra?.path;
+  if (!path) return -1;
+  for (let i = path.length - 1; i >= 0; i--) if (!isEdgeKey(path[i]!)) return idOfKey(path[i]!);
+  return -1;
+}
+
+/** other_n on an edge row (operations.md §4.3). */
+function otherEnds(ctx: ExecCtx, edge: number, extra: RowExtra | null): number[] {
+  const src = ctx.store.edgeSource(edge), dst = ctx.store.edgeTarget(edge);
+  const latest = latestPathNode(extra);
+  if (latest === src) return [dst];
+  if (latest === dst) return [src];
+  return src === dst ? [src] : [src, dst];
+}
+
+const dirsOf = (op: string): readonly Direction[] =>
+  op === 'out' || op === 'out_e' || op === 'out_n' ? ['out'] : op === 'in' || op === 'in_e' || op === 'in_n' ? ['in'] : ['out', 'in'];
+
+function navigate(ctx: ExecCtx, op: Extract<Op, { op: 'out' | 'in' | 'both' | 'out_e' | 'in_e' | 'both_e' | 'out_n' | 'in_n' | 'other_n' }>, input: RowSet): RowSet {
+  const out = new RowSet();
+  const toEdges = op.op === 'out_e' || op.op === 'in_e' || op.op === 'both_e';
+  const labelName = 'label' in op ? op.label : null;
+  const label = labelName === null ? -1 : ctx.store.names.idOf(labelName);
+  if (labelName !== null && label < 0) return out; // unknown label: no edge has it
+  const dirs = dirsOf(op.op);
+  for (let i = 0; i < input.length; i++) {
+    const el = input.el[i]!;
+    if (el === NO_ELEMENT) continue;
+    const extra = input.extraAt(i);
+    let produced: number[];
+    let asEdges = toEdges;
+    if (isEdgeKey(el)) {
+      if (toEdges) continue;
+      const e = idOfKey(el);
+      if (op.op === 'out' || op.op === 'out_n') produced = [ctx.store.edgeTarget(e)];
+      else if (op.op === 'in' || op.op === 'in_n') produced = [ctx.store.edgeSource(e)];
+      else produced = otherEnds(ctx, e, extra);
+      asEdges = false;
+    } else {
+      const id = idOfKey(el);
+      const unlabeled = op.op === 'out_n' || op.op === 'in_n' || op.op === 'other_n';
+      produced = toEdges ? incidentEdges(ctx, id, dirs, label) : neighbors(ctx, id, dirs, unlabeled ? -1 : label);
+    }
+    for (const target of produced) {
+      const key = asEdges ? edgeKey(target) : nodeKey(target);
+      out.push(key, movedExtra(extra, key, ctx.trackPath, el));
+    }
+    checkRowLimit(out.length);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- filters
+
+function filterRows(input: RowSet, keep: (el: number, extra: RowExtra | null) => boolean): RowSet {
+  const out = new RowSet();
+  for (let i = 0; i < input.length; i++) {
+    const extra = input.extraAt(i);
+    if (keep(input.el[i]!, extra)) out.push(input.el[i]!, extra);
+  }
+  return out;
+}
+
+function labelFilter(ctx: ExecCtx, input: RowSet, label: string): RowSet {
+  return filterRows(input, (el, extra) => {
+    const v = resolveProperty(ctx, el, extra, '$label');
+    return v === label;
+  });
+}
+
+function dedup(input: Stream): Stream {
+  if (input.kind === 'rows') {
+    const seen = new Set<number | string>();
+    const out = new RowSet();
+    const rows = input.rows;
+    for (let i = 0; i < rows.length; i++) {
+      const el = rows.el[i]!;
+      const key = el !== NO_ELEMENT ? el : `x${renderRowIdentity(rows.extraAt(i))}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.pushFrom(rows, i);
+    }
+    return rowsOf(out);
+  }
+  const items = scalarItems(input);
+  if (items === null) throw queryError('dedup expected stream input, got a folded stream; use unfold first');
+  const seen = new Set<string>();
+  const out: Value[] = [];
+  for (const item of items) {
+    const key = renderValueKey(item);
+    if (!seen.has(key)) { seen.add(key); out.push(item); }
+  }
+  return { kind: 'scalars', items: out };
+}
+
+/** Identity of an element-less row: its bindings, visible path and sack. */
+function renderRowIdentity(extra: RowExtra | null): string {
+  if (extra === null) return '';
+  const bindings = extra.bindings ? [...extra.bindings].map(([k, b]) => `${k}=${b.el}`).sort().join(',') : '';
+  const path = extra.pathVisible && extra.path ? extra.path.join(',') : '';
+  const sack = extra.sackVisible && extra.sack !== undefined ? renderValueKey(extra.sack) : '';
+  return `${bindings}|${path}|${sack}`;
+}
+
+// ---------------------------------------------------------------- ordering
+
+function orderRows(ctx: ExecCtx, input: RowSet, keys: readonly [string, Order][]): RowSet {
+  const n = input.length;
+  const values: (Value | undefined)[][] = keys.map(([prop]) => {
+    const col: (Value | undefined)[] = new Array(n);
+    for (let i = 0; i < n; i++) col[i] = input.el[i] === NO_ELEMENT && input.extraAt(i) === null ? undefined : resolveProperty(ctx, input.el[i]!, input.extraAt(i), prop);
+    return col;
+  });
+  const index = Array.from({ length: n }, (_, i) => i);
+  index.sort((a, b) => {
+    for (let k = 0; k < keys.length; k++) {
+      const c = compareSortKeys(values[k]![a], values[k]![b]);
+      if (c !== 0) return keys[k]![1] === 'desc' ? -c : c;
+    }
+    return compareElements(input.el[a]!, input.el[b]!);
+  });
+  const out = new RowSet();
+  for (const i of index) out.pushFrom(input, i);
+  return out;
+}
+
+/** Tie-breaker: nodes before edges, then by ID; rows without an element last. */
+function compareElements(a: number, b: number): number {
+  if (a === b) return 0;
+  if (a === NO_ELEMENT || b === NO_ELEMENT) return a === NO_ELEMENT ? 1 : -1;
+  const ea = isEdgeKey(a), eb = isEdgeKey(b);
+  if (ea !== eb) return ea ? 1 : -1;
+  return idOfKey(a) - idOfKey(b);
+}
+
+// ---------------------------------------------------------------- terminals
+
+function storedMap(ctx: ExecCtx, el: number): Map<string, Value> {
+  const store = ctx.store;
+  const id = idOfKey(el);
+  const edge = isEdgeKey(el);
+  const record = edge ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
+  const out = new Map<string, Value>();
+  for (let i = 0; i < record.keys.length; i++) out.set(store.names.nameOf(record.keys[i]!), record.values[i]!);
+  out.set('$label', store.names.nameOf(edge ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)));
+  return out;
+}
+
+function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Value[] {
+  const items: Value[] = [];
+  for (let i = 0; i < input.length; i++) {
+    const el = input.el[i]!;
+    const extra = input.extraAt(i);
+    if (properties === null || properties.length === 0) {
+      if (el === NO_ELEMENT) { items.push(new Map()); continue; }
+      const m = storedMap(ctx, el);
+      m.set('$id', BigInt(idOfKey(el)));
+      items.push(m);
+      continue;
+    }
+    const m = new Map<string, Value>();
+    for (const p of properties) {
+      const v = resolveProperty(ctx, el, extra, p);
+      if (v !== undefined) m.set(p, v);
+    }
+    items.push(m);
+  }
+  return items;
+}
+
+function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
+  switch (op.op) {
+    case 'count': {
+      if (input.kind === 'rows') return { kind: 'count', n: input.rows.length };
+      const items = scalarItems(input);
+      if (items === null) throw queryError('count expected stream input, got a folded stream; use unfold first');
+      return { kind: 'count', n: items.length };
+    }
+    case 'exists': {
+      if (input.kind === 'rows') return { kind: 'exists', value: input.rows.length > 0 };
+      const items = scalarItems(input);
+      if (items === null) throw queryError('exists expected stream input, got a folded stream; use unfold first');
+      return { kind: 'exists', value: items.length > 0 };
+    }
+    case 'id': {
+      if (input.kind !== 'rows') {
+        const items = scalarItems(input);
+        if (items === null) throw queryError('id expected stream input, got a folded stream; use unfold first');
+        return { kind: 'scalars', items: items.filter((x) => typeof x === 'bigint') };
+      }
+      const items: Value[] = [];
+      for (const el of input.rows.el) if (el !== NO_ELEMENT) items.push(BigInt(idOfKey(el)));
+      return { kind: 'scalars', items };
+    }
+    case 'label': {
+      const rows = needRows(input, 'label');
+      const items: Value[] = [];
+      for (let i = 0; i < rows.length; i++) {
+        if (rows.el[i] === NO_ELEMENT) continue;
+        items.push(resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), '$label')!);
+      }
+      return { kind: 'scalars', items };
+    }
+    case 'values': {
+      const rows = needRows(input, 'values');
+      const items: Value[] = [];
+      for (let i = 0; i < rows.length; i++) {
+        const m = new Map<string, Value>();
+        for (const p of op.properties) {
+          const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), p);
+          if (v !== undefined) m.set(p, v);
+        }
+        if (m.size > 0) items.push(m);
+      }
+      return { kind: 'scalars', items };
+    }
+    case 'value_map':
+      return { kind: 'scalars', items: valueMap(ctx, needRows(input, 'value_map'), op.properties) };
+    case 'project': {
+      const rows = needRows(input, 'project');
+      const items: Value[] = [];
+      for (let i = 0; i < rows.length; i++) {
+        const m = new Map<string, Value>();
+        for (const p of op.projections) {
+          if (p.kind === 'property') {
+            const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), p.source);
+            if (v !== undefined) m.set(p.alias, v);
+          } else {
+            m.set(p.alias, evalExpr(ctx, p.expr, rows.el[i]!, rows.extraAt(i)));
+          }
+        }
+        items.push(m);
+      }
+      return { kind: 'scalars', items };
+    }
+    case 'edge_properties': {
+      const rows = needRows(input, 'edge_properties');
+      const items: Value[] = [];
+      for (const el of rows.el) {
+        if (el === NO_ELEMENT || !isEdgeKey(el)) continue;
+        const id = idOfKey(el);
+        const m = storedMap(ctx, el);
+        m.set('$id', BigInt(id));
+        m.set('$from', BigInt(ctx.store.edgeSource(id)));
+        m.set('$to', BigInt(ctx.store.edgeTarget(id)));
+        items.push(m);
+      }
+      return { kind: 'scalars', items };
+    }
+    default:
+      throw new SvcError('internal_error', `internal error: ${op.op} is not a terminal`);
+  }
+}
+
+// ---------------------------------------------------------------- mutations
+
+function inputValue(ctx: ExecCtx, input: ValueInput, el: number, extra: RowExtra | null): Value {
+  return input.kind === 'value' ? input.value : evalExpr(ctx, input.expr, el, extra);
+}
+
+function buildRecord(ctx: ExecCtx, props: PropertyAssignment[], el: number, extra: RowExtra | null): PropertyRecord {
+  const keys: number[] = [];
+  const values: Value[] = [];
+  for (const [name, input] of props) {
+    if (name === '$label') throw queryError('`$label` cannot be assigned in a property list');
+    const value = inputValue(ctx, input, el, extra);
+    keys.push(ctx.store.names.intern(name));
+    values.push(value);
+  }
+  return { keys, values };
+}
+
+function withProperty(record: PropertyRecord, key: number, value: Value | undefined): PropertyRecord {
+  const keys: number[] = [];
+  const values: Value[] = [];
+  let found = false;
+  for (let i = 0; i < record.keys.length; i++) {
+    if (record.keys[i] === key) {
+      found = true;
+      if (value === undefined) continue;
+      keys.push(key);
+      values.push(value);
+    } else {
+      keys.push(record.keys[i]!);
+      values.push(record.values[i]!);
+    }
+  }
+  if (!found && value !== undefined) { keys.push(key); values.push(value); }
+  return { keys, values };
+}
+
+function elementLive(ctx: ExecCtx, el: number): boolean {
+  const id = idOfKey(el);
+  return isEdgeKey(el) ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at);
+}
+
+function mutate(ctx: ExecCtx, op: Op, input: Stream | null): Stream {
+  const store = ctx.store;
+  switch (op.op) {
+    case 'add_n': {
+      const label = store.names.intern(op.label);
+      const out = new RowSet();
+      if (input === null) {
+        const id = store.addNode(label, buildRecord(ctx, op.properties, NO_ELEMENT, null));
+        out.push(nodeKey(id), null);
+        return rowsOf(out);
+      }
+      const rows = needRows(input, 'add_n');
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!, extra = rows.extraAt(i);
+        const id = store.addNode(label, buildRecord(ctx, op.properties, el, extra));
+        out.push(nodeKey(id), movedExtra(extra, nodeKey(id), ctx.trackPath, el));
+      }
+      return rowsOf(out);
+    }
+    case 'add_e': {
+      const targets = resolveRef(ctx, op.to, false, true);
+      const rows = needRows(input!, 'add_e');
+      const out = new RowSet();
+      let usable = 0;
+      for (const el of rows.el) if (el !== NO_ELEMENT && !isEdgeKey(el)) usable++;
+      if (usable === 0) return rowsOf(out);
+      if (targets.length === 0) throw queryError('addE() requires at least one target vertex');
+      const label = store.names.intern(op.label);
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!;
+        if (el === NO_ELEMENT || isEdgeKey(el)) continue;
+        const src = idOfKey(el), extra = rows.extraAt(i);
+        for (const dst of targets) {
+          const slot = store.reserveEdgeSlot();
+          if (!store.nodeExists(src, ctx.at)) throw dbError('node_not_found', `Node not found: ${src}`);
+          if (!store.nodeExists(dst, ctx.at)) throw dbError('node_not_found', `Node not found: ${dst}`);
+          store.addEdge(slot, label, src, dst, buildRecord(ctx, op.properties, el, extra));
+          out.push(edgeKey(slot), movedExtra(extra, edgeKey(slot), ctx.trackPath, el));
+        }
+        checkRowLimit(out.length);
+      }
+      return rowsOf(out);
+    }
+    case 'set_property': case 'remove_property': {
+      const rows = needRows(input!, op.op);
+      if (op.op === 'remove_property' && op.name === '$label') throw queryError('`$label` cannot be removed');
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!;
+        if (el === NO_ELEMENT || !elementLive(ctx, el)) continue;
+        const id = idOfKey(el), edge = isEdgeKey(el);
+        const value = op.op === 'set_property' ? inputValue(ctx, op.value, el, rows.extraAt(i)) : undefined;
+        if (op.name === '$label') {
+          if (edge) throw queryError('edge labels cannot be changed');
+          if (typeof value !== 'string' || value === '') throw queryError('`$label` must be set to a non-empty string');
+          store.relabelNode(id, store.names.intern(value));
+          continue;
+        }
+        const key = store.names.intern(op.name);
+        if (edge) store.setEdgeRecord(id, withProperty(store.edgeRecord(id, ctx.at), key, value));
+        else store.setNodeRecord(id, withProperty(store.nodeRecord(id, ctx.at), key, value));
+      }
+      return rowsOf(rows);
+    }
+    case 'drop': {
+      const rows = needRows(input!, 'drop');
+      for (const el of rows.el) {
+        if (el === NO_ELEMENT || isEdgeKey(el)) continue;
+        if (store.nodeVisible(idOfKey(el), ctx.at)) store.deleteNode(idOfKey(el));
+      }
+      return emptyRows();
+    }
+    case 'drop_edge': case 'drop_edge_labeled': {
+      const rows = needRows(input!, op.op);
+      const targets = new Set(resolveRef(ctx, op.to, false, true));
+      const label = op.op === 'drop_edge_labeled' ? store.names.idOf(op.label) : -1;
+      if (op.op === 'drop_edge_labeled' && label < 0) return emptyRows();
+      for (const el of rows.el) {
+        if (el === NO_ELEMENT || isEdgeKey(el)) continue;
+        for (const e of incidentEdges(ctx, idOfKey(el), ['out'], label)) {
+          if (targets.has(store.edgeTarget(e)) && store.edgeVisible(e, ctx.at)) store.deleteEdge(e);
+        }
+      }
+      return emptyRows();
+    }
+    case 'drop_edge_by_id': {
+      if (input !== null) {
+        const gate = input.kind === 'rows' || input.kind === 'fold' ? input.rows.length : (scalarItems(input)?.length ?? 0);
+        if (gate === 0) return emptyRows();
+      }
+      for (const id of resolveRef(ctx, op.edges, true, false)) store.deleteEdge(id);
+      return emptyRows();
+    }
+    default:
+      throw new SvcError('internal_error', `internal error: ${op.op} is not a mutation`);
+  }
+}
+
+// ---------------------------------------------------------------- dispatch
+
+/** Evaluate `root`. `context` is the rows of the enclosing sub-traversal, if any. */
+export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
+  checkDeadline(ctx);
+  const op = root;
+  switch (op.op) {
+    case 'context':
+      if (context === null) throw queryError('`context` outside a sub-traversal');
+      return context;
+    case 'nodes': case 'edges': {
+      const edges = op.op === 'edges';
+      const ids = resolveRef(ctx, op.reference, edges, false);
+      return rowsOf(new RowSet(ids.map(edges ? edgeKey : nodeKey)));
+    }
+    case 'nodes_where': case 'edges_where': {
+      const edges = op.op === 'edges_where';
+      const slots = edges ? ctx.store.edgeSlots() : ctx.store.nodeSlots();
+      const out = new RowSet();
+      for (let id = 0; id < slots; id++) {
+        if (!(edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at))) continue;
+        const key = edges ? edgeKey(id) : nodeKey(id);
+        if (evalPredicate(ctx, op.predicate, key, null)) out.push(key, null);
+        if ((id & 0xfff) === 0) checkDeadline(ctx);
+      }
+      return rowsOf(out);
+    }
+    case 'out': case 'in': case 'both': case 'out_e': case 'in_e': case 'both_e': case 'out_n': case 'in_n': case 'other_n':
+      return rowsOf(navigate(ctx, op, needRows(evalOp(ctx, op.input, context), op.op)));
+    case 'has': {
+      const rows = needRows(evalOp(ctx, op.input, context), 'has');
+      return rowsOf(filterRows(rows, (el, extra) => valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, op.value)));
+    }
+    case 'edge_has': {
+      const rows = needRows(evalOp(ctx, op.input, context), 'edge_has');
+      return rowsOf(filterRows(rows, (el, extra) =>
+        valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, inputValue(ctx, op.value, el, extra))));
+    }
+    case 'has_label': case 'edge_has_label':
+      return rowsOf(labelFilter(ctx, needRows(evalOp(ctx, op.input, context), op.op), op.label));
+    case 'has_key': {
+      const rows = needRows(evalOp(ctx, op.input, context), 'has_key');
+      return rowsOf(filterRows(rows, (el, extra) => resolveProperty(ctx, el, extra, op.property) !== undefined));
+    }
+    case 'where': {
+      const rows = needRows(evalOp(ctx, op.input, context), 'where');
+      return rowsOf(filterRows(rows, (el, extra) => evalPredicate(ctx, op.predicate, el, extra)));
+    }
+    case 'dedup':
+      return dedup(evalOp(ctx, op.input, context));
+    case 'limit': {
+      const n = boundValue(ctx, op.count, 'limit count');
+      return window(evalOp(ctx, op.input, context), 0, n);
+    }
+    case 'skip': {
+      const n = boundValue(ctx, op.count, 'skip count');
+      return window(evalOp(ctx, op.input, context), n, Number.MAX_SAFE_INTEGER);
+    }
+    case 'range': {
+      const start = boundValue(ctx, op.start, 'range start');
+      const end = boundValue(ctx, op.end, 'range end');
+      const input = evalOp(ctx, op.input, context);
+      return window(input, start, Math.max(start, end));
+    }
+    case 'order_by':
+      return rowsOf(orderRows(ctx, needRows(evalOp(ctx, op.input, context), 'order_by'), [[op.property, op.order]]));
+    case 'order_by_multiple':
+      return rowsOf(orderRows(ctx, needRows(evalOp(ctx, op.input, context), 'order_by_multiple'), op.orderings));
+    case 'count': case 'exists': case 'id': case 'label': case 'values': case 'value_map': case 'project': case 'edge_properties':
+      return terminal(ctx, op, evalOp(ctx, op.input, context));
+    case 'add_n': case 'drop_edge_by_id':
+      return mutate(ctx, op, op.input === null ? null : evalOp(ctx, op.input, context));
+    case 'add_e': case 'set_property': case 'remove_property': case 'drop': case 'drop_edge': case 'drop_edge_labeled':
+      return mutate(ctx, op, evalOp(ctx, op.input, context));
+    default:
+      if (isExtendedOp(op)) return evalExtendedOp(ctx, op, context, evalOp);
+      throw new SvcError('internal_error', `internal error: operation \`${op.op}\` is not supported by this server yet`);
+  }
+}
+
+/** Run a sub-traversal body with `context` as its input. */
+export function runBody(ctx: ExecCtx, body: SubTraversal, context: Stream): Stream {
+  return evalOp(ctx, body.root, context);
+}
+

@@ -1,0 +1,74 @@
+// Stage 10 of envelope.md §6: results -> response JSON text (envelope.md §7-§9).
+import { compareKeys, renderValue, writeF64, writeString } from '../protocol/json.js';
+import { tagOf, type Value } from '../protocol/value.js';
+import type { ShapeClass } from '../plan/plan.js';
+import { idOfKey, isEdgeKey, NO_ELEMENT, sizeOf, type RowExtra, type RowSet, type Stream } from './rows.js';
+
+/** A value bound to an entry name, with what rendering needs. */
+export interface Bound {
+  readonly stream: Stream;
+  readonly cls: ShapeClass;
+  /** The entry's condition was false (envelope.md §9.4). */
+  readonly skipped: boolean;
+}
+
+const elementRef = (el: number): string => `{"${isEdgeKey(el) ? 'edge' : 'node'}":${idOfKey(el)}}`;
+
+function renderRow(el: number, extra: RowExtra | null): string {
+  const annotated = el === NO_ELEMENT || (extra !== null && (extra.bindings !== null || extra.pathVisible || extra.sackVisible));
+  if (!annotated) {
+    if (extra === null || extra.rankName === null) return `{"$id":${idOfKey(el)}}`;
+    const rank = writeF64(extra.rank);
+    return extra.rankName === '$distance' ? `{"$distance":${rank},"$id":${idOfKey(el)}}` : `{"$id":${idOfKey(el)},"$score":${rank}}`;
+  }
+  let bindings = '';
+  if (extra?.bindings) {
+    const names = [...extra.bindings.keys()].sort(compareKeys);
+    bindings = names.map((n) => `${writeString(n)}:${elementRef(extra.bindings!.get(n)!.el)}`).join(',');
+  }
+  let out = `{"bindings":{${bindings}},"current":${el === NO_ELEMENT ? 'null' : elementRef(el)}`;
+  if (extra?.pathVisible) out += `,"path":[${(extra.path ?? (el === NO_ELEMENT ? [] : [el])).map(elementRef).join(',')}]`;
+  if (extra?.sackVisible) out += `,"sack":${extra.sack === undefined ? 'null' : renderValue(extra.sack)}`;
+  return `${out}}`;
+}
+
+export function renderRows(rows: RowSet): string {
+  const parts: string[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) parts[i] = renderRow(rows.el[i]!, rows.extraAt(i));
+  return `[${parts.join(',')}]`;
+}
+
+function renderPresent(s: Stream): string {
+  switch (s.kind) {
+    case 'rows': case 'fold': return renderRows(s.rows);
+    case 'scalars': return `[${s.items.map(renderValue).join(',')}]`;
+    case 'count': return String(s.n);
+    case 'exists': return s.value ? 'true' : 'false';
+    case 'object': return renderValue(s.value);
+  }
+}
+
+export function renderBound(b: Bound): string {
+  if (b.skipped) return b.cls === 'object' ? 'null' : '[]';
+  if (sizeOf(b.stream) > 0) return renderPresent(b.stream);
+  switch (b.cls) {
+    case 'list': return '[]';
+    case 'object': return 'null';
+    case 'scalar': return renderPresent(b.stream);
+  }
+}
+
+/** Canonical identity of a scalar item (dedup of scalar streams). */
+export function renderValueKey(v: Value): string {
+  try {
+    return `${tagOf(v)}:${renderValue(v)}`;
+  } catch {
+    return `${tagOf(v)}:?${String(v)}`;
+  }
+}
+
+/** The response object: returned names in byte-wise key order (envelope.md §7). */
+export function renderResponse(returns: readonly string[], values: Map<string, string>): string {
+  const names = [...returns].sort(compareKeys);
+  return `{${names.map((n) => `${writeString(n)}:${values.get(n)!}`).join(',')}}`;
+}

@@ -1,0 +1,62 @@
+// One request end to end on one thread: decode -> check options -> plan -> execute ->
+// render (envelope.md §6 stages 3-10). Used by reader workers, the writer thread and
+// the embedded handle. Never throws: failures become `{error, msg}` bodies.
+import { decodeRequest } from '../protocol/decode.js';
+import { asSvcError, errorBody, optionError } from '../protocol/errors.js';
+import { planRequest } from '../plan/plan.js';
+import type { Store } from '../store/store.js';
+import { runBatch } from './batch.js';
+import type { ExecCtx } from './context.js';
+
+/** Execution headers after stage-1 parsing (envelope.md §11); null = header absent. */
+export interface RequestFlags {
+  warm: boolean | null;
+  requireWriter: boolean | null;
+  awaitDurable: boolean | null;
+}
+
+export const noFlags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: null };
+
+export type ExecRole = 'writer' | 'reader';
+
+/** A finished response, or (reader role only) "this is a write, send it to the writer". */
+export type ExecOutcome = { status: number; body: string } | { forward: 'writer' };
+
+export interface ExecOptions {
+  /** Cooperative deadline per request (`--query-timeout-ms`). */
+  queryTimeoutMs: number;
+}
+
+export const defaultExecOptions: ExecOptions = { queryTimeoutMs: 30_000 };
+
+export function executeRequest(
+  store: Store, body: Uint8Array | string, flags: RequestFlags, role: ExecRole,
+  options: ExecOptions = defaultExecOptions,
+): ExecOutcome {
+  try {
+    const request = decodeRequest(body);
+    const write = request.request_type === 'write';
+    if (write && flags.warm === true) throw optionError('x-svc-warm is only valid for read requests');
+    if (!write && flags.awaitDurable === true) throw optionError('x-svc-await-durable is only valid for write requests');
+    if (role === 'reader' && (write || flags.requireWriter === true)) return { forward: 'writer' };
+    const plan = planRequest(request);
+    const nowMs = Date.now();
+    const at = write ? store.beginWrite() : store.committedEpoch();
+    const ctx: ExecCtx = {
+      store, at, writing: write, paramFrames: [request.parameters], vars: new Map(),
+      trackPath: plan.trackPath, nowMs, deadlineMs: nowMs + options.queryTimeoutMs,
+    };
+    let response: string;
+    try {
+      response = runBatch(ctx, plan);
+    } catch (err) {
+      if (write) store.rollback();
+      throw err;
+    }
+    if (write) store.commit();
+    return { status: 200, body: response };
+  } catch (err) {
+    const e = asSvcError(err);
+    return { status: e.status, body: errorBody(e) };
+  }
+}

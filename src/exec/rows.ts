@@ -1,0 +1,113 @@
+// Streams and rows. A row's element is one number: node ID * 2, edge ID * 2 + 1, or -1
+// for "no element". Rows without extras (the common case) are just that number; extras
+// (ranking field, bindings, path, sack) live in a parallel array allocated only when
+// some row has them.
+import { queryError } from '../protocol/errors.js';
+import type { Value } from '../protocol/value.js';
+
+export const NO_ELEMENT = -1;
+export const nodeKey = (id: number): number => id * 2;
+export const edgeKey = (id: number): number => id * 2 + 1;
+export const isEdgeKey = (key: number): boolean => (key & 1) === 1;
+export const idOfKey = (key: number): number => Math.floor(key / 2);
+
+/** A bound element inside a row's bindings (kept with its ranking field snapshot). */
+export interface BoundElement { el: number; rankName: string | null; rank: number }
+
+export interface RowExtra {
+  /** `$distance` or `$score` of a search, until the row moves. */
+  rankName: string | null;
+  rank: number;
+  bindings: Map<string, BoundElement> | null;
+  /** Element keys visited, oldest first (tracked only when the plan needs it). */
+  path: number[] | null;
+  pathVisible: boolean;
+  /** Sack value; undefined = unset. */
+  sack: Value | undefined;
+  sackVisible: boolean;
+}
+
+export class RowSet {
+  readonly el: number[];
+  /** Parallel to `el`, or null when no row has extras. */
+  extra: (RowExtra | null)[] | null;
+  constructor(el: number[] = [], extra: (RowExtra | null)[] | null = null) {
+    this.el = el;
+    this.extra = extra;
+  }
+  get length(): number { return this.el.length; }
+
+  extraAt(i: number): RowExtra | null {
+    return this.extra === null ? null : this.extra[i]!;
+  }
+
+  push(el: number, extra: RowExtra | null): void {
+    if (extra !== null && this.extra === null) this.extra = new Array<RowExtra | null>(this.el.length).fill(null);
+    this.el.push(el);
+    if (this.extra !== null) this.extra.push(extra);
+  }
+
+  /** Append row `i` of `from`. */
+  pushFrom(from: RowSet, i: number): void {
+    this.push(from.el[i]!, from.extraAt(i));
+  }
+}
+
+export function emptyExtra(): RowExtra {
+  return { rankName: null, rank: 0, bindings: null, path: null, pathVisible: false, sack: undefined, sackVisible: false };
+}
+
+/** The extras of a row that moved to a new element: ranking dropped, path extended. */
+export function movedExtra(from: RowExtra | null, newEl: number, trackPath: boolean, fromEl: number): RowExtra | null {
+  if (from === null && !trackPath) return null;
+  const next = from === null ? emptyExtra() : { ...from };
+  next.rankName = null;
+  next.rank = 0;
+  if (trackPath) {
+    const base = from?.path ?? (fromEl === NO_ELEMENT ? [] : [fromEl]);
+    next.path = [...base, newEl];
+  }
+  if (next.bindings === null && next.path === null && next.sack === undefined && !next.pathVisible && !next.sackVisible) return null;
+  return next;
+}
+
+/** Result of evaluating an operation. */
+export type Stream =
+  | { kind: 'rows'; rows: RowSet }
+  | { kind: 'fold'; rows: RowSet }
+  | { kind: 'scalars'; items: Value[] }
+  | { kind: 'count'; n: number }
+  | { kind: 'exists'; value: boolean }
+  | { kind: 'object'; value: Value };
+
+export const rowsOf = (rows: RowSet): Stream => ({ kind: 'rows', rows });
+
+/** Rows of a stream for operators that need element rows (operations.md §1.2). */
+export function needRows(s: Stream, op: string): RowSet {
+  if (s.kind === 'rows') return s.rows;
+  if (s.kind === 'fold') throw queryError(`${op} expected stream input, got a folded stream; use unfold first`);
+  throw queryError(`${op} expected stream input, got ${s.kind === 'scalars' ? 'scalar values' : `a ${s.kind} result`}`);
+}
+
+/** Items of a stream as scalars, for operators that accept scalar input (windows, dedup, count). */
+export function scalarItems(s: Stream): Value[] | null {
+  switch (s.kind) {
+    case 'scalars': return s.items;
+    case 'count': return [BigInt(s.n)];
+    case 'exists': return [s.value];
+    case 'object': return [s.value];
+    default: return null;
+  }
+}
+
+/** Size of a bound value for batch conditions (envelope.md §4.3). */
+export function sizeOf(s: Stream): number {
+  switch (s.kind) {
+    case 'rows': return s.rows.length;
+    case 'fold': return s.rows.length > 0 ? 1 : 0;
+    case 'scalars': return s.items.length;
+    case 'count': return s.n;
+    case 'exists': return s.value ? 1 : 0;
+    case 'object': return 1;
+  }
+}

@@ -1,0 +1,502 @@
+// Strict JSON in and out (envelope.md §7, §12; values.md §3).
+//
+// parseJson is a hand-written RFC 8259 parser that keeps what JSON.parse throws away:
+// integer tokens become exact bigints (any length) and every other number token becomes
+// a double, so callers can tell `5` from `5.0`; objects are Maps (insertion order kept,
+// "__proto__" is an ordinary key) and a duplicated key is an error. It is iterative, with
+// an explicit stack, so nesting depth is bounded only by `depthMax`, never by the JS
+// call stack. Error details follow the reference's parser wording:
+// `<what> at line L column C` (column counted in UTF-8 bytes, 1-based).
+//
+// The writer renders runtime values as plain JSON the way the reference does: f64 always
+// with a fraction or exponent (`30.0`, `1e-7`), f32 widened to double, date-times as
+// RFC 3339 with milliseconds, object members sorted byte-wise by UTF-8 key.
+
+import { SvcError, jsonError } from './errors.js';
+import { DateTime, F32, StringArray, type Value } from './value.js';
+import { limits } from '../limits.js';
+
+export type JsonObject = Map<string, JsonValue>;
+export type JsonValue = null | boolean | bigint | number | string | JsonValue[] | JsonObject;
+
+// ---------------------------------------------------------------------------------------
+// Parsing
+
+// ignoreBOM: true keeps a leading U+FEFF in the text, where it is rejected as not a value.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The text being parsed; cleared after each parse so a large body is not retained. */
+let src = '';
+/** Cursor hand-off from the string/number readers. */
+let pos = 0;
+
+/**
+ * Parses one JSON document. Integer tokens become `bigint` (exact), other number tokens
+ * `number`, objects `Map`s in document order. Containers nested deeper than `depthMax`,
+ * duplicate keys, invalid UTF-8 and anything RFC 8259 forbids throw `jsonError`.
+ */
+export function parseJson(input: Uint8Array | string, depthMax: number = limits.jsonDepthMax): JsonValue {
+  src = typeof input === 'string' ? input : decodeUtf8(input);
+  try {
+    return parseDocument(src, depthMax);
+  } finally {
+    src = '';
+  }
+}
+
+function decodeUtf8(bytes: Uint8Array): string {
+  try {
+    // Views on shared memory are not accepted by every TextDecoder; copy those.
+    return utf8.decode(bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice());
+  } catch {
+    const at = firstInvalidUtf8(bytes);
+    let line = 1;
+    let lineStart = 0;
+    for (let i = 0; i < at; i++) {
+      if (bytes[i] === 0x0a) { line++; lineStart = i + 1; }
+    }
+    throw jsonError(`invalid UTF-8 at line ${line} column ${at - lineStart + 1}`);
+  }
+}
+
+/** Offset of the first byte that does not start a well-formed UTF-8 sequence. */
+function firstInvalidUtf8(b: Uint8Array): number {
+  const n = b.length;
+  let i = 0;
+  while (i < n) {
+    const c = b[i]!;
+    if (c < 0x80) { i++; continue; }
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c === 0xe0) { need = 2; lo = 0xa0; }
+    else if (c === 0xed) { need = 2; hi = 0x9f; }
+    else if (c >= 0xe1 && c <= 0xef) need = 2;
+    else if (c === 0xf0) { need = 3; lo = 0x90; }
+    else if (c === 0xf4) { need = 3; hi = 0x8f; }
+    else if (c >= 0xf1 && c <= 0xf3) need = 3;
+    else return i;
+    if (i + need >= n) return i;
+    const c1 = b[i + 1]!;
+    if (c1 < lo || c1 > hi) return i;
+    for (let k = 2; k <= need; k++) {
+      const ck = b[i + k]!;
+      if (ck < 0x80 || ck > 0xbf) return i;
+    }
+    i += need + 1;
+  }
+  return n;
+}
+
+function fail(what: string, at: number): never {
+  const s = src;
+  const end = Math.min(at, s.length);
+  let line = 1;
+  let lineStart = 0;
+  for (let i = s.indexOf('\n'); i !== -1 && i < end; i = s.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  const column = Buffer.byteLength(s.slice(lineStart, end), 'utf8') + 1;
+  throw jsonError(`${what} at line ${line} column ${column}`);
+}
+
+function skipWs(s: string, i: number): number {
+  for (;;) {
+    const c = s.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+    else return i;
+  }
+}
+
+function parseDocument(s: string, depthMax: number): JsonValue {
+  const len = s.length;
+  // Open containers, innermost last; keys[k] is the pending member name when frames[k]
+  // is an object.
+  const frames: (JsonValue[] | JsonObject)[] = [];
+  const keys: string[] = [];
+  let value: JsonValue = null;
+  let i = skipWs(s, 0);
+
+  for (;;) {
+    // ---- read one value starting at i (whitespace already skipped)
+    if (i >= len) fail('EOF while parsing a value', i);
+    const c = s.charCodeAt(i);
+    if (c === 0x22) {
+      value = readString(s, i + 1);
+      i = pos;
+    } else if (c === 0x7b) {
+      if (frames.length >= depthMax) fail('recursion limit exceeded', i);
+      i = skipWs(s, i + 1);
+      if (s.charCodeAt(i) === 0x7d) {
+        value = new Map();
+        i++;
+      } else {
+        const m: JsonObject = new Map();
+        keys.push(readMemberKey(s, i, m, false));
+        frames.push(m);
+        i = pos;
+        continue;
+      }
+    } else if (c === 0x5b) {
+      if (frames.length >= depthMax) fail('recursion limit exceeded', i);
+      i = skipWs(s, i + 1);
+      if (s.charCodeAt(i) === 0x5d) {
+        value = [];
+        i++;
+      } else {
+        frames.push([]);
+        keys.push('');
+        continue;
+      }
+    } else if (c === 0x74) {
+      if (s.charCodeAt(i + 1) !== 0x72 || s.charCodeAt(i + 2) !== 0x75 || s.charCodeAt(i + 3) !== 0x65) badIdent(s, i);
+      value = true;
+      i += 4;
+    } else if (c === 0x66) {
+      if (s.charCodeAt(i + 1) !== 0x61 || s.charCodeAt(i + 2) !== 0x6c || s.charCodeAt(i + 3) !== 0x73
+        || s.charCodeAt(i + 4) !== 0x65) badIdent(s, i);
+      value = false;
+      i += 5;
+    } else if (c === 0x6e) {
+      if (s.charCodeAt(i + 1) !== 0x75 || s.charCodeAt(i + 2) !== 0x6c || s.charCodeAt(i + 3) !== 0x6c) badIdent(s, i);
+      value = null;
+      i += 4;
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      value = readNumber(s, i);
+      i = pos;
+    } else {
+      fail('expected value', i);
+    }
+
+    // ---- attach the completed value to its container, closing containers as they end
+    for (;;) {
+      const depth = frames.length;
+      if (depth === 0) {
+        i = skipWs(s, i);
+        if (i < len) fail('trailing characters', i);
+        return value;
+      }
+      const f = frames[depth - 1]!;
+      i = skipWs(s, i);
+      const d = s.charCodeAt(i);
+      if (Array.isArray(f)) {
+        f.push(value);
+        if (d === 0x2c) {
+          i = skipWs(s, i + 1);
+          if (s.charCodeAt(i) === 0x5d) fail('trailing comma', i);
+          break;
+        }
+        if (d === 0x5d) {
+          i++;
+          frames.pop();
+          keys.pop();
+          value = f;
+          continue;
+        }
+        fail(i >= len ? 'EOF while parsing a list' : 'expected `,` or `]`', i);
+      } else {
+        f.set(keys[depth - 1]!, value);
+        if (d === 0x2c) {
+          keys[depth - 1] = readMemberKey(s, skipWs(s, i + 1), f, true);
+          i = pos;
+          break;
+        }
+        if (d === 0x7d) {
+          i++;
+          frames.pop();
+          keys.pop();
+          value = f;
+          continue;
+        }
+        fail(i >= len ? 'EOF while parsing an object' : 'expected `,` or `}`', i);
+      }
+    }
+  }
+}
+
+function badIdent(s: string, i: number): never {
+  // Point at the first character that departs from the literal, like the reference.
+  const word = s.charCodeAt(i) === 0x74 ? 'true' : s.charCodeAt(i) === 0x66 ? 'false' : 'null';
+  let k = 1;
+  while (k < word.length && s.charCodeAt(i + k) === word.charCodeAt(k)) k++;
+  fail(i + k >= s.length ? 'EOF while parsing a value' : 'expected ident', i + k);
+}
+
+/**
+ * Reads `"key" :` at i (whitespace before it skipped) for object m, rejecting a duplicate;
+ * leaves `pos` at the start of the member value (whitespace skipped).
+ */
+function readMemberKey(s: string, i: number, m: JsonObject, afterComma: boolean): string {
+  const c = s.charCodeAt(i);
+  if (c !== 0x22) {
+    if (i >= s.length) fail('EOF while parsing an object', i);
+    fail(afterComma && c === 0x7d ? 'trailing comma' : 'key must be a string', i);
+  }
+  const key = readString(s, i + 1);
+  if (m.has(key)) {
+    const shown = key.length > 64 ? `${key.slice(0, 64)}...` : key;
+    fail(`duplicate key ${JSON.stringify(shown)}`, i);
+  }
+  let j = skipWs(s, pos);
+  if (s.charCodeAt(j) !== 0x3a) fail(j >= s.length ? 'EOF while parsing an object' : 'expected `:`', j);
+  j = skipWs(s, j + 1);
+  pos = j;
+  return key;
+}
+
+/** Reads a string whose opening quote is just before `start`; `pos` ends after the closing quote. */
+function readString(s: string, start: number): string {
+  const len = s.length;
+  let i = start;
+  for (;;) {
+    if (i >= len) fail('EOF while parsing a string', len);
+    const c = s.charCodeAt(i);
+    if (c === 0x22) {
+      pos = i + 1;
+      return s.slice(start, i);
+    }
+    if (c === 0x5c) break;
+    if (c < 0x20) fail('control character (\\u0000-\\u001F) found while parsing a string', i);
+    i++;
+  }
+  return readEscapedString(s, start, i);
+}
+
+/** Slow path: `i` is at the first backslash. Runs between escapes are sliced, not copied by char. */
+function readEscapedString(s: string, start: number, i: number): string {
+  const len = s.length;
+  let out = s.slice(start, i);
+  for (;;) {
+    // s[i] is a backslash
+    const e = s.charCodeAt(i + 1);
+    switch (e) {
+      case 0x22: out += '"'; break;
+      case 0x5c: out += '\\'; break;
+      case 0x2f: out += '/'; break;
+      case 0x62: out += '\b'; break;
+      case 0x66: out += '\f'; break;
+      case 0x6e: out += '\n'; break;
+      case 0x72: out += '\r'; break;
+      case 0x74: out += '\t'; break;
+      case 0x75: {
+        let code = 0;
+        for (let k = 2; k < 6; k++) {
+          const h = hexValue(s.charCodeAt(i + k));
+          if (h < 0) fail(i + k >= len ? 'EOF while parsing a string' : 'invalid escape', i + k);
+          code = (code << 4) | h;
+        }
+        // Surrogates are kept as code units: a pair recombines by concatenation and a
+        // lone one is accepted, as JSON.parse does.
+        out += String.fromCharCode(code);
+        i += 4;
+        break;
+      }
+      default:
+        fail(i + 1 >= len ? 'EOF while parsing a string' : 'invalid escape', i + 1);
+    }
+    i += 2;
+    const run = i;
+    for (;;) {
+      if (i >= len) fail('EOF while parsing a string', len);
+      const c = s.charCodeAt(i);
+      if (c === 0x22) {
+        pos = i + 1;
+        return run === i ? out : out + s.slice(run, i);
+      }
+      if (c === 0x5c) break;
+      if (c < 0x20) fail('control character (\\u0000-\\u001F) found while parsing a string', i);
+      i++;
+    }
+    if (run !== i) out += s.slice(run, i);
+  }
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  if (l >= 0x61 && l <= 0x66) return l - 0x61 + 10;
+  return -1;
+}
+
+/** Reads a number token at i; `pos` ends after it. */
+function readNumber(s: string, i: number): bigint | number {
+  const start = i;
+  let c = s.charCodeAt(i);
+  const negative = c === 0x2d;
+  if (negative) c = s.charCodeAt(++i);
+  let int = 0;
+  if (c === 0x30) {
+    c = s.charCodeAt(++i);
+  } else if (c >= 0x31 && c <= 0x39) {
+    do {
+      int = int * 10 + (c - 0x30);
+      c = s.charCodeAt(++i);
+    } while (c >= 0x30 && c <= 0x39);
+  } else {
+    fail(i >= s.length ? 'EOF while parsing a value' : 'invalid number', i);
+  }
+  let integral = true;
+  if (c === 0x2e) {
+    integral = false;
+    c = s.charCodeAt(++i);
+    if (!(c >= 0x30 && c <= 0x39)) fail(i >= s.length ? 'EOF while parsing a value' : 'invalid number', i);
+    do c = s.charCodeAt(++i); while (c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    integral = false;
+    c = s.charCodeAt(++i);
+    if (c === 0x2b || c === 0x2d) c = s.charCodeAt(++i);
+    if (!(c >= 0x30 && c <= 0x39)) fail(i >= s.length ? 'EOF while parsing a value' : 'invalid number', i);
+    do c = s.charCodeAt(++i); while (c >= 0x30 && c <= 0x39);
+  }
+  pos = i;
+  if (integral) {
+    // Up to 15 digits the running double is exact; BigInt(-0) is 0n.
+    const digits = i - start - (negative ? 1 : 0);
+    if (digits <= 15) return BigInt(negative ? -int : int);
+    return BigInt(s.slice(start, i));
+  }
+  const v = Number(s.slice(start, i));
+  if (v === Infinity || v === -Infinity) fail('number out of range', start);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+
+/**
+ * A double as the reference prints it: shortest round-trip digits, always with a
+ * fraction or an exponent (`30.0`, `0.1`, `1e21`, `1e-7`, `1.5e300`, `-0.0`). Plain
+ * notation is used for 1e-5 <= |n| < 1e16, exponent notation otherwise. NaN/±∞ -> `null`.
+ */
+export function writeF64(n: number): string {
+  const a = Math.abs(n);
+  if (a >= 1e-5 && a < 1e16) {
+    // JS prints this range in plain notation with the same shortest digits.
+    const s = String(n);
+    return Number.isInteger(n) ? `${s}.0` : s;
+  }
+  if (n === 0) return Object.is(n, -0) ? '-0.0' : '0.0';
+  if (a !== a || a === Infinity) return 'null';
+  // "d.ddde±x" carries the shortest digits; re-lay them out.
+  const e = n.toExponential();
+  const ePos = e.indexOf('e');
+  const negative = n < 0;
+  const mantissa = e.slice(negative ? 1 : 0, ePos);
+  const digits = mantissa.length > 1 ? mantissa[0]! + mantissa.slice(2) : mantissa;
+  const exp = Number(e.slice(ePos + 1)); // n = d.ddd × 10^exp
+  const sign = negative ? '-' : '';
+  const kk = exp + 1; // position of the decimal point relative to the digits
+  const len = digits.length;
+  // The reference's layout rules (ryu); only the exponent branch is reachable from the
+  // range test above, the others are kept so the function stands on its own.
+  if (len <= kk && kk <= 16) return `${sign}${digits}${'0'.repeat(kk - len)}.0`;
+  if (0 < kk && kk <= 16) return `${sign}${digits.slice(0, kk)}.${digits.slice(kk)}`;
+  if (-5 < kk && kk <= 0) return `${sign}0.${'0'.repeat(-kk)}${digits}`;
+  return len === 1 ? `${sign}${digits}e${exp}` : `${sign}${digits[0]}.${digits.slice(1)}e${exp}`;
+}
+
+/** A JSON string literal. */
+export function writeString(s: string): string {
+  return JSON.stringify(s);
+}
+
+/**
+ * Byte-wise ascending order of the UTF-8 encodings (the reference's key order). UTF-16
+ * code-unit order agrees except that surrogates (characters above U+FFFF) must sort after
+ * U+E000–U+FFFF.
+ */
+export function compareKeys(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = a.length < b.length ? a.length : b.length;
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x !== y) {
+      if (x >= 0xd800 && y >= 0xd800) {
+        x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+        y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+      }
+      return x - y;
+    }
+  }
+  return a.length - b.length;
+}
+
+/** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z in epoch milliseconds. */
+const DATE_TIME_MS_MIN = -62167219200000;
+const DATE_TIME_MS_MAX = 253402300799999;
+
+/**
+ * Epoch milliseconds as RFC 3339 UTC with three fractional digits (`2025-03-01T08:00:00.000Z`),
+ * unquoted. Years outside 0000–9999 throw response_serialization_error.
+ */
+export function formatDateTime(ms: number): string {
+  if (!Number.isSafeInteger(ms) || ms < DATE_TIME_MS_MIN || ms > DATE_TIME_MS_MAX) {
+    throw new SvcError('response_serialization_error', 'json serialization error: date-time out of range');
+  }
+  return new Date(ms).toISOString();
+}
+
+/** A runtime value as plain response JSON (values.md §3). */
+export function renderValue(v: Value): string {
+  switch (typeof v) {
+    case 'boolean': return v ? 'true' : 'false';
+    case 'bigint': return v.toString();
+    case 'number': return writeF64(v);
+    case 'string': return JSON.stringify(v);
+  }
+  if (v === null) return 'null';
+  if (v instanceof F32) return writeF64(v.value);
+  if (v instanceof DateTime) return `"${formatDateTime(v.ms)}"`;
+  if (v instanceof Uint8Array || v instanceof BigInt64Array) return `[${v.join(',')}]`;
+  if (v instanceof Float64Array || v instanceof Float32Array) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + writeF64(v[i]!);
+    return `${out}]`;
+  }
+  if (v instanceof StringArray) {
+    const items = v.items;
+    let out = '[';
+    for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(items[i]);
+    return `${out}]`;
+  }
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + renderValue(v[i]!);
+    return `${out}]`;
+  }
+  const names = Array.from(v.keys());
+  if (names.length > 1) names.sort(compareKeys);
+  let out = '{';
+  for (let i = 0; i < names.length; i++) {
+    const k = names[i]!;
+    out += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${renderValue(v.get(k)!)}`;
+  }
+  return `${out}}`;
+}
+
+/** A parsed JSON value written back: bigint as an integer, number via writeF64, Map members in their order. */
+export function renderJsonValue(v: JsonValue): string {
+  switch (typeof v) {
+    case 'boolean': return v ? 'true' : 'false';
+    case 'bigint': return v.toString();
+    case 'number': return writeF64(v);
+    case 'string': return JSON.stringify(v);
+  }
+  if (v === null) return 'null';
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + renderJsonValue(v[i]!);
+    return `${out}]`;
+  }
+  let out = '{';
+  let first = true;
+  for (const [k, x] of v) {
+    out += `${first ? '' : ','}${JSON.stringify(k)}:${renderJsonValue(x)}`;
+    first = false;
+  }
+  return `${out}}`;
+}

@@ -1,0 +1,376 @@
+// The graph in shared memory (ARCHITECTURE.md §4). One writer thread mutates it;
+// any number of reader threads read it without locks.
+//
+// Layout (all u32, little-endian, in growable SharedArrayBuffers):
+//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, ADJ_USED]
+//   nodes  NODE_WORDS per node slot (slot = node ID):
+//          [label, labelSince, created, deleted, props, outOff, outLen, outCap, inOff, inLen, inCap]
+//   edges  EDGE_WORDS per edge slot (slot = edge ID): [label, src, dst, created, deleted, props]
+//   adj    per node and direction a block of edge slots in creation (= ID) order
+//   heap   property versions: [prev, epoch, label, byteLength] + msgpackr record bytes
+//
+// Visibility (MVCC): an element is visible at snapshot S when
+//   created != 0 && created <= S && (deleted == 0 || S < deleted).
+// The writer does every write of epoch E+1 first and then Atomics.stores EPOCH = E+1;
+// readers Atomics.load EPOCH once per request. Nothing a reader can reach is ever
+// overwritten in place: property versions are immutable and chained newest-first,
+// adjacency blocks only grow (a full block is copied to a larger one and the new
+// offset published before the new length), and a rolled-back element keeps created = 0.
+import { limits } from '../limits.js';
+import { SvcError } from '../protocol/errors.js';
+import { Dictionary, type DictionaryShared } from './dictionary.js';
+import { ensureBytes, sharedBuffer } from './growable.js';
+import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
+
+export const NODE_WORDS = 11;
+export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PROPS = 4;
+export const N_OUT_OFF = 5, N_OUT_LEN = 6, N_OUT_CAP = 7, N_IN_OFF = 8, N_IN_LEN = 9, N_IN_CAP = 10;
+export const EDGE_WORDS = 6;
+export const E_LABEL = 0, E_SRC = 1, E_DST = 2, E_CREATED = 3, E_DELETED = 4, E_PROPS = 5;
+
+const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_ADJ_USED = 4;
+const HEAP_HEADER_BYTES = 16;
+const ADJ_BLOCK_MIN = 4;
+
+export type Direction = 'out' | 'in';
+
+/** Structured-cloneable description of the shared buffers, sent to reader threads. */
+export interface StoreShared {
+  meta: SharedArrayBuffer;
+  nodes: SharedArrayBuffer;
+  edges: SharedArrayBuffer;
+  adj: SharedArrayBuffer;
+  heap: SharedArrayBuffer;
+  names: DictionaryShared;
+}
+
+type Undo =
+  | { kind: 'node-created' | 'edge-created' | 'node-deleted' | 'edge-deleted'; slot: number }
+  | { kind: 'node-version'; slot: number; props: number; label: number; labelSince: number }
+  | { kind: 'edge-version'; slot: number; props: number };
+
+export class Store {
+  readonly shared: StoreShared;
+  readonly meta: Uint32Array;
+  readonly nodes: Uint32Array;
+  readonly edges: Uint32Array;
+  readonly adj: Uint32Array;
+  readonly heap: Uint8Array;
+  private readonly heapWords: Uint32Array;
+  readonly names: Dictionary;
+  private readonly recordCache = new Map<number, PropertyRecord>();
+  /** Writer only: the epoch being written, or 0 outside a batch. */
+  private pending = 0;
+  private readonly undo: Undo[] = [];
+
+  private constructor(shared: StoreShared) {
+    this.shared = shared;
+    this.meta = new Uint32Array(shared.meta);
+    this.nodes = new Uint32Array(shared.nodes);
+    this.edges = new Uint32Array(shared.edges);
+    this.adj = new Uint32Array(shared.adj);
+    this.heap = new Uint8Array(shared.heap);
+    this.heapWords = new Uint32Array(shared.heap);
+    this.names = new Dictionary(shared.names);
+  }
+
+  /** Writer side: allocate a fresh empty store. */
+  static create(): Store {
+    const shared: StoreShared = {
+      meta: new SharedArrayBuffer(64),
+      nodes: sharedBuffer(1 << 16, limits.nodesMax * NODE_WORDS * 4),
+      edges: sharedBuffer(1 << 16, limits.edgesMax * EDGE_WORDS * 4),
+      adj: sharedBuffer(1 << 16, (limits.adjacencySlotsMax + 1024) * 4),
+      heap: sharedBuffer(1 << 16, limits.propertyHeapBytesMax + 4096),
+      names: new Dictionary().shared,
+    };
+    const store = new Store(shared);
+    // Epoch 0 is "never": created = 0 marks a slot that is not (or no longer) a live element.
+    Atomics.store(store.meta, M_EPOCH, 1);
+    store.meta[M_HEAP_USED] = HEAP_HEADER_BYTES; // heap pointer 0 means "no record"
+    return store;
+  }
+
+  /** Reader side: views over a store created elsewhere. */
+  static attach(shared: StoreShared): Store {
+    return new Store(shared);
+  }
+
+  // ------------------------------------------------------------ reading
+
+  /** The last committed epoch: the snapshot a new read uses. */
+  committedEpoch(): number {
+    return Atomics.load(this.meta, M_EPOCH);
+  }
+
+  /** Node slots ever allocated (an upper bound on node IDs + 1). */
+  nodeSlots(): number {
+    return Atomics.load(this.meta, M_NODE_SLOTS);
+  }
+
+  edgeSlots(): number {
+    return Atomics.load(this.meta, M_EDGE_SLOTS);
+  }
+
+  nodeVisible(slot: number, at: number): boolean {
+    const base = slot * NODE_WORDS;
+    const created = this.nodes[base + N_CREATED]!;
+    const deleted = this.nodes[base + N_DELETED]!;
+    return created !== 0 && created <= at && (deleted === 0 || at < deleted);
+  }
+
+  edgeVisible(slot: number, at: number): boolean {
+    const base = slot * EDGE_WORDS;
+    const created = this.edges[base + E_CREATED]!;
+    const deleted = this.edges[base + E_DELETED]!;
+    return created !== 0 && created <= at && (deleted === 0 || at < deleted);
+  }
+
+  /** Whether node `id` (any number, may be out of range) exists at `at`. */
+  nodeExists(id: number, at: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.nodeSlots() && this.nodeVisible(id, at);
+  }
+
+  edgeExists(id: number, at: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.edgeSlots() && this.edgeVisible(id, at);
+  }
+
+  /** The version pointer of an element visible at `at`. */
+  private versionAt(ptr: number, at: number): number {
+    while (ptr !== 0 && this.heapWords[(ptr >>> 2) + 1]! > at) ptr = this.heapWords[ptr >>> 2]!;
+    return ptr;
+  }
+
+  nodeLabel(slot: number, at: number): number {
+    const base = slot * NODE_WORDS;
+    if (this.nodes[base + N_LABEL_SINCE]! <= at) return this.nodes[base + N_LABEL]!;
+    // Relabelled after `at`: the label of the version visible then.
+    const ptr = this.versionAt(this.nodes[base + N_PROPS]!, at);
+    return this.heapWords[(ptr >>> 2) + 2]!;
+  }
+
+  edgeLabel(slot: number): number {
+    return this.edges[slot * EDGE_WORDS + E_LABEL]!;
+  }
+
+  edgeSource(slot: number): number {
+    return this.edges[slot * EDGE_WORDS + E_SRC]!;
+  }
+
+  edgeTarget(slot: number): number {
+    return this.edges[slot * EDGE_WORDS + E_DST]!;
+  }
+
+  nodeRecord(slot: number, at: number): PropertyRecord {
+    return this.recordAt(this.nodes[slot * NODE_WORDS + N_PROPS]!, at);
+  }
+
+  edgeRecord(slot: number, at: number): PropertyRecord {
+    return this.recordAt(this.edges[slot * EDGE_WORDS + E_PROPS]!, at);
+  }
+
+  private recordAt(newest: number, at: number): PropertyRecord {
+    const ptr = this.versionAt(newest, at);
+    if (ptr === 0) return emptyRecord;
+    let record = this.recordCache.get(ptr);
+    if (record === undefined) {
+      const length = this.heapWords[(ptr >>> 2) + 3]!;
+      // slice() copies out of shared memory: msgpackr's native string extractor crashes
+      // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
+      record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
+      if (this.recordCache.size >= limits.recordCacheEntriesMax) this.recordCache.clear();
+      this.recordCache.set(ptr, record);
+    }
+    return record;
+  }
+
+  /** Offset and length of a node's adjacency block (edge slots in ID order). */
+  adjOffset(slot: number, dir: Direction): number {
+    return this.nodes[slot * NODE_WORDS + (dir === 'out' ? N_OUT_OFF : N_IN_OFF)]!;
+  }
+
+  /** Read the length first: a block move publishes the new offset before the new length. */
+  adjLength(slot: number, dir: Direction): number {
+    return Atomics.load(this.nodes, slot * NODE_WORDS + (dir === 'out' ? N_OUT_LEN : N_IN_LEN));
+  }
+
+  // ------------------------------------------------------------ writing (writer thread only)
+
+  /** Start a write batch; returns the epoch its changes carry (and reads it uses). */
+  beginWrite(): number {
+    if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: nested write batch');
+    const committed = this.committedEpoch();
+    if (committed >= limits.epochMax) throw new SvcError('storage_error', 'storage error: epoch space exhausted');
+    this.pending = committed + 1;
+    this.undo.length = 0;
+    return this.pending;
+  }
+
+  /** Publish the batch: every reader that starts after this sees all of it. */
+  commit(): void {
+    this.assertWriting();
+    Atomics.store(this.meta, M_EPOCH, this.pending);
+    this.pending = 0;
+    this.undo.length = 0;
+  }
+
+  /** Undo every change of the batch, newest first. Allocated IDs stay consumed. */
+  rollback(): void {
+    this.assertWriting();
+    for (let i = this.undo.length - 1; i >= 0; i--) {
+      const u = this.undo[i]!;
+      switch (u.kind) {
+        case 'node-created': this.nodes[u.slot * NODE_WORDS + N_CREATED] = 0; break;
+        case 'edge-created': this.edges[u.slot * EDGE_WORDS + E_CREATED] = 0; break;
+        case 'node-deleted': this.nodes[u.slot * NODE_WORDS + N_DELETED] = 0; break;
+        case 'edge-deleted': this.edges[u.slot * EDGE_WORDS + E_DELETED] = 0; break;
+        case 'node-version': {
+          const base = u.slot * NODE_WORDS;
+          this.nodes[base + N_PROPS] = u.props;
+          this.nodes[base + N_LABEL] = u.label;
+          this.nodes[base + N_LABEL_SINCE] = u.labelSince;
+          break;
+        }
+        case 'edge-version': this.edges[u.slot * EDGE_WORDS + E_PROPS] = u.props; break;
+      }
+    }
+    this.pending = 0;
+    this.undo.length = 0;
+  }
+
+  private assertWriting(): void {
+    if (this.pending === 0) throw new SvcError('internal_error', 'internal error: no write batch open');
+  }
+
+  private appendVersion(prev: number, label: number, record: PropertyRecord): number {
+    const bytes = encodeRecord(record);
+    if (bytes.byteLength > limits.propertyRecordBytesMax) {
+      throw new SvcError('invalid_query', `db error: Query error: property record of ${bytes.byteLength} bytes exceeds ${limits.propertyRecordBytesMax}`);
+    }
+    const ptr = this.meta[M_HEAP_USED]!;
+    const end = ptr + HEAP_HEADER_BYTES + ((bytes.byteLength + 3) & ~3);
+    if (end > limits.propertyHeapBytesMax) throw new SvcError('storage_error', 'storage error: property heap is full');
+    ensureBytes(this.shared.heap, end, 'property heap');
+    const w = ptr >>> 2;
+    this.heapWords[w] = prev;
+    this.heapWords[w + 1] = this.pending;
+    this.heapWords[w + 2] = label;
+    this.heapWords[w + 3] = bytes.byteLength;
+    this.heap.set(bytes, ptr + HEAP_HEADER_BYTES);
+    this.meta[M_HEAP_USED] = end;
+    return ptr;
+  }
+
+  addNode(label: number, record: PropertyRecord): number {
+    this.assertWriting();
+    const slot = this.meta[M_NODE_SLOTS]!;
+    if (slot >= limits.nodesMax) throw new SvcError('storage_error', `storage error: node limit ${limits.nodesMax} reached`);
+    ensureBytes(this.shared.nodes, (slot + 1) * NODE_WORDS * 4, 'node table');
+    const base = slot * NODE_WORDS;
+    this.nodes.fill(0, base, base + NODE_WORDS);
+    this.nodes[base + N_LABEL] = label;
+    this.nodes[base + N_LABEL_SINCE] = this.pending;
+    this.nodes[base + N_PROPS] = this.appendVersion(0, label, record);
+    this.nodes[base + N_CREATED] = this.pending;
+    Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
+    this.undo.push({ kind: 'node-created', slot });
+    return slot;
+  }
+
+  /** Reserve an edge ID without creating the edge (IDs of failed add_e stay consumed). */
+  reserveEdgeSlot(): number {
+    const slot = this.meta[M_EDGE_SLOTS]!;
+    if (slot >= limits.edgesMax) throw new SvcError('storage_error', `storage error: edge limit ${limits.edgesMax} reached`);
+    ensureBytes(this.shared.edges, (slot + 1) * EDGE_WORDS * 4, 'edge table');
+    this.edges.fill(0, slot * EDGE_WORDS, (slot + 1) * EDGE_WORDS);
+    Atomics.store(this.meta, M_EDGE_SLOTS, slot + 1);
+    return slot;
+  }
+
+  /** Create edge `slot` (from reserveEdgeSlot) from `src` to `dst`. */
+  addEdge(slot: number, label: number, src: number, dst: number, record: PropertyRecord): void {
+    this.assertWriting();
+    const base = slot * EDGE_WORDS;
+    this.edges[base + E_LABEL] = label;
+    this.edges[base + E_SRC] = src;
+    this.edges[base + E_DST] = dst;
+    this.edges[base + E_PROPS] = this.appendVersion(0, label, record);
+    this.edges[base + E_CREATED] = this.pending;
+    this.appendAdjacency(src, N_OUT_OFF, slot);
+    this.appendAdjacency(dst, N_IN_OFF, slot);
+    this.undo.push({ kind: 'edge-created', slot });
+  }
+
+  /** Append an edge slot to a node's block; `offWord` is N_OUT_OFF or N_IN_OFF. */
+  private appendAdjacency(node: number, offWord: number, edge: number): void {
+    const base = node * NODE_WORDS + offWord;
+    let off = this.nodes[base]!;
+    const len = this.nodes[base + 1]!;
+    const cap = this.nodes[base + 2]!;
+    if (len === cap) {
+      const newCap = Math.max(ADJ_BLOCK_MIN, cap * 2);
+      const newOff = this.meta[M_ADJ_USED]!;
+      if (newOff + newCap > limits.adjacencySlotsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
+      ensureBytes(this.shared.adj, (newOff + newCap) * 4, 'adjacency heap');
+      this.adj.copyWithin(newOff, off, off + len);
+      this.meta[M_ADJ_USED] = newOff + newCap;
+      // Readers load the length first, so the old block stays valid for the old length.
+      Atomics.store(this.nodes, base, newOff);
+      this.nodes[base + 2] = newCap;
+      off = newOff;
+    }
+    this.adj[off + len] = edge;
+    Atomics.store(this.nodes, base + 1, len + 1);
+  }
+
+  /** New property version of node `slot` (label unchanged). */
+  setNodeRecord(slot: number, record: PropertyRecord): void {
+    this.writeNodeVersion(slot, this.nodes[slot * NODE_WORDS + N_LABEL]!, record);
+  }
+
+  relabelNode(slot: number, label: number): void {
+    this.writeNodeVersion(slot, label, this.nodeRecord(slot, this.pending));
+  }
+
+  private writeNodeVersion(slot: number, label: number, record: PropertyRecord): void {
+    this.assertWriting();
+    const base = slot * NODE_WORDS;
+    const props = this.nodes[base + N_PROPS]!;
+    this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]!, labelSince: this.nodes[base + N_LABEL_SINCE]! });
+    this.nodes[base + N_PROPS] = this.appendVersion(props, label, record);
+    if (label !== this.nodes[base + N_LABEL]) {
+      this.nodes[base + N_LABEL_SINCE] = this.pending;
+      this.nodes[base + N_LABEL] = label;
+    }
+  }
+
+  setEdgeRecord(slot: number, record: PropertyRecord): void {
+    this.assertWriting();
+    const base = slot * EDGE_WORDS;
+    const props = this.edges[base + E_PROPS]!;
+    this.undo.push({ kind: 'edge-version', slot, props });
+    this.edges[base + E_PROPS] = this.appendVersion(props, this.edges[base + E_LABEL]!, record);
+  }
+
+  /** Delete a node visible in this batch, and every edge incident to it. */
+  deleteNode(slot: number): void {
+    this.assertWriting();
+    for (const dir of ['out', 'in'] as const) {
+      const off = this.adjOffset(slot, dir);
+      const len = this.adjLength(slot, dir);
+      for (let i = 0; i < len; i++) {
+        const edge = this.adj[off + i]!;
+        if (this.edgeVisible(edge, this.pending)) this.deleteEdge(edge);
+      }
+    }
+    this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
+    this.undo.push({ kind: 'node-deleted', slot });
+  }
+
+  /** Delete an edge visible in this batch. */
+  deleteEdge(slot: number): void {
+    this.assertWriting();
+    this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
+    this.undo.push({ kind: 'edge-deleted', slot });
+  }
+}
