@@ -1,0 +1,157 @@
+// Engine behaviour through the embedded handle: transactions, ID sequences, error codes.
+import { describe, expect, it } from 'vitest';
+import { openDatabase, SvcError } from '../src/index.js';
+import { addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
+
+async function seeded() {
+  const db = await openDatabase({ storage: 'memory' });
+  await db.query(write([
+    q('a', addN('User', [['name', str('Ann')], ['age', i64(31)]])),
+    q('b', addN('User', [['name', str('Bo')], ['age', i64(27)]])),
+    q('e', { add_e: { input: nodesVar('a'), label: 'KNOWS', to: { var: 'b' }, properties: [] } }),
+  ], []));
+  return db;
+}
+
+const dumpQuery = read([
+  q('n', { value_map: { input: nodes('all'), properties: null } }),
+  q('e', { edge_properties: { input: { edges: { reference: 'all' } } } }),
+], ['n', 'e']);
+
+async function errorOf(p: Promise<unknown>): Promise<SvcError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof SvcError) return err;
+    throw err;
+  }
+  throw new Error('expected the query to fail');
+}
+
+describe('transactions', () => {
+  it('a multi-entry write whose last entry fails leaves the store exactly as before', async () => {
+    const db = await seeded();
+    const before = await db.queryRaw(dumpQuery);
+    const err = await errorOf(db.query(write([
+      q('c', addN('User', [['name', str('Cy')]])),
+      q(null, { set_property: { input: nodes([0]), name: 'age', value: i64(99) } }),
+      q(null, { drop: { input: nodes([1]) } }),
+      q(null, { add_e: { input: nodesVar('c'), label: 'KNOWS', to: { ids: [12345] }, properties: [] } }),
+    ], ['c'])));
+    expect(err.code).toBe('node_not_found');
+    expect(err.status).toBe(500);
+    expect(await db.queryRaw(dumpQuery)).toEqual(before);
+  });
+
+  it('later entries see earlier uncommitted effects', async () => {
+    const db = await seeded();
+    const r = await db.query(write([
+      q('c', addN('User', [['name', str('Cy')]])),
+      q('n', count({ nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: 'User' } } } } } })),
+    ], ['n']));
+    expect(r).toEqual({ n: 3 });
+  });
+
+  it('IDs of a failed write stay consumed', async () => {
+    const db = await seeded();
+    await errorOf(db.query(write([q('c', addN('User')), q(null, { add_e: { input: nodesVar('c'), label: 'X', to: { ids: [999] }, properties: [] } })], [])));
+    const r = await db.query(write([q('d', addN('User')), q('f', { add_e: { input: nodesVar('d'), label: 'X', to: { ids: [0] }, properties: [] } })], ['d', 'f']));
+    expect(r).toEqual({ d: [{ $id: 3 }], f: [{ $id: 2 }] });
+  });
+
+  it('a relabel is atomic with the batch and visible afterwards', async () => {
+    const db = await seeded();
+    await db.query(write([q(null, { set_property: { input: nodes([0]), name: '$label', value: str('Admin') } })], []));
+    expect(await db.query(read([q('l', { label: { input: nodes([0, 1]) } })], ['l']))).toEqual({ l: ['Admin', 'User'] });
+  });
+});
+
+describe('error codes', () => {
+  const cases: [string, unknown, string, number][] = [
+    ['empty entries', read([], []), 'invalid_batch_arity', 400],
+    ['empty entry name', read([q('', nodes('all'))], []), 'invalid_empty_name', 400],
+    ['duplicate return', read([q('x', nodes('all'))], ['x', 'x']), 'duplicate_return_variable', 400],
+    ['unknown return', read([q('x', nodes('all'))], ['y']), 'internal_planner_error', 400],
+    ['prev_not_empty first', read([q('x', nodes('all'), 'prev_not_empty')], []), 'invalid_initial_batch_condition', 400],
+    ['var_min_size 0', read([q('x', nodes('all')), q('y', nodes('all'), { var_min_size: ['x', 0] })], []), 'invalid_batch_condition_min_size', 400],
+    ['duplicate ids', read([q('x', nodes([1, 1]))], []), 'duplicate_element_id', 400],
+    ['context at top level', read([q('x', { out: { input: 'context', label: null } })], []), 'unbound_context', 400],
+    ['empty and', read([q('x', { nodes_where: { predicate: { and: { predicates: [] } } } })], []), 'invalid_predicate_arity', 400],
+    ['duplicate order key', read([q('x', { order_by_multiple: { input: nodes('all'), orderings: [['a', 'asc'], ['a', 'desc']] } })], []), 'duplicate_order_key', 400],
+    ['no order keys', read([q('x', { order_by_multiple: { input: nodes('all'), orderings: [] } })], []), 'invalid_order_keys', 400],
+    ['empty values', read([q('x', { values: { input: nodes('all'), properties: [] } })], []), 'invalid_projection_arity', 400],
+    ['duplicate selection', read([q('x', { value_map: { input: nodes('all'), properties: ['a', 'a'] } })], []), 'duplicate_property_selection', 400],
+    ['duplicate alias', read([q('x', { project: { input: nodes('all'), projections: [{ property: { source: 'a', alias: 'k' } }, { property: { source: 'b', alias: 'k' } }] } })], []), 'duplicate_projection_alias', 400],
+    ['range start > end', read([q('x', { range: { input: nodes('all'), start: { literal: 3 }, end: { literal: 1 } } })], []), 'invalid_stream_range', 400],
+    ['negative bound constant', read([q('x', { limit: { input: nodes('all'), count: { expr: { constant: { i64: -1 } } } } })], []), 'invalid_stream_bound_expression', 400],
+    ['duplicate assignment', write([q('x', addN('U', [['a', i64(1)], ['a', i64(2)]]))], []), 'duplicate_property_assignment', 400],
+    ['edges all target', write([q('x', { drop_edge_by_id: { edges: 'all' } })], []), 'unsupported_edge_all_target', 400],
+    ['bind in write batch', write([q('x', { bind: { input: nodes('all'), name: 'b' } })], []), 'read_only_traversal_in_write_batch', 400],
+    ['source in branch', read([q('x', { union: { input: nodes('all'), traversals: [{ root: nodes('all') }, { root: 'context' }] } })], []), 'invalid_sub_traversal_operation', 400],
+    ['union arity', read([q('x', { union: { input: nodes('all'), traversals: [{ root: 'context' }] } })], []), 'invalid_branch_arity', 400],
+    ['repeat times 0', read([q('x', { repeat: { input: nodes('all'), config: { traversal: { root: 'context' }, times: 0, emit: 'none', max_depth: 3 } } })], []), 'invalid_repeat_count', 400],
+    ['emit_predicate without after', read([q('x', { repeat: { input: nodes('all'), config: { traversal: { root: 'context' }, emit: 'all', emit_predicate: { has_key: { property: 'a' } }, max_depth: 3 } } })], []), 'invalid_repeat_emit', 400],
+    ['order after bind', read([q('x', { order_by: { input: { bind: { input: nodes('all'), name: 'b' } }, property: 'a', order: 'asc' } })], []), 'invalid_after_bind_operation', 400],
+    ['shortest path depth 0', read([q('x', { shortest_path: { source: { ids: [0] }, target: { ids: [1] }, label: null, direction: 'out', max_depth: 0 } })], []), 'invalid_shortest_path_count', 400],
+    ['wrapped shortest path', read([q('x', count({ shortest_path: { source: { ids: [0] }, target: { ids: [1] }, label: null, direction: 'out', max_depth: 3 } }))], []), 'internal_planner_error', 400],
+    ['search without index', read([q('x', { vector_search_nodes: { label: 'A', property: 'v', query_vector: { value: { f32_array: [1] } }, k: { literal: 1 } } })], []), 'index_not_found', 400],
+    ['bad operation id', read([q('x', { get_index_operation: { operation_id: 'nope' } })], []), 'invalid_index_operation_id', 400],
+    ['mutation in read batch', read([q('x', addN('U'))], []), 'invalid_query_json', 400],
+    ['request_type mismatch', { request_type: 'read', query: { write: { entries: [q('x', addN('U'))] } } }, 'invalid_query_json', 400],
+    ['Read capitalized', { request_type: 'Read', query: { read: { entries: [q('x', nodes('all'))] } } }, 'invalid_query_json', 400],
+    ['unknown operation', read([q('x', { teleport: { input: nodes('all') } })], []), 'invalid_query_json', 400],
+    ['plain value where tagged expected', read([q('x', { has: { input: nodes('all'), property: 'a', value: 5 } })], []), 'invalid_query_json', 400],
+    ['typed parameter mismatch', read([q('x', nodes('all'))], [], { parameters: { n: 1.5 }, parameter_types: { n: 'i64' } }), 'invalid_query_json', 400],
+    ['typed parameter missing', read([q('x', nodes('all'))], [], { parameters: {}, parameter_types: { n: 'i64' } }), 'invalid_query_json', 400],
+    ['unbound parameter at run time', read([q('x', { limit: { input: nodes('all'), count: { expr: { param: 'n' } } } })], []), 'invalid_query', 500],
+    ['unbound variable in condition', read([q('x', nodes('all'), { var_empty: 'nope' })], []), 'invalid_query', 500],
+    ['mod by zero', read([q('x', { project: { input: nodes([0]), projections: [{ expr: { alias: 'm', expr: { mod: { left: { constant: { i64: 1 } }, right: { constant: { i64: 0 } } } } } }] } })], ['x']), 'invalid_query', 500],
+    ['add_e without targets', write([q('x', { add_e: { input: nodes([0]), label: 'X', to: { ids: [] }, properties: [] } })], []), 'invalid_query', 500],
+    ['$label in property list', write([q('x', addN('U', [['$label', str('V')]]))], []), 'invalid_query', 500],
+  ];
+  for (const [what, request, code, status] of cases) {
+    it(`${what} -> ${status} ${code}`, async () => {
+      const db = await seeded();
+      const before = await db.queryRaw(dumpQuery);
+      const { status: got, body } = await db.queryRaw(request);
+      expect({ status: got, error: JSON.parse(body).error }).toEqual({ status, error: code });
+      expect(Object.keys(JSON.parse(body)).sort()).toEqual(['error', 'msg']);
+      expect(await db.queryRaw(dumpQuery)).toEqual(before);
+    });
+  }
+
+  it('embedded rejects gateway and routing options with invalid_request', async () => {
+    const db = await seeded();
+    const err = await errorOf(db.query(read([q('x', nodes('all'))], ['x']), { warm: true }));
+    expect(err.code).toBe('invalid_request');
+    expect(err.status).toBe(400);
+  });
+
+  it('20,000 levels of nesting fail cleanly', async () => {
+    const db = await seeded();
+    const body = `{"request_type":"read","query":{"read":{"entries":[{"query":{"name":"x","root":${'{"not":{"predicate":'.repeat(20000)}{"has_key":{"property":"a"}}${'}}'.repeat(20000)}}}],"returns":[]}}}`;
+    const { status, body: answer } = await db.queryRaw(body);
+    expect(status).toBe(400);
+    expect(JSON.parse(answer).error).toBe('invalid_query_json');
+  });
+});
+
+describe('values round-trip', () => {
+  it('stores and renders every value variant exactly, including "__proto__" member names', async () => {
+    const db = await openDatabase();
+    const props: [string, unknown][] = [
+      ['n', { value: 'null' }], ['b', { value: { bool: true } }], ['i', { value: { i64: 9223372036854775807n } }],
+      ['f', { value: { f64: 2 } }], ['g', { value: { f32: 0.1 } }], ['d', { value: { date_time: 1740816000000 } }],
+      ['s', { value: { string: 'x' } }], ['y', { value: { bytes: [104, 105] } }], ['ia', { value: { i64_array: [3, -1] } }],
+      ['fa', { value: { f64_array: [0.25, 1] } }], ['ga', { value: { f32_array: [0.5] } }], ['sa', { value: { string_array: [] } }],
+      ['a', { value: { array: [{ i64: 1 }, { string: 'x' }, 'null'] } }],
+      ['o', { value: { object: JSON.parse('{"__proto__":{"i64":1},"z":{"object":{"constructor":{"bool":false}}}}') } }],
+      ['__proto__', { value: { string: 'own key' } }],
+    ];
+    await db.query(write([q('x', addN('V', props as [string, never][]))], []));
+    const { body } = await db.queryRaw(read([q('m', { value_map: { input: nodes([0]), properties: null } })], ['m']));
+    expect(body).toBe('{"m":[{"$id":0,"$label":"V","__proto__":"own key","a":[1,"x",null],"b":true,"d":"2025-03-01T08:00:00.000Z",' +
+      '"f":2.0,"fa":[0.25,1.0],"g":0.10000000149011612,"ga":[0.5],"i":9223372036854775807,"ia":[3,-1],"n":null,' +
+      '"o":{"__proto__":1,"z":{"constructor":false}},"s":"x","sa":[],"y":[104,105]}]}');
+  });
+});

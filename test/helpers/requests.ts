@@ -1,0 +1,19 @@
+// Small builders for wire-format requests used across tests.
+export type Json = unknown;
+
+export const read = (entries: Json[], returns: string[], extra: Record<string, Json> = {}) =>
+  ({ request_type: 'read', query_name: null, query: { read: { entries, returns } }, ...extra });
+
+export const write = (entries: Json[], returns: string[], extra: Record<string, Json> = {}) =>
+  ({ request_type: 'write', query_name: null, query: { write: { entries, returns } }, ...extra });
+
+export const q = (name: string | null, root: Json, condition?: Json) =>
+  ({ query: condition === undefined ? { name, root } : { name, root, condition } });
+
+export const str = (s: string) => ({ value: { string: s } });
+export const i64 = (n: number | bigint) => ({ value: { i64: n } });
+
+export const addN = (label: string, props: [string, Json][] = []) => ({ add_n: { label, properties: props } });
+export const nodes = (ids: number[] | 'all') => ({ nodes: { reference: ids === 'all' ? 'all' : { ids } } });
+export const nodesVar = (name: string) => ({ nodes: { reference: { var: name } } });
+export const count = (input: Json) => ({ count: { input } });
