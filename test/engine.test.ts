@@ -96,6 +96,7 @@ describe('error codes', () => {
     ['wrapped shortest path', read([q('x', count({ shortest_path: { source: { ids: [0] }, target: { ids: [1] }, label: null, direction: 'out', max_depth: 3 } }))], []), 'internal_planner_error', 400],
     ['search without index', read([q('x', { vector_search_nodes: { label: 'A', property: 'v', query_vector: { value: { f32_array: [1] } }, k: { literal: 1 } } })], []), 'index_not_found', 400],
     ['bad operation id', read([q('x', { get_index_operation: { operation_id: 'nope' } })], []), 'invalid_index_operation_id', 400],
+    ['index DDL before indexes exist', write([q('x', { create_index: { spec: { node_secondary: { label: 'U', property: 'a' } }, if_not_exists: true } })], ['x']), 'index_lifecycle_unavailable', 500],
     ['mutation in read batch', read([q('x', addN('U'))], []), 'invalid_query_json', 400],
     ['request_type mismatch', { request_type: 'read', query: { write: { entries: [q('x', addN('U'))] } } }, 'invalid_query_json', 400],
     ['Read capitalized', { request_type: 'Read', query: { read: { entries: [q('x', nodes('all'))] } } }, 'invalid_query_json', 400],

@@ -628,6 +628,8 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
       return mutate(ctx, op, op.input === null ? null : evalOp(ctx, op.input, context));
     case 'add_e': case 'set_property': case 'remove_property': case 'drop': case 'drop_edge': case 'drop_edge_labeled':
       return mutate(ctx, op, evalOp(ctx, op.input, context));
+    case 'create_index': case 'drop_index': case 'get_index_operation': case 'retry_index_operation': case 'abort_index_operation':
+      throw new SvcError('index_lifecycle_unavailable', `index lifecycle unavailable: \`${op.op}\` is not supported by this server yet`);
     default:
       if (isExtendedOp(op)) return evalExtendedOp(ctx, op, context, evalOp);
       throw new SvcError('internal_error', `internal error: operation \`${op.op}\` is not supported by this server yet`);
