@@ -35,7 +35,7 @@ let pos = 0;
  * `number`, objects `Map`s in document order. Containers nested deeper than `depthMax`,
  * duplicate keys, invalid UTF-8 and anything RFC 8259 forbids throw `jsonError`.
  */
-export function parseJson(input: Uint8Array | string, depthMax: number = limits.jsonDepthMax): JsonValue {
+export function parseJson(input: Uint8Array | Buffer | string, depthMax: number = limits.jsonDepthMax): JsonValue {
   src = typeof input === 'string' ? input : decodeUtf8(input);
   try {
     return parseDocument(src, depthMax);
@@ -44,10 +44,10 @@ export function parseJson(input: Uint8Array | string, depthMax: number = limits.
   }
 }
 
-function decodeUtf8(bytes: Uint8Array): string {
+function decodeUtf8(bytes: Uint8Array | Buffer): string {
   try {
     // Views on shared memory are not accepted by every TextDecoder; copy those.
-    return utf8.decode(bytes.buffer instanceof ArrayBuffer ? bytes : bytes.slice());
+    return utf8.decode((bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes)) as Uint8Array);
   } catch {
     const at = firstInvalidUtf8(bytes);
     let line = 1;
@@ -60,7 +60,7 @@ function decodeUtf8(bytes: Uint8Array): string {
 }
 
 /** Offset of the first byte that does not start a well-formed UTF-8 sequence. */
-function firstInvalidUtf8(b: Uint8Array): number {
+function firstInvalidUtf8(b: Uint8Array | Buffer): number {
   const n = b.length;
   let i = 0;
   while (i < n) {
