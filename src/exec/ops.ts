@@ -15,6 +15,9 @@ import {
 } from './rows.js';
 import { renderValueKey } from './render.js';
 import { evalExtendedOp, isExtendedOp } from './ops-extended.js';
+import { ElementMarks } from './marks.js';
+
+const elementMarks = new ElementMarks();
 
 const emptyRows = (): Stream => rowsOf(new RowSet());
 
@@ -111,29 +114,35 @@ function window(input: Stream, start: number, end: number): Stream {
 
 // ---------------------------------------------------------------- navigation
 
-const scratch: number[] = [];
+/** Reused per thread: neighbor IDs of one row before sort + dedup. */
+let scratch = new Uint32Array(1024);
 
 /** Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1). */
 export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
   const store = ctx.store, edges = store.edges, adj = store.adj, at = ctx.at;
-  scratch.length = 0;
-  for (const dir of dirs) {
+  let n = 0;
+  for (let d = 0; d < dirs.length; d++) {
+    const dir = dirs[d]!;
     const len = store.adjLength(id, dir);
     const off = store.adjOffset(id, dir);
     const endWord = dir === 'out' ? E_DST : E_SRC;
+    if (n + len > scratch.length) {
+      const bigger = new Uint32Array(Math.max(scratch.length * 2, n + len));
+      bigger.set(scratch.subarray(0, n));
+      scratch = bigger;
+    }
     for (let i = 0; i < len; i++) {
-      const e = adj[off + i]!;
-      const base = e * EDGE_WORDS;
+      const base = adj[off + i]! * EDGE_WORDS;
       const created = edges[base + E_CREATED]!, deleted = edges[base + E_DELETED]!;
       if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
       if (label >= 0 && edges[base + E_LABEL] !== label) continue;
-      scratch.push(edges[base + endWord]!);
+      scratch[n++] = edges[base + endWord]!;
     }
   }
-  if (scratch.length <= 1) return scratch.slice();
-  const sorted = Uint32Array.from(scratch).sort();
-  const out: number[] = [sorted[0]!];
-  for (let i = 1; i < sorted.length; i++) if (sorted[i] !== sorted[i - 1]) out.push(sorted[i]!);
+  if (n === 0) return [];
+  if (n > 1) scratch.subarray(0, n).sort();
+  const out: number[] = [scratch[0]!];
+  for (let i = 1; i < n; i++) if (scratch[i] !== scratch[i - 1]) out.push(scratch[i]!);
   return out;
 }
 
@@ -231,16 +240,21 @@ function labelFilter(ctx: ExecCtx, input: RowSet, label: string): RowSet {
   });
 }
 
-function dedup(input: Stream): Stream {
+function dedup(ctx: ExecCtx, input: Stream): Stream {
   if (input.kind === 'rows') {
-    const seen = new Set<number | string>();
+    const seenElements = elementMarks.begin(ctx);
+    const seenOthers = new Set<string>();
     const out = new RowSet();
     const rows = input.rows;
     for (let i = 0; i < rows.length; i++) {
       const el = rows.el[i]!;
-      const key = el !== NO_ELEMENT ? el : `x${renderRowIdentity(rows.extraAt(i))}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (el !== NO_ELEMENT) {
+        if (!seenElements.add(el)) continue;
+      } else {
+        const key = renderRowIdentity(rows.extraAt(i));
+        if (seenOthers.has(key)) continue;
+        seenOthers.add(key);
+      }
       out.pushFrom(rows, i);
     }
     return rowsOf(out);
@@ -603,7 +617,7 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
       return rowsOf(filterRows(rows, (el, extra) => evalPredicate(ctx, op.predicate, el, extra)));
     }
     case 'dedup':
-      return dedup(evalOp(ctx, op.input, context));
+      return dedup(ctx, evalOp(ctx, op.input, context));
     case 'limit': {
       const n = boundValue(ctx, op.count, 'limit count');
       return window(evalOp(ctx, op.input, context), 0, n);
