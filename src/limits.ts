@@ -23,6 +23,12 @@ export const limits = {
   epochMax: 0xfffffff0,
   /** Rows any one operator may produce; more: 500 invalid_query. */
   streamRowsMax: 50_000_000,
+  /** Iterations one repeat may run (whatever times/max_depth say); more: 500 invalid_query. */
+  repeatIterationsMax: 10_000,
+  /** Elements in one row's path; longer: 500 invalid_query. */
+  pathLengthMax: 100_000,
+  /** Nodes one shortest_path search may visit; more: 500 invalid_query. */
+  shortestPathVisitedMax: 10_000_000,
   /** Iterations of a for_each across one request; more: 500 invalid_query. */
   forEachIterationsMax: 1_000_000,
   /** Decoded property records cached per thread (records are immutable, so caching is exact). */

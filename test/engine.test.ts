@@ -156,3 +156,31 @@ describe('values round-trip', () => {
       '"o":{"__proto__":1,"z":{"constructor":false}},"s":"x","sa":[],"y":[104,105]}]}');
   });
 });
+
+describe('limits', () => {
+  async function cycle(size: number) {
+    const db = await openDatabase({ storage: 'memory' });
+    const rows = Array.from({ length: size }, (_, i) => ({ src: i, dst: (i + 1) % size }));
+    await db.query(write([
+      { for_each: { param: 'nodes', body: [q(null, addN('C'))] } },
+      { for_each: { param: 'rows', body: [q(null, { add_e: { input: { nodes: { reference: { param: 'src' } } }, label: 'NEXT', to: { param: 'dst' }, properties: [] } })] } },
+    ], [], { parameters: { nodes: rows.map(() => ({})), rows } }));
+    return db;
+  }
+  const repeatAround = (maxDepth: number) => read([q('r', count({ repeat: { input: nodes([0]), config: {
+    traversal: { root: { out: { input: 'context', label: 'NEXT' } } }, emit: 'all', max_depth: maxDepth } } }))], ['r']);
+
+  it('a repeat that would run past repeatIterationsMax fails with invalid_query', async () => {
+    const db = await cycle(3);
+    expect((await db.query(repeatAround(100))).r).toBe(101 + 99); // emit all: frontier before each hop + after each hop
+    const err = await errorOf(db.query(repeatAround(20_000)));
+    expect([err.status, err.code]).toEqual([500, 'invalid_query']);
+    expect(err.msg).toMatch(/repeat exceeded 10000 iterations/);
+  });
+
+  it('the cooperative deadline stops a long query with query_deadline_exceeded', async () => {
+    const db = await cycle(2000);
+    const err = await errorOf(db.query(repeatAround(9_000), { timeoutMs: 1 }));
+    expect([err.status, err.code]).toEqual([500, 'query_deadline_exceeded']);
+  });
+});

@@ -13,6 +13,8 @@ export interface OpenOptions {
 }
 
 export interface QueryOptions {
+  /** Deadline for this query, overriding the handle's `queryTimeoutMs`. */
+  timeoutMs?: number;
   /** Wait for durability (validated like the header; memory storage is durable on commit). */
   awaitDurable?: boolean;
   /** Gateway headers and routing options are not valid in-process; given, they are rejected. */
@@ -59,7 +61,7 @@ export class Database {
       }
     }
     const flags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: options.awaitDurable ?? null };
-    const outcome = executeRequest(this.store, requestText(request), flags, 'writer', { queryTimeoutMs: this.queryTimeoutMs });
+    const outcome = executeRequest(this.store, requestText(request), flags, 'writer', { queryTimeoutMs: options.timeoutMs ?? this.queryTimeoutMs });
     if ('forward' in outcome) throw new SvcError('internal_error', 'internal error: embedded writer asked to forward');
     return outcome;
   }

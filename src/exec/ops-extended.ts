@@ -11,7 +11,7 @@ import { renderValueKey } from './render.js';
 import {
   emptyExtra, idOfKey, isEdgeKey, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
 } from './rows.js';
-import { neighbors, resolveRef } from './ops.js';
+import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import type { Direction } from '../store/store.js';
 
 export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
@@ -153,10 +153,12 @@ function shortestPath(ctx: ExecCtx, op: Extract<Op, { op: 'shortest_path' }>): S
   const dirs: readonly Direction[] = op.direction === 'out' ? ['out'] : op.direction === 'in' ? ['in'] : ['out', 'in'];
   const predecessor = new Map<number, number>([[source, -1]]);
   let frontier = [source];
-  const maxDepth = op.max_depth > 1_000_000n ? 1_000_000 : Number(op.max_depth);
+  const maxDepth = op.max_depth > BigInt(limits.nodesMax) ? limits.nodesMax : Number(op.max_depth);
   for (let depth = 0; depth < maxDepth && frontier.length > 0; depth++) {
     const next: number[] = [];
+    checkDeadline(ctx);
     for (const node of frontier) {
+      if (predecessor.size > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
       for (const n of neighbors(ctx, node, dirs, label)) {
         if (predecessor.has(n)) continue;
         predecessor.set(n, node);
@@ -230,11 +232,14 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
     }
     case 'repeat': {
       const c = op.config;
-      const maxDepth = Number(c.max_depth > 1_000_000n ? 1_000_000n : c.max_depth);
-      const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > 1_000_000n ? 1_000_000n : c.times), maxDepth);
+      const cap = BigInt(limits.repeatIterationsMax) + 1n; // one past the limit, so running into it raises
+      const maxDepth = Number(c.max_depth > cap ? cap : c.max_depth);
+      const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > cap ? cap : c.times), maxDepth);
       let frontier = rowsIn(input(), 'repeat');
       const emitted = new RowSet();
       for (let i = 0; i < iterations; i++) {
+        if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
+        checkDeadline(ctx);
         if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
         const next = body(ctx, evalOp, c.traversal, frontier, 'repeat');
         if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);

@@ -21,7 +21,7 @@ const elementMarks = new ElementMarks();
 
 const emptyRows = (): Stream => rowsOf(new RowSet());
 
-function checkDeadline(ctx: ExecCtx): void {
+export function checkDeadline(ctx: ExecCtx): void {
   if (Date.now() > ctx.deadlineMs) throw new SvcError('query_deadline_exceeded', 'db error: query deadline exceeded');
 }
 

@@ -4,6 +4,7 @@
 // some row has them.
 import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
+import { limits } from '../limits.js';
 
 export const NO_ELEMENT = -1;
 export const nodeKey = (id: number): number => id * 2;
@@ -65,6 +66,7 @@ export function movedExtra(from: RowExtra | null, newEl: number, trackPath: bool
   next.rank = 0;
   if (trackPath) {
     const base = from?.path ?? (fromEl === NO_ELEMENT ? [] : [fromEl]);
+    if (base.length >= limits.pathLengthMax) throw queryError(`a row path exceeded ${limits.pathLengthMax} elements`);
     next.path = [...base, newEl];
   }
   if (next.bindings === null && next.path === null && next.sack === undefined && !next.pathVisible && !next.sackVisible) return null;
