@@ -2,9 +2,9 @@
 // render (envelope.md §6 stages 3-10). Used by reader workers, the writer thread and
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import { decodeRequest } from '../protocol/decode.js';
-import { asSvcError, errorBody, optionError } from '../protocol/errors.js';
+import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { planRequest } from '../plan/plan.js';
-import type { Store } from '../store/store.js';
+import type { RedoBatch, Store } from '../store/store.js';
 import { runBatch } from './batch.js';
 import type { ExecCtx } from './context.js';
 
@@ -17,7 +17,11 @@ export interface RequestFlags {
 
 export const noFlags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: null };
 
-export type ExecRole = 'writer' | 'reader';
+/**
+ * writer: executes everything. reader: a pool thread of a writer server (writes are
+ * forwarded). replica: a read-only server or handle (writes answer 503).
+ */
+export type ExecRole = 'writer' | 'reader' | 'replica';
 
 /** A finished response, or (reader role only) "this is a write, send it to the writer". */
 export type ExecOutcome = { status: number; body: string } | { forward: 'writer' };
@@ -25,6 +29,8 @@ export type ExecOutcome = { status: number; body: string } | { forward: 'writer'
 export interface ExecOptions {
   /** Cooperative deadline per request (`--query-timeout-ms`). */
   queryTimeoutMs: number;
+  /** Disk storage: log the batch before it is published; a throw rolls the batch back. */
+  logBatch?: (batch: RedoBatch) => void;
 }
 
 export const defaultExecOptions: ExecOptions = { queryTimeoutMs: 30_000 };
@@ -39,6 +45,10 @@ export function executeRequest(
     if (write && flags.warm === true) throw optionError('x-svc-warm is only valid for read requests');
     if (!write && flags.awaitDurable === true) throw optionError('x-svc-await-durable is only valid for write requests');
     if (role === 'reader' && (write || flags.requireWriter === true)) return { forward: 'writer' };
+    if (role === 'replica' && flags.requireWriter === true) {
+      throw optionError('request requires a writer but this server is read-only', 503);
+    }
+    if (role === 'replica' && write) throw new SvcError('writer_mode_required', 'writer mode required: this server is read-only');
     const plan = planRequest(request);
     const nowMs = Date.now();
     const at = write ? store.beginWrite() : store.committedEpoch();
@@ -49,6 +59,10 @@ export function executeRequest(
     let response: string;
     try {
       response = runBatch(ctx, plan);
+      if (write && options.logBatch) {
+        const redo = store.pendingRedo();
+        if (redo !== null) options.logBatch(redo);
+      }
     } catch (err) {
       if (write) store.rollback();
       throw err;

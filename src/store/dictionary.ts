@@ -42,6 +42,35 @@ export class Dictionary {
     }
   }
 
+  /** The used bytes of the dictionary's buffers, for a snapshot. */
+  exportSections(): [string, Uint8Array][] {
+    const count = Atomics.load(this.meta, COUNT);
+    const used = count === 0 ? 0 : this.ends[count - 1]!;
+    return [
+      ['meta', new Uint8Array(this.shared.meta).slice()],
+      ['ends', new Uint8Array(this.shared.ends, 0, count * 4).slice()],
+      ['bytes', new Uint8Array(this.shared.bytes, 0, used).slice()],
+    ];
+  }
+
+  static sharedFromSections(meta: Uint8Array, ends: Uint8Array, bytes: Uint8Array): DictionaryShared {
+    const shared: DictionaryShared = {
+      meta: new SharedArrayBuffer(8),
+      ends: sharedBuffer(Math.max(4096, ends.byteLength), limits.dictionaryEntriesMax * 4),
+      bytes: sharedBuffer(Math.max(4096, bytes.byteLength), 1 << 30),
+    };
+    new Uint8Array(shared.meta).set(meta);
+    new Uint8Array(shared.ends).set(ends);
+    new Uint8Array(shared.bytes).set(bytes);
+    return shared;
+  }
+
+  /** Number of names known to this thread (writer: all of them). */
+  size(): number {
+    this.refresh();
+    return this.names.length;
+  }
+
   /** The id of `name`, or -1 if no element has ever used it. */
   idOf(name: string): number {
     let id = this.ids.get(name);

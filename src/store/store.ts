@@ -44,6 +44,30 @@ export interface StoreShared {
   names: DictionaryShared;
 }
 
+/**
+ * One physical change of a committed batch, replayable without the query engine
+ * (src/durability). Record payloads are the exact bytes written to the heap.
+ */
+export type RedoOp =
+  | [op: RedoKind.AddNode, slot: number, label: number, record: Uint8Array]
+  | [op: RedoKind.AddEdge, slot: number, label: number, src: number, dst: number, record: Uint8Array]
+  | [op: RedoKind.NodeVersion, slot: number, label: number, record: Uint8Array]
+  | [op: RedoKind.EdgeVersion, slot: number, record: Uint8Array]
+  | [op: RedoKind.NodeDeleted, slot: number]
+  | [op: RedoKind.EdgeDeleted, slot: number];
+
+export const enum RedoKind { AddNode = 0, AddEdge = 1, NodeVersion = 2, EdgeVersion = 3, NodeDeleted = 4, EdgeDeleted = 5 }
+
+/** Everything a committed batch changed: enough to replay it on a copy of the store. */
+export interface RedoBatch {
+  epoch: number;
+  nodeSlots: number;
+  edgeSlots: number;
+  /** Dictionary entries added by the batch, as [id, name]. */
+  names: [number, string][];
+  ops: RedoOp[];
+}
+
 type Undo =
   | { kind: 'node-created' | 'edge-created' | 'node-deleted' | 'edge-deleted'; slot: number }
   | { kind: 'node-version'; slot: number; props: number; label: number; labelSince: number }
@@ -62,6 +86,10 @@ export class Store {
   /** Writer only: the epoch being written, or 0 outside a batch. */
   private pending = 0;
   private readonly undo: Undo[] = [];
+  /** When set (disk storage), every change of the open batch is also recorded for the WAL. */
+  private redo: RedoOp[] | null = null;
+  private namesAtBegin = 0;
+  captureRedo = false;
 
   private constructor(shared: StoreShared) {
     this.shared = shared;
@@ -93,6 +121,49 @@ export class Store {
 
   /** Reader side: views over a store created elsewhere. */
   static attach(shared: StoreShared): Store {
+    return new Store(shared);
+  }
+
+  /**
+   * The used bytes of every buffer, for a snapshot. Writer thread, between batches: the
+   * copies are consistent because only this thread writes.
+   */
+  exportSections(): Map<string, Uint8Array> {
+    if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot inside a write batch');
+    const copy = (sab: SharedArrayBuffer, bytes: number) => new Uint8Array(sab, 0, bytes).slice();
+    const sections = new Map<string, Uint8Array>([
+      ['meta', copy(this.shared.meta, this.shared.meta.byteLength)],
+      ['nodes', copy(this.shared.nodes, this.nodeSlots() * NODE_WORDS * 4)],
+      ['edges', copy(this.shared.edges, this.edgeSlots() * EDGE_WORDS * 4)],
+      ['adj', copy(this.shared.adj, this.meta[M_ADJ_USED]! * 4)],
+      ['heap', copy(this.shared.heap, this.meta[M_HEAP_USED]!)],
+    ]);
+    for (const [name, bytes] of this.names.exportSections()) sections.set(`names.${name}`, bytes);
+    return sections;
+  }
+
+  /** A writer store holding exactly the sections of a snapshot. */
+  static fromSections(sections: Map<string, Uint8Array>): Store {
+    const section = (name: string): Uint8Array => {
+      const bytes = sections.get(name);
+      if (bytes === undefined) throw new SvcError('storage_error', `storage error: snapshot lacks section \`${name}\``);
+      return bytes;
+    };
+    const fill = (bytes: Uint8Array, max: number) => {
+      const sab = sharedBuffer(Math.max(1 << 16, bytes.byteLength), max);
+      new Uint8Array(sab).set(bytes);
+      return sab;
+    };
+    const meta = new SharedArrayBuffer(64);
+    new Uint8Array(meta).set(section('meta'));
+    const shared: StoreShared = {
+      meta,
+      nodes: fill(section('nodes'), limits.nodesMax * NODE_WORDS * 4),
+      edges: fill(section('edges'), limits.edgesMax * EDGE_WORDS * 4),
+      adj: fill(section('adj'), (limits.adjacencySlotsMax + 1024) * 4),
+      heap: fill(section('heap'), limits.propertyHeapBytesMax + 4096),
+      names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
+    };
     return new Store(shared);
   }
 
@@ -203,7 +274,18 @@ export class Store {
     if (committed >= limits.epochMax) throw new SvcError('storage_error', 'storage error: epoch space exhausted');
     this.pending = committed + 1;
     this.undo.length = 0;
+    this.redo = this.captureRedo ? [] : null;
+    this.namesAtBegin = this.names.size();
     return this.pending;
+  }
+
+  /** The changes of the open batch, for the WAL (null unless captureRedo). Call before commit. */
+  pendingRedo(): RedoBatch | null {
+    this.assertWriting();
+    if (this.redo === null) return null;
+    const names: [number, string][] = [];
+    for (let id = this.namesAtBegin; id < this.names.size(); id++) names.push([id, this.names.nameOf(id)]);
+    return { epoch: this.pending, nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), names, ops: this.redo };
   }
 
   /** Publish the batch: every reader that starts after this sees all of it. */
@@ -212,6 +294,7 @@ export class Store {
     Atomics.store(this.meta, M_EPOCH, this.pending);
     this.pending = 0;
     this.undo.length = 0;
+    this.redo = null;
   }
 
   /** Undo every change of the batch, newest first. Allocated IDs stay consumed. */
@@ -236,14 +319,14 @@ export class Store {
     }
     this.pending = 0;
     this.undo.length = 0;
+    this.redo = null;
   }
 
   private assertWriting(): void {
     if (this.pending === 0) throw new SvcError('internal_error', 'internal error: no write batch open');
   }
 
-  private appendVersion(prev: number, label: number, record: PropertyRecord): number {
-    const bytes = encodeRecord(record);
+  private appendVersion(prev: number, label: number, bytes: Uint8Array): number {
     if (bytes.byteLength > limits.propertyRecordBytesMax) {
       throw new SvcError('invalid_query', `db error: Query error: property record of ${bytes.byteLength} bytes exceeds ${limits.propertyRecordBytesMax}`);
     }
@@ -262,43 +345,55 @@ export class Store {
   }
 
   addNode(label: number, record: PropertyRecord): number {
+    return this.addNodeEncoded(this.meta[M_NODE_SLOTS]!, label, encodeRecord(record));
+  }
+
+  private addNodeEncoded(slot: number, label: number, bytes: Uint8Array): number {
     this.assertWriting();
-    const slot = this.meta[M_NODE_SLOTS]!;
     if (slot >= limits.nodesMax) throw new SvcError('storage_error', `storage error: node limit ${limits.nodesMax} reached`);
     ensureBytes(this.shared.nodes, (slot + 1) * NODE_WORDS * 4, 'node table');
     const base = slot * NODE_WORDS;
     this.nodes.fill(0, base, base + NODE_WORDS);
     this.nodes[base + N_LABEL] = label;
     this.nodes[base + N_LABEL_SINCE] = this.pending;
-    this.nodes[base + N_PROPS] = this.appendVersion(0, label, record);
+    this.nodes[base + N_PROPS] = this.appendVersion(0, label, bytes);
     this.nodes[base + N_CREATED] = this.pending;
-    Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
+    if (slot + 1 > this.meta[M_NODE_SLOTS]!) Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
     this.undo.push({ kind: 'node-created', slot });
+    this.redo?.push([RedoKind.AddNode, slot, label, bytes.slice()]);
     return slot;
   }
 
   /** Reserve an edge ID without creating the edge (IDs of failed add_e stay consumed). */
   reserveEdgeSlot(): number {
-    const slot = this.meta[M_EDGE_SLOTS]!;
+    return this.reserveEdgeSlotAt(this.meta[M_EDGE_SLOTS]!);
+  }
+
+  private reserveEdgeSlotAt(slot: number): number {
     if (slot >= limits.edgesMax) throw new SvcError('storage_error', `storage error: edge limit ${limits.edgesMax} reached`);
     ensureBytes(this.shared.edges, (slot + 1) * EDGE_WORDS * 4, 'edge table');
     this.edges.fill(0, slot * EDGE_WORDS, (slot + 1) * EDGE_WORDS);
-    Atomics.store(this.meta, M_EDGE_SLOTS, slot + 1);
+    if (slot + 1 > this.meta[M_EDGE_SLOTS]!) Atomics.store(this.meta, M_EDGE_SLOTS, slot + 1);
     return slot;
   }
 
   /** Create edge `slot` (from reserveEdgeSlot) from `src` to `dst`. */
   addEdge(slot: number, label: number, src: number, dst: number, record: PropertyRecord): void {
+    this.addEdgeEncoded(slot, label, src, dst, encodeRecord(record));
+  }
+
+  private addEdgeEncoded(slot: number, label: number, src: number, dst: number, bytes: Uint8Array): void {
     this.assertWriting();
     const base = slot * EDGE_WORDS;
     this.edges[base + E_LABEL] = label;
     this.edges[base + E_SRC] = src;
     this.edges[base + E_DST] = dst;
-    this.edges[base + E_PROPS] = this.appendVersion(0, label, record);
+    this.edges[base + E_PROPS] = this.appendVersion(0, label, bytes);
     this.edges[base + E_CREATED] = this.pending;
     this.appendAdjacency(src, N_OUT_OFF, slot);
     this.appendAdjacency(dst, N_IN_OFF, slot);
     this.undo.push({ kind: 'edge-created', slot });
+    this.redo?.push([RedoKind.AddEdge, slot, label, src, dst, bytes.slice()]);
   }
 
   /** Append an edge slot to a node's block; `offWord` is N_OUT_OFF or N_IN_OFF. */
@@ -325,31 +420,37 @@ export class Store {
 
   /** New property version of node `slot` (label unchanged). */
   setNodeRecord(slot: number, record: PropertyRecord): void {
-    this.writeNodeVersion(slot, this.nodes[slot * NODE_WORDS + N_LABEL]!, record);
+    this.writeNodeVersion(slot, this.nodes[slot * NODE_WORDS + N_LABEL]!, encodeRecord(record));
   }
 
   relabelNode(slot: number, label: number): void {
-    this.writeNodeVersion(slot, label, this.nodeRecord(slot, this.pending));
+    this.writeNodeVersion(slot, label, encodeRecord(this.nodeRecord(slot, this.pending)));
   }
 
-  private writeNodeVersion(slot: number, label: number, record: PropertyRecord): void {
+  private writeNodeVersion(slot: number, label: number, bytes: Uint8Array): void {
     this.assertWriting();
     const base = slot * NODE_WORDS;
     const props = this.nodes[base + N_PROPS]!;
     this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]!, labelSince: this.nodes[base + N_LABEL_SINCE]! });
-    this.nodes[base + N_PROPS] = this.appendVersion(props, label, record);
+    this.nodes[base + N_PROPS] = this.appendVersion(props, label, bytes);
     if (label !== this.nodes[base + N_LABEL]) {
       this.nodes[base + N_LABEL_SINCE] = this.pending;
       this.nodes[base + N_LABEL] = label;
     }
+    this.redo?.push([RedoKind.NodeVersion, slot, label, bytes.slice()]);
   }
 
   setEdgeRecord(slot: number, record: PropertyRecord): void {
+    this.writeEdgeVersion(slot, encodeRecord(record));
+  }
+
+  private writeEdgeVersion(slot: number, bytes: Uint8Array): void {
     this.assertWriting();
     const base = slot * EDGE_WORDS;
     const props = this.edges[base + E_PROPS]!;
     this.undo.push({ kind: 'edge-version', slot, props });
-    this.edges[base + E_PROPS] = this.appendVersion(props, this.edges[base + E_LABEL]!, record);
+    this.edges[base + E_PROPS] = this.appendVersion(props, this.edges[base + E_LABEL]!, bytes);
+    this.redo?.push([RedoKind.EdgeVersion, slot, bytes.slice()]);
   }
 
   /** Delete a node visible in this batch, and every edge incident to it. */
@@ -363,8 +464,13 @@ export class Store {
         if (this.edgeVisible(edge, this.pending)) this.deleteEdge(edge);
       }
     }
+    this.markNodeDeleted(slot);
+  }
+
+  private markNodeDeleted(slot: number): void {
     this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
     this.undo.push({ kind: 'node-deleted', slot });
+    this.redo?.push([RedoKind.NodeDeleted, slot]);
   }
 
   /** Delete an edge visible in this batch. */
@@ -372,5 +478,38 @@ export class Store {
     this.assertWriting();
     this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
     this.undo.push({ kind: 'edge-deleted', slot });
+    this.redo?.push([RedoKind.EdgeDeleted, slot]);
+  }
+
+  /** Replay a batch recorded by pendingRedo() (recovery, replicas). Epochs must follow on. */
+  applyRedo(batch: RedoBatch): void {
+    const epoch = this.beginWrite();
+    if (epoch !== batch.epoch) {
+      this.rollback();
+      throw new SvcError('internal_error', `internal error: redo batch for epoch ${batch.epoch} applied at epoch ${epoch}`);
+    }
+    for (const [id, name] of batch.names) {
+      if (this.names.intern(name) !== id) throw new SvcError('internal_error', `internal error: dictionary id mismatch for \`${name}\``);
+    }
+    for (const op of batch.ops) {
+      switch (op[0]) {
+        case RedoKind.AddNode: this.addNodeEncoded(op[1], op[2], op[3]); break;
+        case RedoKind.AddEdge: this.reserveEdgeSlotAt(op[1]); this.addEdgeEncoded(op[1], op[2], op[3], op[4], op[5]); break;
+        case RedoKind.NodeVersion: this.writeNodeVersion(op[1], op[2], op[3]); break;
+        case RedoKind.EdgeVersion: this.writeEdgeVersion(op[1], op[2]); break;
+        case RedoKind.NodeDeleted: this.markNodeDeleted(op[1]); break;
+        case RedoKind.EdgeDeleted: this.deleteEdge(op[1]); break;
+      }
+    }
+    // IDs consumed by failed work inside the batch stay consumed after replay too.
+    if (batch.nodeSlots > this.nodeSlots()) {
+      ensureBytes(this.shared.nodes, batch.nodeSlots * NODE_WORDS * 4, 'node table');
+      Atomics.store(this.meta, M_NODE_SLOTS, batch.nodeSlots);
+    }
+    if (batch.edgeSlots > this.edgeSlots()) {
+      ensureBytes(this.shared.edges, batch.edgeSlots * EDGE_WORDS * 4, 'edge table');
+      Atomics.store(this.meta, M_EDGE_SLOTS, batch.edgeSlots);
+    }
+    this.commit();
   }
 }
