@@ -1,0 +1,343 @@
+// The HTTP front end (ARCHITECTURE.md §3, main thread): uWebSockets.js only.
+//
+// Per request the main thread does O(1) work besides copying the body: parse the
+// execution headers (stage 1 of envelope.md §6), read the body up to the limit
+// (stage 2), hand the raw bytes to a reader worker or the writer thread, and write back
+// the bytes they return. No JSON is parsed or built here.
+//
+// uWS rules this file follows (notes/packages.md, uWS docs):
+// - HttpRequest is stack-allocated: every header is read synchronously in the handler.
+// - A response answered later than the handler's return must register onAborted first,
+//   and must not be touched after the abort.
+// - Writes outside the handler's synchronous part are corked (one syscall per answer).
+// - uWS has no body-size option: the bytes are counted in onData.
+import assert from 'node:assert/strict';
+import { STATUS_CODES } from 'node:http';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { limits } from '../limits.js';
+import { asSvcError, bodyError, errorBody, type SvcError } from '../protocol/errors.js';
+import {
+  HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_WARM, parseRequestFlags, type RequestFlags,
+} from '../protocol/headers.js';
+import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
+import { uws } from './uws.js';
+
+/** `writer`: a read/write server. `reader`: a read-only replica (not built yet). */
+export type ServerMode = 'writer' | 'reader';
+
+/** Where complete query jobs go. */
+export interface QueryRoutes {
+  /** Every request not pinned to the writer: the reader pool. */
+  readers: QuerySink;
+  /** Requests with `x-svc-require-writer: true` (writer mode only): the writer thread. */
+  writer: QuerySink;
+}
+
+const JSON_TYPE = 'application/json';
+/** Body allocation when the length is not announced (chunked upload); grows by doubling. */
+const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
+
+const statusLines = new Map<number, string>();
+/** "200 OK" etc., built once per status. */
+function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
+
+// Stage-1 header scratch. A handler runs synchronously to completion on the one main
+// thread, so module-level slots are safe and save a closure and an object per request.
+// `req.getHeader` cannot tell an absent header from an empty one (it returns '' for
+// both); an empty execution header is present and invalid, so walk the headers once.
+let seenWarm: string | undefined;
+let seenRequireWriter: string | undefined;
+let seenAwaitDurable: string | undefined;
+
+function collectHeader(key: string, value: string): void {
+  // uWS gives lowercase keys and keeps repeats; the first occurrence counts.
+  if (key.length < 10 || key.charCodeAt(0) !== 120 /* x */) return;
+  if (key === HEADER_WARM) { if (seenWarm === undefined) seenWarm = value; }
+  else if (key === HEADER_REQUIRE_WRITER) { if (seenRequireWriter === undefined) seenRequireWriter = value; }
+  else if (key === HEADER_AWAIT_DURABLE) { if (seenAwaitDurable === undefined) seenAwaitDurable = value; }
+}
+
+function seenHeader(name: string): string | undefined {
+  if (name === HEADER_WARM) return seenWarm;
+  if (name === HEADER_REQUIRE_WRITER) return seenRequireWriter;
+  if (name === HEADER_AWAIT_DURABLE) return seenAwaitDurable;
+  return undefined;
+}
+
+/** Stage 1: throws SvcError invalid_request_option. */
+function readFlags(req: HttpRequest): RequestFlags {
+  seenWarm = seenRequireWriter = seenAwaitDurable = undefined;
+  req.forEach(collectHeader);
+  return parseRequestFlags(seenHeader);
+}
+
+/** uWS defaults to SO_REUSEPORT: a second server on a taken port would share it silently. */
+const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
+
+/** The 4-argument listen the native addon has but the bundled types lack. */
+interface ListenWithOptions {
+  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
+}
+
+/** `App.close()` (closes every socket) exists in the native 20.30 addon, not in its types. */
+interface ClosableApp {
+  close?: () => void;
+}
+
+/** One `POST /v2/query` from the handler to its answer. It is its own job and responder. */
+class PendingQuery implements QueryJob, QueryResponder {
+  body: Uint8Array = new Uint8Array(0);
+  readonly flags: RequestFlags;
+  readonly responder: QueryResponder = this;
+  settled = false;
+  private aborted = false;
+  private readonly front: HttpFrontEnd;
+  private readonly res: HttpResponse;
+  /** Content-Length, or -1 when not announced. */
+  private readonly expected: number;
+  private received = 0;
+  private buffer: Uint8Array | null = null;
+
+  constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number) {
+    this.front = front;
+    this.res = res;
+    this.flags = flags;
+    this.expected = expected;
+  }
+
+  onAborted(): void {
+    this.aborted = true;
+    this.buffer = null;
+    this.settle();
+  }
+
+  /** Stage 2. `chunk` is only valid during this call: copy it. */
+  onData(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.settled) return; // rejected already: uWS discards the rest of the body
+    const size = chunk.byteLength;
+    const total = this.received + size;
+    if (total > limits.bodyBytesMax) {
+      this.buffer = null;
+      this.fail(bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`));
+      return;
+    }
+    if (size > 0) {
+      this.room(total, isLast).set(new Uint8Array(chunk), this.received);
+      this.received = total;
+    }
+    if (!isLast) return;
+    const buffer = this.buffer;
+    this.buffer = null;
+    if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
+    this.front.dispatch(this);
+  }
+
+  /** The body buffer, with room for `total` bytes. Never larger than the body limit. */
+  private room(total: number, isLast: boolean): Uint8Array {
+    const buffer = this.buffer;
+    if (buffer !== null && total <= buffer.byteLength) return buffer;
+    let capacity: number;
+    if (buffer === null && this.expected >= total) capacity = this.expected; // Content-Length: exact
+    else if (buffer === null && isLast) capacity = total; // whole body in one chunk
+    else capacity = Math.min(limits.bodyBytesMax, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
+    // Unpooled and not zeroed: the whole ArrayBuffer is ours to transfer to a worker.
+    const grown = allocTransferable(capacity);
+    if (buffer !== null) grown.set(buffer.subarray(0, this.received));
+    this.buffer = grown;
+    return grown;
+  }
+
+  fail(err: SvcError): void {
+    this.respond(err.status, errorBody(err));
+  }
+
+  respond(status: number, body: Uint8Array | string): void {
+    if (this.settled) return;
+    this.settle();
+    if (this.aborted) return;
+    const res = this.res;
+    // While draining, close each connection after its answer so clients move on.
+    const close = this.front.closing;
+    res.cork(() => {
+      res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body, close);
+    });
+  }
+
+  private settle(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.front.finished();
+  }
+}
+
+export interface FrontEndOptions {
+  mode: ServerMode;
+}
+
+export class HttpFrontEnd {
+  readonly mode: ServerMode;
+  /** True from close() on: readyz says not ready, answers close their connection. */
+  closing = false;
+  private readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private routes: QueryRoutes | null = null;
+  /** Jobs that arrived before the threads were up (listening starts first). */
+  private early: QueryJob[] = [];
+  /** Query requests accepted and neither answered nor aborted. */
+  private inFlight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private readonly healthReady: string;
+  private readonly healthNotReady: string;
+
+  constructor(options: FrontEndOptions) {
+    this.mode = options.mode;
+    // Key order is byte-wise ascending like every response (envelope.md §7).
+    this.healthReady = `{"index_runtime":"ready","mode":"${this.mode}","ready":true}`;
+    this.healthNotReady = `{"index_runtime":"ready","mode":"${this.mode}","ready":false}`;
+    const app = uws.App();
+    // One `any` handler per known path, dispatching on the method: no reliance on how
+    // the router orders method-specific and `any` routes.
+    app.any('/v2/query', (res, req) => {
+      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
+      else this.onQuery(res, req);
+    });
+    app.any('/healthz', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.health(res, 200); // liveness: always 200
+    });
+    app.any('/readyz', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.health(res, this.ready ? 200 : 503);
+    });
+    app.any('/*', (res) => {
+      res.writeStatus('404 Not Found').end();
+    });
+    this.app = app;
+  }
+
+  /** Ready = the threads are attached and we are not shutting down. */
+  get ready(): boolean {
+    return this.routes !== null && !this.closing;
+  }
+
+  /** Requests accepted and not yet answered or aborted. */
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  /** Bind (exclusively: uWS defaults to SO_REUSEPORT) and resolve with the real port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const app = this.app as unknown as ListenWithOptions;
+      app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
+        if (socket === false) {
+          reject(new Error(`cannot listen on ${host}:${port} (address in use or not available)`));
+          return;
+        }
+        this.listenSocket = socket;
+        resolve(uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]));
+      });
+    });
+  }
+
+  /** Start routing queries (the reader pool and writer thread are up). */
+  attach(routes: QueryRoutes): void {
+    this.routes = routes;
+    const early = this.early;
+    this.early = [];
+    for (const job of early) if (!job.responder.settled) this.route(routes, job);
+  }
+
+  /** Stop accepting connections; existing ones are still served (and then closed). */
+  stopAccepting(): void {
+    this.closing = true;
+    if (this.listenSocket !== null) {
+      uws.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+    }
+  }
+
+  /** Resolves when every accepted query has been answered (or aborted), or at the timeout. */
+  drained(timeoutMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.drainWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Close every remaining socket (idle keep-alive connections keep the loop alive). */
+  closeAllSockets(): void {
+    const app = this.app as unknown as ClosableApp;
+    if (typeof app.close === 'function') app.close();
+  }
+
+  /** A body arrived completely: send the job to the thread that runs it. */
+  dispatch(job: QueryJob): void {
+    const routes = this.routes;
+    if (routes === null) this.early.push(job);
+    else this.route(routes, job);
+  }
+
+  /** PendingQuery calls this exactly once, when answered or aborted. */
+  finished(): void {
+    assert(this.inFlight > 0, 'a query finished twice');
+    this.inFlight--;
+    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  private route(routes: QueryRoutes, job: QueryJob): void {
+    // Read-your-writes: the writer thread's snapshot includes every acknowledged write.
+    // A read-only server has no writer; its readers answer 503 (envelope.md §6 stage 5)
+    // after decoding, so the stage order holds.
+    if (job.flags.requireWriter === true && this.mode === 'writer') routes.writer.submit(job);
+    else routes.readers.submit(job);
+  }
+
+  private onQuery(res: HttpResponse, req: HttpRequest): void {
+    let flags: RequestFlags;
+    try {
+      flags = readFlags(req); // stage 1 precedes the body (envelope.md §6)
+    } catch (err) {
+      const e = asSvcError(err);
+      res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e));
+      return;
+    }
+    const length = req.getHeader('content-length');
+    const expected = length === '' ? -1 : Number(length);
+    if (expected > limits.bodyBytesMax) {
+      // Announced too large: answer now, buffer nothing. uWS skips the unread body and
+      // keeps the connection (closing it now could reset the client before it reads this).
+      const e = bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`);
+      res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e), this.closing);
+      return;
+    }
+    this.inFlight++;
+    const query = new PendingQuery(this, res, flags, Number.isSafeInteger(expected) ? expected : -1);
+    res.onAborted(() => query.onAborted());
+    res.onData((chunk, isLast) => query.onData(chunk, isLast));
+  }
+
+  private health(res: HttpResponse, status: number): void {
+    res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE)
+      .end(this.ready ? this.healthReady : this.healthNotReady);
+  }
+}
+
+function methodNotAllowed(res: HttpResponse, allow: string): void {
+  res.writeStatus('405 Method Not Allowed').writeHeader('Allow', allow).end();
+}

@@ -1,0 +1,88 @@
+// What travels between the HTTP front end (main thread), the reader pool and the
+// writer thread. Kept free of uWS and worker imports so every side can load it.
+import type { RequestFlags } from '../protocol/headers.js';
+import { Buffer } from 'node:buffer';
+import { errorBody, SvcError } from '../protocol/errors.js';
+
+/** Where a finished answer goes. Implemented by the HTTP front end, one per request. */
+export interface QueryResponder {
+  /** True once the request was answered or its client went away: skip the work. */
+  readonly settled: boolean;
+  /** Send the answer (JSON bytes or text). Called at most once; later calls are ignored. */
+  respond(status: number, body: Uint8Array | string): void;
+}
+
+/**
+ * One `POST /v2/query` whose headers were valid and whose body was read completely.
+ * `body` is owned by the job: its ArrayBuffer is transferred to the thread that runs it
+ * (and back, when a reader forwards a write), so nobody else may hold a view of it.
+ */
+export interface QueryJob {
+  body: Uint8Array;
+  readonly flags: RequestFlags;
+  readonly responder: QueryResponder;
+}
+
+/** Something that executes jobs: the reader pool or the writer thread. */
+export interface QuerySink {
+  submit(job: QueryJob): void;
+}
+
+// ---------------------------------------------------------------- reader-pool wire format
+// (here, not in reader-worker.ts: importing that module runs a worker's start-up code)
+
+/** One task: requests in arrival order. Body buffers are transferred, not copied. */
+export interface ReadTask {
+  bodies: Uint8Array[];
+  /** One byte per request: encodeFlags() of its execution headers. */
+  flags: Uint8Array;
+}
+
+/** Status of a request a reader may not run (a write, or one pinned to the writer). */
+export const FORWARD_TO_WRITER = 0;
+
+export interface ReadTaskResult {
+  /**
+   * Two words per request: HTTP status (or FORWARD_TO_WRITER) and the end offset of its
+   * answer in `bytes` (the start is the previous request's end; forwarded ones are empty).
+   */
+  index: Uint32Array;
+  /** Every answer's UTF-8 bytes, back to back. */
+  bytes: Uint8Array;
+  /** The bodies of forwarded requests, in request order, handed back to the main thread. */
+  returned: Uint8Array[];
+}
+
+// Flags cross threads as one byte per request (2 bits per header: 0 absent, 1 false,
+// 2 true) instead of an object each: an array of objects costs a structured clone per
+// request, a Uint8Array costs one memcpy per task.
+const enc = (v: boolean | null): number => (v === null ? 0 : v ? 2 : 1);
+const dec = (bits: number): boolean | null => (bits === 0 ? null : bits === 2);
+
+export function encodeFlags(flags: RequestFlags): number {
+  return enc(flags.warm) | (enc(flags.requireWriter) << 2) | (enc(flags.awaitDurable) << 4);
+}
+
+export function decodeFlags(byte: number): RequestFlags {
+  return { warm: dec(byte & 3), requireWriter: dec((byte >> 2) & 3), awaitDurable: dec((byte >> 4) & 3) };
+}
+
+/** Answer a job with 500 internal_error (a worker died or a task failed: a bug). */
+export function failJob(job: QueryJob, detail: string): void {
+  const err = new SvcError('internal_error', `internal error: ${detail}`);
+  job.responder.respond(err.status, errorBody(err));
+}
+
+/**
+ * `size` uninitialized bytes in an ArrayBuffer of their own (never a slice of Node's
+ * shared Buffer pool), so the buffer can be transferred to another thread.
+ */
+export function allocTransferable(size: number): Uint8Array {
+  const buffer = Buffer.allocUnsafeSlow(size);
+  return new Uint8Array(buffer.buffer as ArrayBuffer, buffer.byteOffset, size);
+}
+
+/** The message of anything thrown, for logs and internal_error bodies. */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,60 @@
+// A reader-pool thread (Piscina worker). It attaches to the writer's shared-memory store
+// once, when Piscina loads this module, and then runs read tasks: each task is a batch
+// of requests coalesced by the main thread (reader-pool.ts), executed one after the other
+// against the snapshot current when each starts.
+//
+// Answers go back as ONE transferred ArrayBuffer of UTF-8 bytes per task (plus a small
+// index), so the main thread neither copies nor encodes them: it hands byte ranges of
+// that buffer straight to uWS.
+import { Buffer } from 'node:buffer';
+import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
+import { executeRequest, type ExecOptions, type ExecRole } from '../exec/request.js';
+import { Store, type StoreShared } from '../store/store.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTask, type ReadTaskResult } from './job.js';
+
+/** Piscina `workerData` of every reader thread (structured-cloned: plain data only). */
+export interface ReaderWorkerData {
+  shared: StoreShared;
+  /** 'reader' on a writer server (writes are forwarded), 'replica' on a read-only one. */
+  role: Extract<ExecRole, 'reader' | 'replica'>;
+  queryTimeoutMs: number;
+}
+
+const data = Piscina.workerData as ReaderWorkerData;
+const store = Store.attach(data.shared);
+const role = data.role;
+const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs };
+
+export default function runReadTask(task: ReadTask): unknown {
+  const count = task.bodies.length;
+  const index = new Uint32Array(2 * count);
+  const answers = new Array<string>(count);
+  const returned: Uint8Array[] = [];
+  let totalBytes = 0;
+  for (let i = 0; i < count; i++) {
+    const body = task.bodies[i]!;
+    const outcome = executeRequest(store, body, decodeFlags(task.flags[i]!), role, exec);
+    if ('forward' in outcome) {
+      index[2 * i] = FORWARD_TO_WRITER;
+      answers[i] = '';
+      returned.push(body);
+    } else {
+      index[2 * i] = outcome.status;
+      answers[i] = outcome.body;
+      totalBytes += Buffer.byteLength(outcome.body, 'utf8');
+    }
+  }
+  // Unpooled: the whole ArrayBuffer belongs to this result and can be transferred.
+  const bytes = allocTransferable(totalBytes);
+  const writer = Buffer.from(bytes.buffer, 0, totalBytes); // a view, for Buffer#write
+  let end = 0;
+  for (let i = 0; i < count; i++) {
+    const answer = answers[i]!;
+    if (answer.length > 0) end += writer.write(answer, end, 'utf8');
+    index[2 * i + 1] = end;
+  }
+  const result: ReadTaskResult = { index, bytes, returned };
+  const transfer: ArrayBuffer[] = [index.buffer, bytes.buffer as ArrayBuffer];
+  for (const body of returned) transfer.push(body.buffer as ArrayBuffer);
+  return move({ [transferableSymbol]: transfer, [valueSymbol]: result });
+}

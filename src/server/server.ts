@@ -1,0 +1,102 @@
+// Wires the HTTP front end, the writer thread and the reader pool (ARCHITECTURE.md §3).
+//
+// Start-up: listen first (so /readyz answers 503 instead of refusing connections while
+// the store comes up), start the writer (it creates the store), start the readers on
+// its shared buffers, then route queries. Queries that arrive before that wait.
+//
+// Stop: stop accepting, let every accepted query finish (answers close their
+// connections), close the remaining idle sockets, stop the readers, then let the writer
+// finish what it received and exit.
+import { availableParallelism } from 'node:os';
+import { defaultExecOptions } from '../exec/request.js';
+import { HttpFrontEnd } from './http.js';
+import { describeError } from './job.js';
+import { ReaderPool, type ReadDispatch } from './reader-pool.js';
+import { assertNativeUws } from './uws.js';
+import { WriterThread } from './writer.js';
+
+export interface ServerOptions {
+  /** Bind address, default 127.0.0.1. */
+  host?: string;
+  /** Port, default 6969; 0 picks a free one (see RunningServer.port). */
+  port?: number;
+  /** Reader threads, default os.availableParallelism(). */
+  readers?: number;
+  /** How reads reach the pool, default 'coalesce' (reader-pool.ts). */
+  readDispatch?: ReadDispatch;
+  /** Cooperative deadline per query. */
+  queryTimeoutMs?: number;
+  /** How long close() waits for in-flight queries before closing their sockets. */
+  drainTimeoutMs?: number;
+  /** Called when the server can no longer work (the writer thread died). Default: log. */
+  onFatal?: (err: Error) => void;
+}
+
+export interface RunningServer {
+  /** `http://host:port` with the real port. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly readers: number;
+  readonly readDispatch: ReadDispatch;
+  /** Graceful stop; idempotent. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 6969;
+const DRAIN_TIMEOUT_MS_DEFAULT = 30_000;
+/** Reader threads beyond this help nobody and cost memory. */
+const READERS_MAX = 256;
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  assertNativeUws();
+  const host = options.host ?? DEFAULT_HOST;
+  const requestedPort = options.port ?? DEFAULT_PORT;
+  const readers = options.readers ?? availableParallelism();
+  const readDispatch = options.readDispatch ?? 'coalesce';
+  const drainTimeoutMs = options.drainTimeoutMs ?? DRAIN_TIMEOUT_MS_DEFAULT;
+  const queryTimeoutMs = options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs;
+  const onFatal = options.onFatal ?? ((err: Error) => process.stderr.write(`svcdb: ${err.message}\n`));
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
+    throw new Error(`port must be an integer from 0 to 65535, got ${requestedPort}`);
+  }
+  if (!Number.isInteger(readers) || readers < 1 || readers > READERS_MAX) {
+    throw new Error(`readers must be an integer from 1 to ${READERS_MAX}, got ${readers}`);
+  }
+
+  const front = new HttpFrontEnd({ mode: 'writer' });
+  const port = await front.listen(host, requestedPort);
+  let writer: WriterThread | null = null;
+  let pool: ReaderPool | null = null;
+  try {
+    writer = await WriterThread.start({ queryTimeoutMs, onFatal });
+    pool = await ReaderPool.start({ shared: writer.shared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer });
+  } catch (err) {
+    front.stopAccepting();
+    front.closeAllSockets();
+    await pool?.close();
+    await writer?.close();
+    throw new Error(`svcdb failed to start: ${describeError(err)}`);
+  }
+  front.attach({ readers: pool, writer });
+
+  const startedPool = pool;
+  const startedWriter = writer;
+  let closing: Promise<void> | null = null;
+  const shutdown = async (): Promise<void> => {
+    front.stopAccepting();
+    await front.drained(drainTimeoutMs);
+    front.closeAllSockets();
+    await startedPool.close();
+    await startedWriter.close();
+  };
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    host,
+    port,
+    readers,
+    readDispatch,
+    close: () => (closing ??= shutdown()),
+  };
+}

@@ -1,0 +1,36 @@
+// Loading uWebSockets.js and proving it is the native build.
+//
+// The pinned package (@trufflesuite/uws-js-unofficial 20.30) ships native binaries for
+// Node ABIs 93/108/115 (Node 16/18/20). On any other Node, or with UWS_USE_FALLBACK set,
+// it silently returns a pure-JS shim built on `ws` that is several times slower and
+// differs in details (notes/packages.md). The server refuses to run on it.
+import uwsModule from 'uWebSockets.js';
+
+export const uws = uwsModule;
+
+/** The Node ABI (process.versions.modules) of Node 20, the one the pinned binary serves. */
+const NODE20_ABI = '115';
+
+/** Why the loaded uWS is not the native binary, or null when it is. */
+export function uwsNativeProblem(): string | null {
+  // The shim only has App/_cfg/us_listen_socket_close/us_socket_local_port; the native
+  // addon also exports SSLApp, getParts and the shared-data helpers.
+  const exported = uwsModule as unknown as Record<string, unknown>;
+  const native = typeof exported['getParts'] === 'function' && typeof exported['SSLApp'] === 'function';
+  if (process.versions.modules !== NODE20_ABI) {
+    return `uWebSockets.js has no native binary for Node ${process.version} (ABI ${process.versions.modules}); ` +
+      `svcdb needs Node 20 (ABI ${NODE20_ABI}) and will not run on the slow JS fallback`;
+  }
+  if (!native) {
+    return 'uWebSockets.js did not load its native binary and fell back to its JS shim ' +
+      `(platform ${process.platform}-${process.arch}${process.env['UWS_USE_FALLBACK'] ? ', UWS_USE_FALLBACK is set' : ''}); ` +
+      'svcdb will not run on the slow JS fallback';
+  }
+  return null;
+}
+
+/** Throw unless the native uWS is loaded. */
+export function assertNativeUws(): void {
+  const problem = uwsNativeProblem();
+  if (problem !== null) throw new Error(problem);
+}

@@ -1,0 +1,119 @@
+// Main-thread side of the writer thread (writer-worker.ts): start it, get the store's
+// shared buffers, send it jobs and route its answers back.
+//
+// One postMessage per request, unbatched: writes are few next to reads and costly anyway
+// (~9 us per raw hop, notes/measured.md), and the writer must answer each as soon as it
+// commits. Jobs are tagged with an id; the writer answers in the order it received them.
+import { Worker } from 'node:worker_threads';
+import type { StoreShared } from '../store/store.js';
+import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
+import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
+
+export interface WriterOptions {
+  /** Cooperative deadline per query. */
+  queryTimeoutMs: number;
+  /** The writer thread died after start-up: the server cannot take writes any more. */
+  onFatal: (err: Error) => void;
+  startTimeoutMs?: number;
+}
+
+const START_TIMEOUT_MS_DEFAULT = 30_000;
+const CLOSE_TIMEOUT_MS = 10_000;
+
+export class WriterThread implements QuerySink {
+  readonly shared: StoreShared;
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, QueryJob>();
+  private nextId = 1;
+  /** Set when the thread stopped (closed or crashed): new jobs fail at once. */
+  private stopped: string | null = null;
+  private closing: Promise<void> | null = null;
+
+  private constructor(worker: Worker, shared: StoreShared, options: WriterOptions) {
+    this.worker = worker;
+    this.shared = shared;
+    worker.on('message', (reply: WriterReply) => this.onReply(reply));
+    worker.on('error', (err: Error) => this.onStopped(`writer thread failed: ${err.message}`, options));
+    worker.on('exit', (code: number) => this.onStopped(`writer thread exited with code ${code}`, options));
+  }
+
+  /** Start the thread; resolves when it has created the store. */
+  static start(options: WriterOptions): Promise<WriterThread> {
+    const workerData: WriterWorkerData = { queryTimeoutMs: options.queryTimeoutMs };
+    const worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData, name: 'svcdb-writer' });
+    return new Promise((resolve, reject) => {
+      const fail = (err: Error): void => {
+        cleanup();
+        void worker.terminate();
+        reject(err);
+      };
+      const timer = setTimeout(
+        () => fail(new Error(`writer thread did not start within ${options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT} ms`)),
+        options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT,
+      );
+      const onMessage = (reply: WriterReply): void => {
+        if (reply.kind !== 'ready') return;
+        cleanup();
+        resolve(new WriterThread(worker, reply.shared, options));
+      };
+      const onError = (err: Error): void => fail(new Error(`writer thread failed to start: ${err.message}`));
+      const onExit = (code: number): void => fail(new Error(`writer thread exited during start-up with code ${code}`));
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+      };
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+      worker.on('exit', onExit);
+    });
+  }
+
+  submit(job: QueryJob): void {
+    if (this.stopped !== null || this.closing !== null) {
+      failJob(job, this.stopped ?? 'server is shutting down');
+      return;
+    }
+    if (job.responder.settled) return; // client went away while its read looked at it
+    const id = this.nextId++;
+    this.pending.set(id, job);
+    const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags) };
+    this.worker.postMessage(message, [job.body.buffer as ArrayBuffer]);
+  }
+
+  /** Let the writer finish what it received, then stop it (terminate after a timeout). */
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      if (this.stopped !== null) {
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => void this.worker.terminate(), CLOSE_TIMEOUT_MS);
+      this.worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      const message: WriterRequest = { kind: 'close' };
+      this.worker.postMessage(message);
+    });
+    return this.closing;
+  }
+
+  private onReply(reply: WriterReply): void {
+    if (reply.kind !== 'result') return;
+    const job = this.pending.get(reply.id);
+    if (job === undefined) return;
+    this.pending.delete(reply.id);
+    job.responder.respond(reply.status, reply.body);
+  }
+
+  private onStopped(reason: string, options: WriterOptions): void {
+    if (this.stopped !== null) return;
+    this.stopped = reason;
+    for (const job of this.pending.values()) failJob(job, reason);
+    this.pending.clear();
+    // Exiting after a close request is the normal end, anything else is fatal.
+    if (this.closing === null) options.onFatal(new Error(reason));
+  }
+}
