@@ -157,7 +157,8 @@ describe('svc serve: start-up', () => {
       const match = startLine.exec(lines[0]!);
       expect(match?.[2]).toBe('127.0.0.1');
       expect(Number(match?.[3])).toBeGreaterThan(0);
-      expect(match?.[4]).toBe('1');
+      expect(match?.[4]).toBe('memory');
+      expect(match?.[5]).toBe('1');
       expect((await request(server, 'GET', '/healthz')).status).toBe(200);
     } finally {
       expect((await server.stop()).code).toBe(0);

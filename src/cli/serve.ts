@@ -10,6 +10,8 @@ interface ServeOptions {
   port: number;
   readers: number;
   readDispatch: ReadDispatch;
+  disk?: string;
+  queryTimeoutMs: number;
 }
 
 function integerOption(name: string, min: number, max: number): (value: string) => number {
@@ -36,10 +38,12 @@ function fail(message: string): never {
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('run the server in the foreground (in-memory storage) until SIGTERM/SIGINT')
+    .description('run the server in the foreground (in-memory storage unless --disk) until SIGTERM/SIGINT')
     .option('--host <host>', 'address to bind', DEFAULT_HOST)
     .option('--port <port>', 'port to listen on (0 = any free port)', integerOption('port', 0, 65535), DEFAULT_PORT)
     .addOption(new Option('--readers <n>', 'reader threads').argParser(integerOption('readers', 1, 256)).default(availableParallelism(), 'CPU count'))
+    .option('--disk <dir>', 'persist to this directory (write-ahead log + snapshots) instead of memory')
+    .option('--query-timeout-ms <ms>', 'cooperative deadline per query', integerOption('query-timeout-ms', 1, 86_400_000), 30_000)
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
     .action(async (options: ServeOptions) => {
       await serve(options);
@@ -58,6 +62,8 @@ async function serve(options: ServeOptions): Promise<void> {
       port: options.port,
       readers: options.readers,
       readDispatch: options.readDispatch,
+      queryTimeoutMs: options.queryTimeoutMs,
+      diskPath: options.disk ?? null,
       onFatal: (err) => fail(err.message),
     });
   } catch (err) {
@@ -79,5 +85,8 @@ async function serve(options: ServeOptions): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
-  process.stdout.write(`svcdb listening on ${server.url} (storage: memory, readers: ${server.readers}, uws: native)\n`);
+  const recovered = server.recovery
+    ? `, recovered epoch ${server.recovery.epoch} from snapshot ${server.recovery.snapshotEpoch} + ${server.recovery.replayedBatches} WAL batches`
+    : '';
+  process.stdout.write(`svcdb listening on ${server.url} (storage: ${server.storage}, readers: ${server.readers}, uws: native${recovered})\n`);
 }

@@ -14,6 +14,7 @@ import { describeError } from './job.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
+import type { RecoveryReport } from '../durability/disk-storage.js';
 
 export interface ServerOptions {
   /** Bind address, default 127.0.0.1. */
@@ -26,6 +27,8 @@ export interface ServerOptions {
   readDispatch?: ReadDispatch;
   /** Cooperative deadline per query. */
   queryTimeoutMs?: number;
+  /** Persist to this directory (WAL + snapshots); memory when absent. */
+  diskPath?: string | null;
   /** How long close() waits for in-flight queries before closing their sockets. */
   drainTimeoutMs?: number;
   /** Called when the server can no longer work (the writer thread died). Default: log. */
@@ -39,6 +42,10 @@ export interface RunningServer {
   readonly port: number;
   readonly readers: number;
   readonly readDispatch: ReadDispatch;
+  /** 'memory' or the disk directory. */
+  readonly storage: string;
+  /** What recovery found (disk storage only). */
+  readonly recovery: RecoveryReport | null;
   /** Graceful stop; idempotent. */
   close(): Promise<void>;
 }
@@ -70,7 +77,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
   try {
-    writer = await WriterThread.start({ queryTimeoutMs, onFatal });
+    writer = await WriterThread.start({ queryTimeoutMs, onFatal, diskPath: options.diskPath ?? null });
     pool = await ReaderPool.start({ shared: writer.shared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer });
   } catch (err) {
     front.stopAccepting();
@@ -97,6 +104,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     port,
     readers,
     readDispatch,
+    storage: options.diskPath ? `disk ${options.diskPath}` : 'memory',
+    recovery: startedWriter.recovery,
     close: () => (closing ??= shutdown()),
   };
 }

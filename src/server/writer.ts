@@ -6,12 +6,15 @@
 // commits. Jobs are tagged with an id; the writer answers in the order it received them.
 import { Worker } from 'node:worker_threads';
 import type { StoreShared } from '../store/store.js';
+import type { RecoveryReport } from '../durability/disk-storage.js';
 import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
 export interface WriterOptions {
   /** Cooperative deadline per query. */
   queryTimeoutMs: number;
+  /** Disk storage directory (WAL + snapshots), or null for memory. */
+  diskPath: string | null;
   /** The writer thread died after start-up: the server cannot take writes any more. */
   onFatal: (err: Error) => void;
   startTimeoutMs?: number;
@@ -22,6 +25,8 @@ const CLOSE_TIMEOUT_MS = 10_000;
 
 export class WriterThread implements QuerySink {
   readonly shared: StoreShared;
+  /** What recovery found when the writer opened disk storage. */
+  readonly recovery: RecoveryReport | null;
   private readonly worker: Worker;
   private readonly pending = new Map<number, QueryJob>();
   private nextId = 1;
@@ -29,9 +34,10 @@ export class WriterThread implements QuerySink {
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
 
-  private constructor(worker: Worker, shared: StoreShared, options: WriterOptions) {
+  private constructor(worker: Worker, shared: StoreShared, recovery: RecoveryReport | null, options: WriterOptions) {
     this.worker = worker;
     this.shared = shared;
+    this.recovery = recovery;
     worker.on('message', (reply: WriterReply) => this.onReply(reply));
     worker.on('error', (err: Error) => this.onStopped(`writer thread failed: ${err.message}`, options));
     worker.on('exit', (code: number) => this.onStopped(`writer thread exited with code ${code}`, options));
@@ -39,7 +45,7 @@ export class WriterThread implements QuerySink {
 
   /** Start the thread; resolves when it has created the store. */
   static start(options: WriterOptions): Promise<WriterThread> {
-    const workerData: WriterWorkerData = { queryTimeoutMs: options.queryTimeoutMs };
+    const workerData: WriterWorkerData = { queryTimeoutMs: options.queryTimeoutMs, diskPath: options.diskPath };
     const worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData, name: 'svcdb-writer' });
     return new Promise((resolve, reject) => {
       const fail = (err: Error): void => {
@@ -54,7 +60,7 @@ export class WriterThread implements QuerySink {
       const onMessage = (reply: WriterReply): void => {
         if (reply.kind !== 'ready') return;
         cleanup();
-        resolve(new WriterThread(worker, reply.shared, options));
+        resolve(new WriterThread(worker, reply.shared, reply.recovery, options));
       };
       const onError = (err: Error): void => fail(new Error(`writer thread failed to start: ${err.message}`));
       const onExit = (code: number): void => fail(new Error(`writer thread exited during start-up with code ${code}`));
