@@ -174,7 +174,7 @@ describe('crash recovery', () => {
 
   it('kill -9 at random points loses no acknowledged write and never leaves half a batch', async () => {
     const dir = tempDir();
-    const rounds = 20;
+    const rounds = Number(process.env.SVCDB_SOAK_ROUNDS ?? 20);
     let next = 0;
     const acknowledged: number[] = [];
     for (let round = 0; round < rounds; round++) {

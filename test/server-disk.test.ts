@@ -52,3 +52,50 @@ describe('svc serve --disk', () => {
     }
   });
 });
+
+describe('svc serve --disk under kill -9', () => {
+  const rounds = Number(process.env.SVCDB_SOAK_ROUNDS ?? 20);
+  const batch = (k: number) => ({ request_type: 'write', query: { write: { entries: [
+    { query: { name: 'a', root: { add_n: { label: 'B', properties: [['k', { value: { i64: k } }]] } } } },
+    { query: { name: 'b', root: { add_n: { label: 'B', properties: [['k', { value: { i64: k } }]] } } } },
+    { query: { root: { add_e: { input: { nodes: { reference: { var: 'a' } } }, label: 'PAIR', to: { var: 'b' }, properties: [] } } } },
+  ], returns: [] } } });
+  const audit = { request_type: 'read', query: { read: { entries: [
+    { query: { name: 'k', root: { values: { input: { nodes: { reference: 'all' } }, properties: ['k'] } } } },
+    { query: { name: 'e', root: { count: { input: { edges: { reference: 'all' } } } } } },
+  ], returns: ['k', 'e'] } } };
+
+  it(`keeps every acknowledged batch whole over ${rounds} kills during a concurrent write load`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-crash-'));
+    dirs.push(dir);
+    const acknowledged = new Set<number>();
+    let next = 0;
+    for (let round = 0; round < rounds; round++) {
+      const server = await spawnServer(['--disk', dir, '--readers', '1']);
+      const stopAt = Date.now() + 100 + Math.random() * 300;
+      const load = Array.from({ length: 8 }, async () => {
+        while (Date.now() < stopAt) {
+          const k = next++;
+          try {
+            const res = await post(server, batch(k));
+            if (res.status === 200) acknowledged.add(k);
+          } catch {
+            return; // the server is gone
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now() - 20)));
+      await server.stop('SIGKILL');
+      await Promise.all(load);
+      const check = await spawnServer(['--disk', dir, '--readers', '1']);
+      const { k, e } = JSON.parse((await post(check, audit)).body) as { k: { k: number }[]; e: number };
+      await check.stop();
+      const perBatch = new Map<number, number>();
+      for (const row of k) perBatch.set(row.k, (perBatch.get(row.k) ?? 0) + 1);
+      for (const [b, n] of perBatch) expect(n, `batch ${b} is partly present`).toBe(2);
+      expect(e).toBe(perBatch.size);
+      for (const b of acknowledged) expect(perBatch.has(b), `acknowledged batch ${b} is missing after round ${round}`).toBe(true);
+    }
+    expect(acknowledged.size).toBeGreaterThan(rounds);
+  }, 600_000);
+});
