@@ -97,5 +97,5 @@ describe('svc serve --disk under kill -9', () => {
       for (const b of acknowledged) expect(perBatch.has(b), `acknowledged batch ${b} is missing after round ${round}`).toBe(true);
     }
     expect(acknowledged.size).toBeGreaterThan(rounds);
-  }, 600_000);
+  }, 60_000 + rounds * 5_000);
 });
