@@ -311,10 +311,12 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return s;
     }
     case 'inject': {
+      // The input runs first: it may bind the variable (as/store).
+      const input = op.input === null ? null : evalOp(ctx, op.input, context);
       const bound = ctx.vars.get(op.variable);
       if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
-      if (op.input === null) return bound;
-      const rows = rowsIn(evalOp(ctx, op.input, context), 'inject');
+      if (input === null) return bound;
+      const rows = rowsIn(input, 'inject');
       if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`inject variable \`${op.variable}\` is not bound to rows`);
       const out = new RowSet();
       append(out, rows);

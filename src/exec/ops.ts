@@ -193,7 +193,8 @@ function navigate(ctx: ExecCtx, op: Extract<Op, { op: 'out' | 'in' | 'both' | 'o
   const toEdges = op.op === 'out_e' || op.op === 'in_e' || op.op === 'both_e';
   const labelName = 'label' in op ? op.label : null;
   const label = labelName === null ? -1 : ctx.store.names.idOf(labelName);
-  if (labelName !== null && label < 0) return out; // unknown label: no edge has it
+  // An unknown label matches no edge of a node row; edge rows ignore the label.
+  const noLabelMatch = labelName !== null && label < 0;
   const dirs = dirsOf(op.op);
   for (let i = 0; i < input.length; i++) {
     const el = input.el[i]!;
@@ -211,6 +212,7 @@ function navigate(ctx: ExecCtx, op: Extract<Op, { op: 'out' | 'in' | 'both' | 'o
     } else {
       const id = idOfKey(el);
       const unlabeled = op.op === 'out_n' || op.op === 'in_n' || op.op === 'other_n';
+      if (noLabelMatch && !unlabeled) continue;
       produced = toEdges ? incidentEdges(ctx, id, dirs, label) : neighbors(ctx, id, dirs, unlabeled ? -1 : label);
     }
     for (const target of produced) {
