@@ -184,3 +184,22 @@ describe('limits', () => {
     expect([err.status, err.code]).toEqual([500, 'query_deadline_exceeded']);
   });
 });
+
+describe('numbers', () => {
+  it('keeps the sign of a stored -0.0 (f64 and f32)', async () => {
+    const db = await openDatabase();
+    // JSON.stringify writes -0 as 0, so the literals go in as text.
+    const request = JSON.stringify(write([q('x', addN('U', [['a', { value: { f64: 'NEG_ZERO' } }], ['b', { value: { f32: 'NEG_ZERO' } }],
+      ['c', { expr: { mul: { left: { constant: { f64: -1 } }, right: { constant: { i64: 0 } } } } }]]))], [])).replaceAll('"NEG_ZERO"', '-0.0');
+    expect((await db.queryRaw(request)).status).toBe(200);
+    const { body } = await db.queryRaw(read([q('v', { values: { input: nodes([0]), properties: ['a', 'b', 'c'] } })], ['v']));
+    expect(body).toBe('{"v":[{"a":-0.0,"b":-0.0,"c":-0.0}]}');
+  });
+
+  it('groups floats by their plain decimal text (no exponent)', async () => {
+    const db = await openDatabase();
+    for (const f of [1e-7, 1e21, 2, 0.5]) await db.query(write([q('x', addN('U', [['f', { value: { f64: f } }]]))], []));
+    const r = await db.query(read([q('g', { group_count: { input: nodes('all'), property: 'f' } })], ['g']));
+    expect((r.g as { f: number }[]).map((x) => x.f)).toEqual([1e-7, 0.5, 1e21, 2]);
+  });
+});

@@ -149,11 +149,13 @@ export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: Row
     case 'compare':
       return compareWith(p.op, evalExpr(ctx, p.left, el, extra), evalExpr(ctx, p.right, el, extra));
     case 'between': {
+      // All three operands are evaluated (so an error in any of them surfaces), then compared.
       const v = evalExpr(ctx, p.value, el, extra);
-      const lo = compareComparable(evalExpr(ctx, p.min, el, extra), v);
-      if (lo === undefined || lo > 0) return false;
-      const hi = compareComparable(v, evalExpr(ctx, p.max, el, extra));
-      return hi !== undefined && hi <= 0;
+      const min = evalExpr(ctx, p.min, el, extra);
+      const max = evalExpr(ctx, p.max, el, extra);
+      const lo = compareComparable(min, v);
+      const hi = compareComparable(v, max);
+      return lo !== undefined && lo <= 0 && hi !== undefined && hi <= 0;
     }
     case 'has_key': return resolveProperty(ctx, el, extra, p.property) !== undefined;
     case 'is_null': {

@@ -68,6 +68,28 @@ function mapExtras(rows: RowSet, change: (extra: RowExtra, el: number) => void):
 
 // ---------------------------------------------------------------- grouping
 
+/**
+ * Shortest round-trip digits written out without an exponent and without a trailing
+ * ".0" (1e-7 -> "0.0000001", 1e21 -> "1000000000000000000000", 2.0 -> "2"), the way the
+ * reference displays a float.
+ */
+export function plainDecimal(n: number): string {
+  if (!Number.isFinite(n)) return Number.isNaN(n) ? 'NaN' : n > 0 ? 'inf' : '-inf';
+  const text = String(n);
+  const e = text.indexOf('e');
+  if (e < 0) return Object.is(n, -0) ? '-0' : text;
+  const negative = text.startsWith('-');
+  const mantissa = text.slice(negative ? 1 : 0, e);
+  const exponent = Number(text.slice(e + 1));
+  const dot = mantissa.indexOf('.');
+  const digits = mantissa.replace('.', '');
+  const point = (dot < 0 ? mantissa.length : dot) + exponent;
+  const body = point <= 0 ? `0.${'0'.repeat(-point)}${digits}`
+    : point >= digits.length ? digits + '0'.repeat(point - digits.length)
+    : `${digits.slice(0, point)}.${digits.slice(point)}`;
+  return negative ? `-${body}` : body;
+}
+
 /** The display text that decides a group (operations.md §12.10). */
 function displayText(v: Value | undefined): string {
   if (v === undefined || v === null) return 'null';
@@ -75,9 +97,9 @@ function displayText(v: Value | undefined): string {
     case 'string': return v;
     case 'boolean': return v ? 'true' : 'false';
     case 'bigint': return v.toString();
-    case 'number': return String(v);
+    case 'number': return plainDecimal(v);
   }
-  if (v instanceof F32) return String(v.value);
+  if (v instanceof F32) return plainDecimal(v.value);
   if (v instanceof DateTime) return renderValue(v).slice(1, -1);
   const length = v instanceof StringArray ? v.items.length : v instanceof Map ? v.size : (v as ArrayLike<unknown>).length;
   return `<${tagOf(v)}:${length}>`;

@@ -58,12 +58,27 @@ export function renderBound(b: Bound): string {
   }
 }
 
-/** Canonical identity of a scalar item (dedup of scalar streams). */
+/**
+ * Identity of a value with its variant tags at every level (dedup of scalar streams,
+ * project_bindings distinct): i64 1 and f64 1.0, or an empty string_array and an empty
+ * i64_array, are different items although they render alike.
+ */
 export function renderValueKey(v: Value): string {
-  try {
-    return `${tagOf(v)}:${renderValue(v)}`;
-  } catch {
-    return `${tagOf(v)}:?${String(v)}`;
+  const tag = tagOf(v);
+  switch (tag) {
+    case 'array': return `array[${(v as Value[]).map(renderValueKey).join(',')}]`;
+    case 'object': {
+      const entries = [...(v as Map<string, Value>)].sort((a, b) => compareKeys(a[0], b[0]));
+      return `object{${entries.map(([k, x]) => `${writeString(k)}:${renderValueKey(x)}`).join(',')}}`;
+    }
+    case 'f64': return Object.is(v, -0) ? 'f64:-0' : `f64:${String(v)}`;
+    case 'date_time': return `date_time:${(v as { ms: number }).ms}`;
+    default:
+      try {
+        return `${tag}:${renderValue(v)}`;
+      } catch {
+        return `${tag}:?${String(v)}`;
+      }
   }
 }
 

@@ -171,7 +171,9 @@ class Checker {
       case 'out_n': case 'in_n': return { bound: keep.bound, kind: 'node' };
       case 'other_n': this.trackPath = true; return { bound: keep.bound, kind: 'node' };
       case 'has': checkName(op.property, 'property name'); return keep;
-      case 'has_label': case 'edge_has_label': checkName(op.label, 'label'); return keep;
+      // operations.md §15.1 names labels of navigation, mutations, searches and indexes; a
+      // label filter with "" is legal and simply matches nothing.
+      case 'has_label': case 'edge_has_label': return keep;
       case 'has_key': checkName(op.property, 'property name'); return keep;
       case 'where': checkPredicate(op.predicate); return keep;
       case 'edge_has':

@@ -20,11 +20,12 @@ function pushValue(out: Packed[], v: Value): void {
   switch (typeof v) {
     case 'boolean': out.push(Tag.Bool, v); return;
     case 'bigint': out.push(Tag.I64, v); return;
-    case 'number': out.push(Tag.F64, v); return;
+    // msgpackr writes -0 as the integer 0; a string keeps the sign (Number('-0') is -0).
+    case 'number': out.push(Tag.F64, Object.is(v, -0) ? '-0' : v); return;
     case 'string': out.push(Tag.String, v); return;
   }
   if (v === null) out.push(Tag.Null, 0);
-  else if (v instanceof F32) out.push(Tag.F32, v.value);
+  else if (v instanceof F32) out.push(Tag.F32, Object.is(v.value, -0) ? '-0' : v.value);
   else if (v instanceof DateTime) out.push(Tag.DateTime, v.ms);
   else if (v instanceof Uint8Array) out.push(Tag.Bytes, v);
   else if (v instanceof BigInt64Array) out.push(Tag.I64Array, bytesOf(v));
