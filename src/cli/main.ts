@@ -2,13 +2,32 @@
 // The `svc` command. Each subcommand lives in its own file under src/cli/ and registers
 // itself on the program here; this file only assembles them and runs the parser.
 import { Command } from 'commander';
-import { registerServe } from './serve.js';
+import { registerInit } from './init.js';
+import { registerQuery } from './query.js';
+import { registerStart } from './start.js';
+import { registerStatus } from './status.js';
+import { registerStop } from './stop.js';
+import { registerSync } from './sync.js';
+import { installedVersion, registerUpdate } from './update.js';
 
 const program = new Command('svc')
   .description('svcdb: a graph database served over POST /v2/query')
+  .version(installedVersion(), '-V, --version', 'print the installed version')
   .showHelpAfterError()
   .enablePositionalOptions();
 
-registerServe(program);
+// serve.js loads the whole server (~0.2 s); only `svc serve` and the help need it.
+const first = process.argv[2];
+if (first === undefined || first === 'serve' || first === 'help' || first.startsWith('-')) {
+  const { registerServe } = await import('./serve.js');
+  registerServe(program);
+}
+registerInit(program);
+registerStart(program);
+registerStop(program);
+registerStatus(program);
+registerQuery(program);
+registerSync(program);
+registerUpdate(program);
 
 await program.parseAsync(process.argv);

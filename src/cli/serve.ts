@@ -1,8 +1,11 @@
 // `svc serve`: run the server in the foreground until SIGTERM/SIGINT.
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer, type RunningServer } from '../server/server.js';
 import type { ReadDispatch } from '../server/reader-pool.js';
+import type { ServerMode } from '../server/http.js';
+import { parseStorageUri, type ObjectStorageOptions } from '../durability/object-bucket.js';
 import { uwsNativeProblem } from '../server/uws.js';
 
 interface ServeOptions {
@@ -11,6 +14,13 @@ interface ServeOptions {
   readers: number;
   readDispatch: ReadDispatch;
   disk?: string;
+  storageUri?: string;
+  s3EndpointUrl?: string;
+  s3Region?: string;
+  cacheDir?: string;
+  mode: ServerMode;
+  refreshMs: number;
+  snapshotWalBytes?: number;
   queryTimeoutMs: number;
 }
 
@@ -30,6 +40,11 @@ function readDispatchOption(value: string): ReadDispatch {
   return value;
 }
 
+function modeOption(value: string): ServerMode {
+  if (value !== 'writer' && value !== 'reader') throw new InvalidArgumentError('must be "writer" or "reader".');
+  return value;
+}
+
 function fail(message: string): never {
   process.stderr.write(`svc serve: ${message}\n`);
   process.exit(1);
@@ -38,11 +53,18 @@ function fail(message: string): never {
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('run the server in the foreground (in-memory storage unless --disk) until SIGTERM/SIGINT')
+    .description('run the server in the foreground (in-memory storage unless --disk or --storage-uri) until SIGTERM/SIGINT')
     .option('--host <host>', 'address to bind', DEFAULT_HOST)
     .option('--port <port>', 'port to listen on (0 = any free port)', integerOption('port', 0, 65535), DEFAULT_PORT)
     .addOption(new Option('--readers <n>', 'reader threads').argParser(integerOption('readers', 1, 256)).default(availableParallelism(), 'CPU count'))
     .option('--disk <dir>', 'persist to this directory (write-ahead log + snapshots) instead of memory')
+    .option('--storage-uri <uri>', 'persist to an S3-compatible bucket, s3://bucket/prefix (credentials: AWS_* variables or ./.env)')
+    .option('--s3-endpoint-url <url>', 'S3-compatible endpoint (MinIO, s3rver, ...); default AWS')
+    .option('--s3-region <region>', 'S3 region (default AWS_REGION or us-east-1)')
+    .option('--cache-dir <dir>', 'object storage: local working directory (default a temp directory)')
+    .option('--mode <mode>', 'writer, or reader: read-only, following --disk or --storage-uri written by a writer server', modeOption, 'writer')
+    .option('--refresh-ms <ms>', 'reader mode: poll the storage for new writes this often', integerOption('refresh-ms', 1, 3_600_000), 1000)
+    .option('--snapshot-wal-bytes <n>', 'snapshot once this many WAL bytes accumulated (default 64 MiB)', integerOption('snapshot-wal-bytes', 1, 2 ** 40))
     .option('--query-timeout-ms <ms>', 'cooperative deadline per query', integerOption('query-timeout-ms', 1, 86_400_000), 30_000)
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
     .action(async (options: ServeOptions) => {
@@ -55,6 +77,34 @@ async function serve(options: ServeOptions): Promise<void> {
   const problem = uwsNativeProblem();
   if (problem !== null) fail(problem);
 
+  if (options.disk !== undefined && options.storageUri !== undefined) fail('use --disk or --storage-uri, not both');
+  if (options.storageUri === undefined && (options.s3EndpointUrl ?? options.s3Region ?? options.cacheDir) !== undefined) {
+    fail('--s3-endpoint-url, --s3-region and --cache-dir need --storage-uri');
+  }
+  if (options.mode === 'reader' && options.disk === undefined && options.storageUri === undefined) {
+    fail('--mode reader follows a writer: give --disk DIR or --storage-uri s3://bucket/prefix');
+  }
+  let objectStorage: ObjectStorageOptions | null = null;
+  if (options.storageUri !== undefined) {
+    try {
+      parseStorageUri(options.storageUri);
+    } catch (err) {
+      fail(err instanceof Error ? err.message : String(err));
+    }
+    // Credentials: the AWS_* environment, else a project .env (existing variables win).
+    try {
+      if (existsSync('.env')) process.loadEnvFile('.env');
+    } catch (err) {
+      fail(`cannot read .env: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    objectStorage = {
+      uri: options.storageUri,
+      ...(options.s3EndpointUrl !== undefined ? { endpointUrl: options.s3EndpointUrl } : {}),
+      ...(options.s3Region !== undefined ? { region: options.s3Region } : {}),
+      ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
+    };
+  }
+
   let server: RunningServer;
   try {
     server = await startServer({
@@ -64,6 +114,10 @@ async function serve(options: ServeOptions): Promise<void> {
       readDispatch: options.readDispatch,
       queryTimeoutMs: options.queryTimeoutMs,
       diskPath: options.disk ?? null,
+      objectStorage,
+      mode: options.mode,
+      refreshMs: options.refreshMs,
+      ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       onFatal: (err) => fail(err.message),
     });
   } catch (err) {
@@ -85,8 +139,10 @@ async function serve(options: ServeOptions): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
-  const recovered = server.recovery
-    ? `, recovered epoch ${server.recovery.epoch} from snapshot ${server.recovery.snapshotEpoch} + ${server.recovery.replayedBatches} WAL batches`
-    : '';
-  process.stdout.write(`svcdb listening on ${server.url} (storage: ${server.storage}, readers: ${server.readers}, uws: native${recovered})\n`);
+  const r = server.recovery;
+  const recovered = r === null ? ''
+    : server.mode === 'reader' ? `, following from epoch ${r.epoch}`
+    : `, recovered epoch ${r.epoch} from snapshot ${r.snapshotEpoch} + ${r.replayedBatches} WAL batches`;
+  const mode = server.mode === 'reader' ? ', mode: reader' : '';
+  process.stdout.write(`svcdb listening on ${server.url} (storage: ${server.storage}${mode}, readers: ${server.readers}, uws: native${recovered})\n`);
 }

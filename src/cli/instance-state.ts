@@ -1,0 +1,144 @@
+// What `svc start` leaves in the state directory for one local instance, and whether the
+// process it names is still our server:
+//
+//   <state_dir>/<name>.pid     the server's pid (text)
+//   <state_dir>/<name>.json    RunState below (for status: port, storage, start time)
+//   <state_dir>/<name>.log     the server's stdout and stderr (appended per start)
+//   <state_dir>/data/<name>/   disk storage
+//
+// A pid file can outlive its process (kill -9, reboot) and the pid can be reused by an
+// unrelated process, so "running" means: the process exists, is not a zombie, and (where
+// /proc exists) its command line is `... serve ...`. Anything else is a stale pid file.
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LocalInstance, StorageMode } from './project.js';
+
+export interface RunState {
+  readonly pid: number;
+  readonly host: string;
+  readonly port: number;
+  readonly url: string;
+  readonly storage: StorageMode;
+  /** Absolute path of the disk storage directory, null for memory. */
+  readonly data_dir: string | null;
+  readonly started_at: string;
+  readonly log: string;
+  readonly runtime: 'process';
+}
+
+export interface StatePaths {
+  readonly pid: string;
+  readonly state: string;
+  readonly log: string;
+  readonly data: string;
+}
+
+export function statePaths(instance: LocalInstance): StatePaths {
+  return {
+    pid: join(instance.stateDir, `${instance.name}.pid`),
+    state: join(instance.stateDir, `${instance.name}.json`),
+    log: join(instance.stateDir, `${instance.name}.log`),
+    data: join(instance.stateDir, 'data', instance.name),
+  };
+}
+
+export type Liveness =
+  | { readonly status: 'running'; readonly pid: number; readonly state: RunState | null }
+  | { readonly status: 'stopped'; readonly stalePid: number | null };
+
+/** Reads the pid file and checks the process. Does not change any file. */
+export function inspect(instance: LocalInstance): Liveness {
+  const paths = statePaths(instance);
+  const pid = readPid(paths.pid);
+  if (pid === null) return { status: 'stopped', stalePid: null };
+  if (!isServerProcess(pid)) return { status: 'stopped', stalePid: pid };
+  return { status: 'running', pid, state: readState(paths.state, pid) };
+}
+
+export function writeRunFiles(instance: LocalInstance, state: RunState): void {
+  const paths = statePaths(instance);
+  mkdirSync(instance.stateDir, { recursive: true });
+  writeAtomic(paths.state, `${JSON.stringify(state, null, 2)}\n`);
+  writeAtomic(paths.pid, `${state.pid}\n`);
+}
+
+export function removeRunFiles(instance: LocalInstance): void {
+  const paths = statePaths(instance);
+  rmSync(paths.pid, { force: true });
+  rmSync(paths.state, { force: true });
+}
+
+function writeAtomic(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+function readPid(path: string): number | null {
+  if (!existsSync(path)) return null;
+  const text = readFileSync(path, 'utf8').trim();
+  if (!/^\d{1,10}$/.test(text)) return null;
+  const pid = Number(text);
+  return pid > 1 ? pid : null;
+}
+
+function readState(path: string, pid: number): RunState | null {
+  try {
+    const state = JSON.parse(readFileSync(path, 'utf8')) as RunState;
+    return state.pid === pid ? state : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The process exists, is not a zombie, and (with /proc) runs `serve`. */
+export function isServerProcess(pid: number): boolean {
+  if (!processExists(pid)) return false;
+  const proc = `/proc/${pid}`;
+  if (!existsSync('/proc/self/stat')) return true; // no /proc: trust the signal probe
+  try {
+    const stat = readFileSync(`${proc}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state === 'Z' || state === 'X') return false; // exited, not yet reaped by its new parent
+    const argv = readFileSync(`${proc}/cmdline`, 'utf8').split('\0');
+    return argv.includes('serve');
+  } catch {
+    return false; // vanished between the probes
+  }
+}
+
+/** Alive in the signal sense (a zombie counts as dead where /proc tells). */
+export function isAlive(pid: number): boolean {
+  if (!processExists(pid)) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return !existsSync('/proc/self/stat');
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    // ESRCH: gone. EPERM: it exists but belongs to another user, so it is not a server we started.
+    return false;
+  }
+}
+
+/** "2h 3m 4s" */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const parts: string[] = [];
+  if (d > 0) parts.push(`${d}d`);
+  if (h > 0 || d > 0) parts.push(`${h}h`);
+  if (m > 0 || h > 0 || d > 0) parts.push(`${m}m`);
+  parts.push(`${s % 60}s`);
+  return parts.join(' ');
+}
