@@ -100,7 +100,8 @@ function readHolder(file: string): Holder | null {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process with this id runs on this host (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -194,12 +195,15 @@ export class DiskWriter {
 /** A read-only copy of a directory that another process writes; `refresh()` catches up. */
 export class DiskFollower {
   store: Store;
+  /** What the first load found. */
+  readonly report: RecoveryReport;
   private segmentEnds: Map<string, number>;
 
   private constructor(readonly dir: string) {
     if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
-    const { store, segmentEnds } = recover(dir, true);
+    const { store, segmentEnds, report } = recover(dir, true);
     this.store = store;
+    this.report = report;
     this.segmentEnds = segmentEnds;
   }
 

@@ -5,17 +5,38 @@ import { errorBody, SvcError } from '../protocol/errors.js';
 import { defaultExecOptions, executeRequest, type RequestFlags } from '../exec/request.js';
 import { Store } from '../store/store.js';
 import { defaultDiskOptions, DiskFollower, DiskWriter } from '../durability/disk-storage.js';
+import {
+  defaultObjectWriterOptions, ObjectFollower, ObjectWriter, type ObjectStorageOptions,
+} from '../durability/object-storage.js';
 
 export interface OpenOptions {
-  /** 'memory' (default; nothing survives close) or 'disk' (WAL + snapshots under `path`). */
-  storage?: 'memory' | 'disk';
+  /**
+   * 'memory' (default; nothing survives close), 'disk' (WAL + snapshots under `path`) or
+   * 's3' (snapshots + WAL objects in the bucket prefix `uri`).
+   */
+  storage?: 'memory' | 'disk' | 's3';
   /** Directory of a disk database. */
   path?: string;
-  /** 'writer' (default; holds the directory's lock) or 'reader' (read-only, follows the writer). */
+  /** Object storage: `s3://bucket/prefix`. */
+  uri?: string;
+  /** Object storage: an S3-compatible endpoint (default AWS). */
+  endpointUrl?: string;
+  /** Object storage: region (default AWS_REGION or us-east-1). */
+  region?: string;
+  /** Object storage: explicit credentials (default the AWS_* environment / SDK chain). */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** Object storage: local working directory (default a temp directory). */
+  cacheDir?: string;
+  /**
+   * Object storage reader: look for new writes at most this often (ms) before a query;
+   * default 0 (before every query, like a disk reader).
+   */
+  refreshMs?: number;
+  /** 'writer' (default; holds the storage's writer lock) or 'reader' (read-only, follows the writer). */
   mode?: 'writer' | 'reader';
   /** Cooperative deadline per query, default 30 s. */
   queryTimeoutMs?: number;
-  /** Disk writer: snapshot when the WAL segment reaches this many bytes. */
+  /** Disk / object storage writer: snapshot when the WAL reaches this many bytes. */
   snapshotWalBytes?: number;
 }
 
@@ -54,7 +75,9 @@ export function toPlain(v: JsonValue): unknown {
 type Backing =
   | { kind: 'memory'; store: Store }
   | { kind: 'disk'; writer: DiskWriter }
-  | { kind: 'follower'; follower: DiskFollower };
+  | { kind: 'follower'; follower: DiskFollower }
+  | { kind: 'object'; writer: ObjectWriter }
+  | { kind: 'object-follower'; follower: ObjectFollower; refreshMs: number; refreshedAt: number };
 
 export class Database {
   private backing: Backing | null;
@@ -82,7 +105,15 @@ export class Database {
       backing.follower.refresh();
       return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
     }
+    if (backing.kind === 'object-follower') {
+      if (Date.now() - backing.refreshedAt >= backing.refreshMs) {
+        await backing.follower.refresh();
+        backing.refreshedAt = Date.now();
+      }
+      return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
+    }
     if (backing.kind === 'memory') return this.finish(executeRequest(backing.store, body, flags, 'writer', { queryTimeoutMs }));
+    if (backing.kind === 'object') return this.objectWrite(backing.writer, body, flags, options, queryTimeoutMs);
     const writer = backing.writer;
     const epoch = writer.store.committedEpoch();
     const outcome = this.finish(executeRequest(writer.store, body, flags, 'writer', { queryTimeoutMs, logBatch: (b) => writer.logBatch(b) }));
@@ -98,6 +129,28 @@ export class Database {
         }
       }
       writer.maybeSnapshot();
+    }
+    return outcome;
+  }
+
+  /** Object storage: acknowledge a committed write once its group's PUT succeeded. */
+  private async objectWrite(
+    writer: ObjectWriter, body: string, flags: RequestFlags, options: QueryOptions, queryTimeoutMs: number,
+  ): Promise<{ status: number; body: string }> {
+    const epoch = writer.store.committedEpoch();
+    const outcome = this.finish(executeRequest(writer.store, body, flags, 'writer', { queryTimeoutMs, logBatch: (b) => writer.logBatch(b) }));
+    if (writer.store.committedEpoch() === epoch) return outcome;
+    // Concurrent queries share one upload (group commit inside ObjectWriter.sync).
+    const durable = writer.sync();
+    if (options.awaitDurable === false) {
+      durable.catch(() => undefined); // the next acknowledged write reports a failure
+      return outcome;
+    }
+    try {
+      await durable;
+    } catch (err) {
+      const e = err instanceof SvcError ? err : new SvcError('storage_error', String(err));
+      return { status: e.status, body: errorBody(e) };
     }
     return outcome;
   }
@@ -127,11 +180,13 @@ export class Database {
     return toPlain(parsed) as Record<string, unknown>;
   }
 
-  /** Disk writer: snapshot, close the WAL and release the directory lock. */
+  /** Writers: snapshot, close the WAL and release the writer lock. */
   async close(): Promise<void> {
     const backing = this.backing;
     this.backing = null;
     if (backing?.kind === 'disk') backing.writer.close();
+    else if (backing?.kind === 'object') await backing.writer.close();
+    else if (backing?.kind === 'object-follower') backing.follower.close();
   }
 }
 
@@ -139,9 +194,30 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   const storage = options.storage ?? 'memory';
   const timeout = options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs;
   if (storage === 'memory') return new Database({ kind: 'memory', store: Store.create() }, timeout);
-  if (storage !== 'disk') throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory' or 'disk'`);
+  if (storage === 's3') return openObjectStorage(options, timeout);
+  if (storage !== 'disk') throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory', 'disk' or 's3'`);
   if (!options.path) throw new SvcError('invalid_configuration', "disk storage needs a `path`");
   if ((options.mode ?? 'writer') === 'reader') return new Database({ kind: 'follower', follower: DiskFollower.open(options.path) }, timeout);
   const writer = DiskWriter.open(options.path, { ...defaultDiskOptions, snapshotWalBytes: options.snapshotWalBytes ?? defaultDiskOptions.snapshotWalBytes });
   return new Database({ kind: 'disk', writer }, timeout);
+}
+
+async function openObjectStorage(options: OpenOptions, timeout: number): Promise<Database> {
+  if (!options.uri) throw new SvcError('invalid_configuration', 's3 storage needs a `uri` (s3://bucket/prefix)');
+  const storage: ObjectStorageOptions = {
+    uri: options.uri,
+    ...(options.endpointUrl !== undefined ? { endpointUrl: options.endpointUrl } : {}),
+    ...(options.region !== undefined ? { region: options.region } : {}),
+    ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
+    ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
+  };
+  if ((options.mode ?? 'writer') === 'reader') {
+    const follower = await ObjectFollower.open(storage);
+    return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, timeout);
+  }
+  const writer = await ObjectWriter.open(storage, {
+    ...defaultObjectWriterOptions,
+    snapshotWalBytes: options.snapshotWalBytes ?? defaultObjectWriterOptions.snapshotWalBytes,
+  });
+  return new Database({ kind: 'object', writer }, timeout);
 }

@@ -22,7 +22,7 @@ import {
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { uws } from './uws.js';
 
-/** `writer`: a read/write server. `reader`: a read-only replica (not built yet). */
+/** `writer`: a read/write server. `reader`: a read-only replica following disk or object storage. */
 export type ServerMode = 'writer' | 'reader';
 
 /** Where complete query jobs go. */

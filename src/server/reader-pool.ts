@@ -32,6 +32,16 @@ import type { ReaderWorkerData } from './reader-worker.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
 
+/**
+ * A read task after the store was swapped (reader servers only): it carries the current
+ * store, and a thread still on an older generation attaches to it before running the
+ * requests. Until the first swap tasks carry nothing extra, so writer servers pay nothing.
+ */
+export interface SwappableReadTask extends ReadTask {
+  generation?: number;
+  shared?: StoreShared;
+}
+
 export interface ReaderPoolOptions {
   shared: StoreShared;
   threads: number;
@@ -40,6 +50,8 @@ export interface ReaderPoolOptions {
   queryTimeoutMs: number;
   /** Where requests a reader may not run go (the writer thread). */
   forward: QuerySink;
+  /** 'reader' (default) on a writer server; 'replica' on a read-only server (writes answer 503). */
+  role?: ReaderWorkerData['role'];
   /** Give up if the threads are not up after this long. */
   startTimeoutMs?: number;
 }
@@ -49,19 +61,23 @@ const START_TIMEOUT_MS_DEFAULT = 30_000;
 export class ReaderPool implements QuerySink {
   readonly threads: number;
   readonly dispatch: ReadDispatch;
-  private readonly pool: Piscina<ReadTask, ReadTaskResult>;
+  private readonly pool: Piscina<SwappableReadTask, ReadTaskResult>;
   private readonly forward: QuerySink;
   /** Complete requests waiting for an idle thread (coalesce mode). */
   private queue: QueryJob[] = [];
   /** Tasks sent and not yet returned. */
   private busy = 0;
   private closed = false;
+  /** Store swaps so far, and the current store once there was one. */
+  private generation = 0;
+  private current: StoreShared;
 
-  private constructor(pool: Piscina<ReadTask, ReadTaskResult>, options: ReaderPoolOptions) {
+  private constructor(pool: Piscina<SwappableReadTask, ReadTaskResult>, options: ReaderPoolOptions) {
     this.pool = pool;
     this.threads = options.threads;
     this.dispatch = options.dispatch;
     this.forward = options.forward;
+    this.current = options.shared;
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -69,8 +85,8 @@ export class ReaderPool implements QuerySink {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       return Promise.reject(new Error(`reader threads must be a positive integer, got ${options.threads}`));
     }
-    const workerData: ReaderWorkerData = { shared: options.shared, role: 'reader', queryTimeoutMs: options.queryTimeoutMs };
-    const pool = new Piscina<ReadTask, ReadTaskResult>({
+    const workerData: ReaderWorkerData = { shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs };
+    const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
       filename: new URL('./reader-worker.js', import.meta.url).href,
       minThreads: options.threads,
       maxThreads: options.threads,
@@ -131,6 +147,16 @@ export class ReaderPool implements QuerySink {
     if (this.busy < this.threads) this.pump();
   }
 
+  /**
+   * Serve every read that starts from now on from these buffers (a follower reloaded its
+   * store). Tasks already running finish on the old store, which stays valid.
+   */
+  swapStore(shared: StoreShared): void {
+    if (shared === this.current) return;
+    this.generation++;
+    this.current = shared;
+  }
+
   /** Stop the threads. Queued requests (normally none: the server drains first) get a 500. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -171,7 +197,8 @@ export class ReaderPool implements QuerySink {
       transferList[i] = job.body.buffer as ArrayBuffer;
     }
     this.busy++;
-    this.pool.run({ bodies, flags }, { transferList }).then(
+    const task: SwappableReadTask = this.generation === 0 ? { bodies, flags } : { bodies, flags, generation: this.generation, shared: this.current };
+    this.pool.run(task, { transferList }).then(
       (result) => this.complete(jobs, result),
       (err: unknown) => this.failed(jobs, err),
     );

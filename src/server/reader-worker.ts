@@ -10,7 +10,8 @@ import { Buffer } from 'node:buffer';
 import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
 import { executeRequest, type ExecOptions, type ExecRole } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
-import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTask, type ReadTaskResult } from './job.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTaskResult } from './job.js';
+import type { SwappableReadTask } from './reader-pool.js';
 
 /** Piscina `workerData` of every reader thread (structured-cloned: plain data only). */
 export interface ReaderWorkerData {
@@ -21,11 +22,17 @@ export interface ReaderWorkerData {
 }
 
 const data = Piscina.workerData as ReaderWorkerData;
-const store = Store.attach(data.shared);
+let store = Store.attach(data.shared);
+/** Which store swap `store` is (reader servers replace the store when they reload). */
+let generation = 0;
 const role = data.role;
 const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs };
 
-export default function runReadTask(task: ReadTask): unknown {
+export default function runReadTask(task: SwappableReadTask): unknown {
+  if (task.generation !== undefined && task.generation > generation && task.shared !== undefined) {
+    store = Store.attach(task.shared);
+    generation = task.generation;
+  }
   const count = task.bodies.length;
   const index = new Uint32Array(2 * count);
   const answers = new Array<string>(count);

@@ -9,12 +9,14 @@
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
 import { defaultExecOptions } from '../exec/request.js';
-import { HttpFrontEnd } from './http.js';
+import { HttpFrontEnd, type ServerMode } from './http.js';
 import { describeError } from './job.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
+import type { ObjectStorageOptions } from '../durability/object-storage.js';
+import type { StoreShared } from '../store/store.js';
 
 export interface ServerOptions {
   /** Bind address, default 127.0.0.1. */
@@ -29,6 +31,17 @@ export interface ServerOptions {
   queryTimeoutMs?: number;
   /** Persist to this directory (WAL + snapshots); memory when absent. */
   diskPath?: string | null;
+  /** Persist to an S3-compatible bucket instead (snapshots + WAL objects). */
+  objectStorage?: ObjectStorageOptions | null;
+  /** Snapshot once this many WAL bytes accumulated (disk and object storage). */
+  snapshotWalBytes?: number;
+  /**
+   * 'writer' (default) or 'reader': a read-only server following the disk directory or
+   * bucket another server writes; writes answer 503 writer_mode_required.
+   */
+  mode?: ServerMode;
+  /** Reader mode: poll the storage for new writes this often (ms), default 1000. */
+  refreshMs?: number;
   /** How long close() waits for in-flight queries before closing their sockets. */
   drainTimeoutMs?: number;
   /** Called when the server can no longer work (the writer thread died). Default: log. */
@@ -42,9 +55,10 @@ export interface RunningServer {
   readonly port: number;
   readonly readers: number;
   readonly readDispatch: ReadDispatch;
-  /** 'memory' or the disk directory. */
+  /** 'memory', 'disk DIR' or 's3 URI'. */
   readonly storage: string;
-  /** What recovery found (disk storage only). */
+  readonly mode: ServerMode;
+  /** What recovery found (disk or object storage; a reader server: its first load). */
   readonly recovery: RecoveryReport | null;
   /** Graceful stop; idempotent. */
   close(): Promise<void>;
@@ -53,6 +67,7 @@ export interface RunningServer {
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 6969;
 const DRAIN_TIMEOUT_MS_DEFAULT = 30_000;
+const REFRESH_MS_DEFAULT = 1000;
 /** Reader threads beyond this help nobody and cost memory. */
 const READERS_MAX = 256;
 
@@ -71,14 +86,37 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   if (!Number.isInteger(readers) || readers < 1 || readers > READERS_MAX) {
     throw new Error(`readers must be an integer from 1 to ${READERS_MAX}, got ${readers}`);
   }
+  const mode = options.mode ?? 'writer';
+  const diskPath = options.diskPath ?? null;
+  const objectStorage = options.objectStorage ?? null;
+  if (diskPath !== null && objectStorage !== null) throw new Error('choose disk storage or object storage, not both');
+  if (mode === 'reader' && diskPath === null && objectStorage === null) {
+    throw new Error('a reader server follows disk or object storage: give it a directory or a storage URI');
+  }
+  const refreshMs = options.refreshMs ?? REFRESH_MS_DEFAULT;
 
-  const front = new HttpFrontEnd({ mode: 'writer' });
+  const front = new HttpFrontEnd({ mode });
   const port = await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
   try {
-    writer = await WriterThread.start({ queryTimeoutMs, onFatal, diskPath: options.diskPath ?? null });
-    pool = await ReaderPool.start({ shared: writer.shared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer });
+    // A reader server's follower may swap its store before the pool is up: the pool starts
+    // on the buffers current then and catches up with later swaps below.
+    let onSwap = (_shared: StoreShared): void => undefined;
+    writer = await WriterThread.start({
+      queryTimeoutMs, onFatal, diskPath, objectStorage,
+      ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+      follow: mode === 'reader' ? { refreshMs } : null,
+      onSwap: (shared) => onSwap(shared),
+    });
+    const startShared = writer.shared;
+    pool = await ReaderPool.start({
+      shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer,
+      role: mode === 'reader' ? 'replica' : 'reader',
+    });
+    const readerPool = pool;
+    onSwap = (shared) => readerPool.swapStore(shared);
+    if (writer.shared !== startShared) readerPool.swapStore(writer.shared);
   } catch (err) {
     front.stopAccepting();
     front.closeAllSockets();
@@ -104,7 +142,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     port,
     readers,
     readDispatch,
-    storage: options.diskPath ? `disk ${options.diskPath}` : 'memory',
+    storage: objectStorage ? `s3 ${objectStorage.uri}` : diskPath ? `disk ${diskPath}` : 'memory',
+    mode,
     recovery: startedWriter.recovery,
     close: () => (closing ??= shutdown()),
   };

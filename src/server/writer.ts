@@ -7,6 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import type { StoreShared } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
+import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
@@ -15,6 +16,14 @@ export interface WriterOptions {
   queryTimeoutMs: number;
   /** Disk storage directory (WAL + snapshots), or null for memory. */
   diskPath: string | null;
+  /** Object storage instead of a directory. */
+  objectStorage?: ObjectStorageOptions | null;
+  /** Snapshot after this many WAL bytes (disk and object storage). */
+  snapshotWalBytes?: number;
+  /** Reader server: the thread follows the storage instead of writing it. */
+  follow?: { refreshMs: number } | null;
+  /** Follower only: the store was replaced; readers must move to these buffers. */
+  onSwap?: (shared: StoreShared) => void;
   /** The writer thread died after start-up: the server cannot take writes any more. */
   onFatal: (err: Error) => void;
   startTimeoutMs?: number;
@@ -24,7 +33,8 @@ const START_TIMEOUT_MS_DEFAULT = 30_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 
 export class WriterThread implements QuerySink {
-  readonly shared: StoreShared;
+  /** The store's buffers (a follower replaces them when it reloads from a snapshot). */
+  shared: StoreShared;
   /** What recovery found when the writer opened disk storage. */
   readonly recovery: RecoveryReport | null;
   private readonly worker: Worker;
@@ -38,14 +48,20 @@ export class WriterThread implements QuerySink {
     this.worker = worker;
     this.shared = shared;
     this.recovery = recovery;
-    worker.on('message', (reply: WriterReply) => this.onReply(reply));
+    worker.on('message', (reply: WriterReply) => this.onReply(reply, options));
     worker.on('error', (err: Error) => this.onStopped(`writer thread failed: ${err.message}`, options));
     worker.on('exit', (code: number) => this.onStopped(`writer thread exited with code ${code}`, options));
   }
 
   /** Start the thread; resolves when it has created the store. */
   static start(options: WriterOptions): Promise<WriterThread> {
-    const workerData: WriterWorkerData = { queryTimeoutMs: options.queryTimeoutMs, diskPath: options.diskPath };
+    const workerData: WriterWorkerData = {
+      queryTimeoutMs: options.queryTimeoutMs,
+      diskPath: options.diskPath,
+      objectStorage: options.objectStorage ?? null,
+      follow: options.follow ?? null,
+      ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+    };
     const worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData, name: 'svcdb-writer' });
     return new Promise((resolve, reject) => {
       const fail = (err: Error): void => {
@@ -106,7 +122,12 @@ export class WriterThread implements QuerySink {
     return this.closing;
   }
 
-  private onReply(reply: WriterReply): void {
+  private onReply(reply: WriterReply, options: WriterOptions): void {
+    if (reply.kind === 'swap') {
+      this.shared = reply.shared;
+      options.onSwap?.(reply.shared);
+      return;
+    }
     if (reply.kind !== 'result') return;
     const job = this.pending.get(reply.id);
     if (job === undefined) return;

@@ -1,0 +1,350 @@
+// Object storage against s3rver (started here on a free loopback port): the embedded
+// writer and reader, kill -9 of `svc serve --storage-uri`, reader servers following a
+// writer server (including a reload from a newer snapshot), and the writer lock.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type OpenOptions } from '../src/index.js';
+import { cliPath } from './helpers/server.js';
+import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+
+const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const awsEnv = { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey };
+const countAll = read([q('c', count(nodes('all')))], ['c']);
+const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
+
+interface S3rverInstance {
+  run(): Promise<{ port: number }>;
+  close(): Promise<void>;
+}
+type S3rverClass = new (options: Record<string, unknown>) => S3rverInstance;
+
+/** s3rver ships no types: load it untyped and describe the little we use. */
+async function startS3rver(directory: string): Promise<{ server: S3rverInstance; port: number }> {
+  const { default: S3rver } = (await import('s3rver' as string)) as { default: S3rverClass };
+  const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bucket' }] });
+  const { port } = await server.run();
+  return { server, port };
+}
+
+let s3: S3rverInstance;
+let endpoint = '';
+let client: S3Client;
+const dataDir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-'));
+
+beforeAll(async () => {
+  const started = await startS3rver(dataDir);
+  s3 = started.server;
+  const port = started.port;
+  endpoint = `http://127.0.0.1:${port}`;
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+  client = new S3Client({
+    endpoint, region: 'us-east-1', forcePathStyle: true, credentials,
+    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+});
+
+afterAll(async () => {
+  client?.destroy();
+  await s3?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function keys(prefix: string): Promise<string[]> {
+  const out = await client.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: `${prefix}/` }));
+  return (out.Contents ?? []).map((o) => o.Key!.slice(prefix.length + 1)).sort();
+}
+
+const s3Options = (prefix: string, extra: Partial<OpenOptions> = {}): OpenOptions =>
+  ({ storage: 's3', uri: `s3://bucket/${prefix}`, endpointUrl: endpoint, region: 'us-east-1', credentials, ...extra });
+
+// ---------------------------------------------------------------- spawned servers
+
+interface Served {
+  url: string;
+  child: ChildProcess;
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `svc serve --port 0 --readers 1 --storage-uri s3://bucket/<prefix> ...`, once it printed its start line. */
+function serve(prefix: string, args: string[] = []): Promise<Served> {
+  return spawnServe(['--storage-uri', `s3://bucket/${prefix}`, '--s3-endpoint-url', endpoint, '--s3-region', 'us-east-1', ...args]);
+}
+
+async function spawnServe(args: string[]): Promise<Served> {
+  const child = spawn(process.execPath, [cliPath, 'serve', '--port', '0', '--readers', '1', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...awsEnv } });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no start line\n${out}\n${err}`)); }, 20_000);
+    const onData = (): void => {
+      const m = /^svcdb listening on (http:\/\/\S+) \(storage: (s3|disk) /.exec(out);
+      if (m === null) return;
+      clearTimeout(timer);
+      resolve(m[1]!);
+    };
+    child.stdout!.on('data', onData);
+    void exited.then(() => { clearTimeout(timer); reject(new Error(`server exited during start-up\n${out}\n${err}`)); });
+  });
+  return {
+    url, child, stderr: () => err,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${url}/v2/query`, { method: 'POST', body: JSON.stringify(body), headers });
+  return { status: res.status, body: await res.text() };
+}
+
+async function countOn(url: string): Promise<number> {
+  const res = await post(url, countAll);
+  expect(res.status).toBe(200);
+  return (JSON.parse(res.body) as { c: number }).c;
+}
+
+async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// ---------------------------------------------------------------- embedded
+
+describe('object storage, embedded', () => {
+  it('a writer keeps every write across close and reopen; group commit; snapshots prune covered objects', async () => {
+    let db = await openDatabase(s3Options('emb', { snapshotWalBytes: 4096 }));
+    for (let i = 0; i < 10; i++) await db.query(addOne(i));
+    // 30 concurrent writes share uploads: far fewer WAL objects than writes.
+    const before = (await keys('emb')).filter((k) => k.startsWith('wal/')).length;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => db.query(addOne(100 + i))));
+    const after = (await keys('emb')).filter((k) => k.startsWith('wal/')).length;
+    expect(after - before).toBeLessThan(10);
+    expect(await keys('emb')).toContain('writer.lock');
+    await db.close();
+    const layout = await keys('emb');
+    expect(layout).not.toContain('writer.lock');
+    expect(layout.filter((k) => k.startsWith('snapshots/')).length).toBeGreaterThanOrEqual(1);
+    expect(layout.every((k) => /^(snapshots\/\d{10}\.bin|wal\/\d{10}-\d{10}\.log)$/.test(k))).toBe(true);
+
+    db = await openDatabase(s3Options('emb'));
+    expect(await db.query(countAll)).toEqual({ c: 40 });
+    // New IDs continue after the recovered ones.
+    expect(await db.query(addOne(999))).toEqual({ x: [{ $id: 40 }] });
+    await db.close();
+    db = await openDatabase(s3Options('emb'));
+    expect(await db.query(countAll)).toEqual({ c: 41 });
+    await db.close();
+  });
+
+  it('many small snapshots: only the newest two and the WAL after the older survive; recovery is exact', async () => {
+    const db = await openDatabase(s3Options('emb-snap', { snapshotWalBytes: 1 }));
+    for (let i = 0; i < 12; i++) await db.query(addOne(i));
+    const layout = await keys('emb-snap');
+    const snaps = layout.filter((k) => k.startsWith('snapshots/'));
+    expect(snaps.length).toBeLessThanOrEqual(3);
+    const oldest = Number(/\d{10}/.exec(snaps[0]!)![0]);
+    for (const w of layout.filter((k) => k.startsWith('wal/'))) expect(Number(/-(\d{10})/.exec(w)![1])).toBeGreaterThan(oldest);
+    await db.close();
+    const again = await openDatabase(s3Options('emb-snap'));
+    expect(await again.query(countAll)).toEqual({ c: 12 });
+    await again.close();
+  });
+
+  it('a reader handle follows the writer (also past pruned WAL) and refuses writes; a second writer is refused', async () => {
+    const writer = await openDatabase(s3Options('emb-follow', { snapshotWalBytes: 1 }));
+    await writer.query(addOne(0));
+    const reader = await openDatabase(s3Options('emb-follow', { mode: 'reader' }));
+    expect(await reader.query(countAll)).toEqual({ c: 1 });
+    // Each write snapshots and prunes: the reader is soon more than an interval behind.
+    for (let i = 1; i < 6; i++) await writer.query(addOne(i));
+    expect(await reader.query(countAll)).toEqual({ c: 6 });
+    const refused = await reader.queryRaw(addOne(7));
+    expect(refused.status).toBe(503);
+    expect(refused.body).toContain('writer_mode_required');
+    await expect(openDatabase(s3Options('emb-follow'))).rejects.toThrow(/locked by a writer: process \d+/);
+    await writer.query(addOne(6), { awaitDurable: false });
+    await writer.close();
+    expect(await reader.query(countAll)).toEqual({ c: 7 });
+    await reader.close();
+  });
+});
+
+describe('object storage, failures', () => {
+  it('a writer removes objects torn by an interrupted upload and carries on from the whole history', async () => {
+    let db = await openDatabase(s3Options('torn'));
+    for (let i = 0; i < 3; i++) await db.query(addOne(i));
+    await db.close(); // snapshot at epoch 4
+    // What a writer killed mid-PUT can leave on a server whose PUTs are not atomic.
+    const torn = ['torn/wal/0000000005-0000000007.log', 'torn/snapshots/0000000009.bin'];
+    for (const Key of torn) await client.send(new PutObjectCommand({ Bucket: 'bucket', Key, Body: Buffer.from('SVCDB') }));
+    db = await openDatabase(s3Options('torn'));
+    expect(await db.query(countAll)).toEqual({ c: 3 });
+    const layout = await keys('torn');
+    for (const k of torn) expect(layout).not.toContain(k.slice('torn/'.length));
+    expect(await db.query(addOne(3))).toEqual({ x: [{ $id: 3 }] });
+    await db.close();
+    db = await openDatabase(s3Options('torn'));
+    expect(await db.query(countAll)).toEqual({ c: 4 });
+    await db.close();
+  });
+
+  it('a torn WAL object that is not the newest stops recovery with storage_error', async () => {
+    let db = await openDatabase(s3Options('torn-mid'));
+    await db.query(addOne(0));
+    await db.close();
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'torn-mid/wal/0000000003-0000000003.log', Body: Buffer.from('SVCDBWAL') }));
+    db = await openDatabase(s3Options('torn-mid'));
+    await db.query(addOne(1));
+    await db.close();
+    // The writer removed the torn object; a damaged object in the middle is another story.
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'torn-mid/wal/0000000004-0000000004.log', Body: Buffer.from('SVCDBWAL') }));
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'torn-mid/wal/0000000005-0000000005.log', Body: Buffer.from('SVCDBWAL') }));
+    await expect(openDatabase(s3Options('torn-mid'))).rejects.toThrow(/cannot recover s3:\/\/bucket\/torn-mid: .*does not hold the epochs/);
+  });
+
+  it('a failed upload answers 500 storage_error and nothing later is acknowledged; reads go on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-down-'));
+    const { server: own, port } = await startS3rver(dir);
+    const db = await openDatabase({ ...s3Options('down'), endpointUrl: `http://127.0.0.1:${port}` });
+    try {
+      expect((await db.queryRaw(addOne(0))).status).toBe(200);
+      await own.close();
+      const failed = await db.queryRaw(addOne(1));
+      expect(failed.status).toBe(500);
+      expect(JSON.parse(failed.body).error).toBe('storage_error');
+      const later = await db.queryRaw(addOne(2));
+      expect(later.status).toBe(500);
+      expect(JSON.parse(later.body).error).toBe('storage_error');
+      expect((await db.queryRaw(countAll)).status).toBe(200);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// ---------------------------------------------------------------- servers
+
+describe('svc serve --storage-uri', () => {
+  const batch = (k: number) => write([
+    q('a', addN('B', [['k', i64(k)]])),
+    q('b', addN('B', [['k', i64(k)]])),
+    q(null, { add_e: { input: { nodes: { reference: { var: 'a' } } }, label: 'PAIR', to: { var: 'b' }, properties: [] } }),
+  ], []);
+  const audit = read([
+    q('k', { values: { input: nodes('all'), properties: ['k'] } }),
+    q('e', count({ edges: { reference: 'all' } })),
+  ], ['k', 'e']);
+
+  const rounds = Number(process.env['SVCDB_S3_SOAK_ROUNDS'] ?? 4);
+  it(`keeps every acknowledged batch whole over ${rounds} kills -9 during a concurrent write load`, async () => {
+    const acknowledged = new Set<number>();
+    let next = 0;
+    for (let round = 0; round < rounds; round++) {
+      // Small snapshots on odd rounds, so kills also land around snapshot uploads and pruning.
+      const server = await serve('crash', round % 2 === 1 ? ['--snapshot-wal-bytes', '2000'] : []);
+      const stopAt = Date.now() + 200 + Math.random() * 300;
+      const load = Array.from({ length: 8 }, async () => {
+        while (Date.now() < stopAt + 100) {
+          const k = next++;
+          try {
+            const res = await post(server.url, batch(k));
+            if (res.status === 200) acknowledged.add(k);
+          } catch {
+            return; // the server is gone
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, Math.max(0, stopAt - Date.now())));
+      await server.stop('SIGKILL');
+      await Promise.all(load);
+      const check = await serve('crash');
+      const res = await post(check.url, audit);
+      expect(await check.stop()).toBe(0);
+      const { k, e } = JSON.parse(res.body) as { k: { k: number }[]; e: number };
+      const perBatch = new Map<number, number>();
+      for (const row of k) perBatch.set(row.k, (perBatch.get(row.k) ?? 0) + 1);
+      for (const [b, n] of perBatch) expect(n, `batch ${b} is partly present`).toBe(2);
+      expect(e).toBe(perBatch.size);
+      for (const b of acknowledged) expect(perBatch.has(b), `acknowledged batch ${b} is missing after round ${round}`).toBe(true);
+    }
+    expect(acknowledged.size).toBeGreaterThan(rounds * 8);
+  }, 30_000 + rounds * 6_000);
+
+  it('a reader server follows a writer server, reloads past pruned WAL, and refuses writes with 503', async () => {
+    const writer = await serve('follow', ['--snapshot-wal-bytes', '1']);
+    const fast = await serve('follow', ['--mode', 'reader', '--refresh-ms', '100', '--readers', '2']);
+    // Its first poll comes after the writes below: by then the WAL it needs is pruned.
+    const slow = await serve('follow', ['--mode', 'reader', '--refresh-ms', '4000']);
+    try {
+      for (let i = 0; i < 5; i++) expect((await post(writer.url, addOne(i))).status).toBe(200);
+      await eventually(async () => (await countOn(fast.url)) === 5, 'the fast reader sees 5 nodes');
+      await eventually(async () => (await countOn(slow.url)) === 5, 'the slow reader sees 5 nodes');
+      expect(slow.stderr()).toMatch(/reloaded from snapshot/);
+
+      for (const r of [fast, slow]) {
+        const health = await fetch(`${r.url}/healthz`);
+        expect(await health.json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true });
+        const ready = await fetch(`${r.url}/readyz`);
+        expect(ready.status).toBe(200);
+        expect(await ready.text()).toContain('"mode":"reader"');
+        const w = await post(r.url, addOne(9));
+        expect(w.status).toBe(503);
+        expect(JSON.parse(w.body).error).toBe('writer_mode_required');
+        const pinned = await post(r.url, countAll, { 'x-svc-require-writer': 'true' });
+        expect(pinned.status).toBe(503);
+        expect(JSON.parse(pinned.body)).toEqual({ error: 'invalid_request_option', msg: 'request requires a writer but this server is read-only' });
+      }
+      // Still following after the swap.
+      expect((await post(writer.url, addOne(5))).status).toBe(200);
+      await eventually(async () => (await countOn(fast.url)) === 6, 'the fast reader sees 6 nodes');
+    } finally {
+      await Promise.all([fast.stop(), slow.stop(), writer.stop()]);
+    }
+  });
+
+  it('refuses a second writer on the same prefix while the first runs, and takes over after it stops', async () => {
+    const first = await serve('lock');
+    try {
+      await expect(serve('lock')).rejects.toThrow(/locked by a writer: process \d+ on/);
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+    const second = await serve('lock');
+    expect(await second.stop()).toBe(0);
+  });
+});
+
+describe('svc serve --mode reader --disk', () => {
+  it('follows a disk writer server in the same directory, also across a snapshot that replaced its segments', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-follow-'));
+    const writer = await spawnServe(['--disk', dir, '--snapshot-wal-bytes', '1']);
+    const fast = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '50']);
+    const slow = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '3000']);
+    try {
+      for (let i = 0; i < 4; i++) expect((await post(writer.url, addOne(i))).status).toBe(200);
+      await eventually(async () => (await countOn(fast.url)) === 4, 'the fast disk reader sees 4 nodes');
+      await eventually(async () => (await countOn(slow.url)) === 4, 'the slow disk reader sees 4 nodes');
+      expect(slow.stderr()).toMatch(/reloaded from snapshot/);
+      expect((await post(fast.url, addOne(9))).status).toBe(503);
+      expect(await (await fetch(`${fast.url}/readyz`)).json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true });
+    } finally {
+      await Promise.all([fast.stop(), slow.stop(), writer.stop()]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
