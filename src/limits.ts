@@ -33,6 +33,10 @@ export const limits = {
   forEachIterationsMax: 1_000_000,
   /** Decoded property records cached per thread (records are immutable, so caching is exact). */
   recordCacheEntriesMax: 1 << 16,
+  /** Planned requests cached per thread, keyed by exact body text (oldest evicted). */
+  planCacheEntriesMax: 1024,
+  /** Bodies longer than this are not cached. */
+  planCacheBodyBytesMax: 4096,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
 } as const;

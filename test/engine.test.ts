@@ -203,3 +203,35 @@ describe('numbers', () => {
     expect((r.g as { f: number }[]).map((x) => x.f)).toEqual([1e-7, 0.5, 1e21, 2]);
   });
 });
+
+describe('plan cache', () => {
+  it('a repeated body gives the same answers as a fresh one, across writes and parameters', async () => {
+    const db = await openDatabase();
+    const body = JSON.stringify(read([q('c', count(nodes('all')))], ['c']));
+    expect(await db.query(body)).toEqual({ c: 0 });
+    await db.query(write([q('x', addN('U'))], []));
+    expect(await db.query(body)).toEqual({ c: 1 }); // cached plan, new snapshot
+    const withParam = (n: number) => JSON.stringify(read([q('v', { limit: { input: nodes('all'), count: { expr: { param: 'n' } } } })], ['v'], { parameters: { n } }));
+    await db.query(write([q('y', addN('U'))], []));
+    expect(await db.query(withParam(1))).toEqual({ v: [{ $id: 0 }] });
+    expect(await db.query(withParam(2))).toEqual({ v: [{ $id: 0 }, { $id: 1 }] });
+    expect(await db.query(withParam(1))).toEqual({ v: [{ $id: 0 }] });
+  });
+
+  it('keeps the stage order: an option error still wins over a planning error on a cached body', async () => {
+    const db = await openDatabase();
+    const bad = JSON.stringify(read([q('', nodes('all'))], []));
+    expect(JSON.parse((await db.queryRaw(bad)).body).error).toBe('invalid_empty_name');
+    const { status, body } = await db.queryRaw(bad, { awaitDurable: true });
+    expect([status, JSON.parse(body).error]).toEqual([400, 'invalid_request_option']);
+  });
+
+  it('invalid UTF-8 in a body is still a decode error', async () => {
+    const { executeRequest, noFlags } = await import('../src/exec/request.js');
+    const { Store } = await import('../src/store/store.js');
+    const bytes = new TextEncoder().encode(JSON.stringify(read([q('c', count(nodes('all')))], ['c'])).replace('"c"', '"\u0001c"'));
+    bytes[bytes.indexOf(1)] = 0xff;
+    const out = executeRequest(Store.create(), bytes, noFlags, 'writer');
+    expect('status' in out && [out.status, JSON.parse(out.body).error]).toEqual([400, 'invalid_query_json']);
+  });
+});
