@@ -1,0 +1,98 @@
+// HTTP scenarios: the bare uWS reference, then the real svcdb server with the graph
+// loaded over POST /v2/query, each scenario driven by the load generator.
+import type { Graph } from './graph.js';
+import { loadSvcdb, type Chunking, type LoadReport } from './load.js';
+import { drive, type LoadResult, type LoadSettings } from './loadgen.js';
+import { httpScenarios, type HttpRow, type HttpScenario, type Results, type ScenarioContext } from './scenarios.js';
+import { post, startBareUws, startSvcdb, type RunningProcess } from './servers.js';
+import { fmtUs, log, sleep, undisturbed } from './util.js';
+
+export interface HttpSettings extends LoadSettings {
+  /** Unmeasured run before each measured one (JIT and caches), seconds; 0 = none. */
+  warmupSec: number;
+  /** CPU list for the server processes (taskset), or null. */
+  serverCpus: string | null;
+  readers: number;
+  tool: 'wrk' | 'autocannon';
+  chunking: Chunking;
+  /** Wait up to this long for other work on the machine to stop before each run. */
+  waitIdleMs: number;
+  /** Repeat a run when other processes took more than `threshold` of the machine. */
+  attempts: number;
+  threshold: number;
+}
+
+export interface HttpOutcome {
+  results: NonNullable<Results['http']>;
+  load: LoadReport;
+  serverCommand: string;
+  bareCommand: string;
+}
+
+async function measure(what: string, server: RunningProcess, bodies: string[], s: HttpSettings): Promise<{ result: LoadResult; foreign: number | null }> {
+  if (s.warmupSec > 0) await drive(server.url, bodies, { ...s, durationSec: s.warmupSec }, s.tool);
+  const { value, foreign } = await undisturbed(what, () => drive(server.url, bodies, s, s.tool), [server.pid], s);
+  return { result: value, foreign };
+}
+
+const describe = (r: LoadResult): string =>
+  `${r.rps.toFixed(0)} req/s, p50 ${fmtUs(r.p50us)}, p99 ${fmtUs(r.p99us)}${r.errors ? `, ${r.errors} ERRORS` : ''}`;
+
+async function withProcess<T>(start: () => Promise<RunningProcess>, body: (p: RunningProcess) => Promise<T>): Promise<T> {
+  const p = await start();
+  try {
+    return await body(p);
+  } finally {
+    await p.stop();
+  }
+}
+
+export async function runHttp(graph: Graph, ctx: ScenarioContext, s: HttpSettings, scenarios: HttpScenario[] = httpScenarios): Promise<HttpOutcome> {
+  const ordered = [...scenarios.filter((x) => !x.mutates), ...scenarios.filter((x) => x.mutates)];
+  const bodiesOf = new Map(ordered.map((x) => [x.key, x.bodies(ctx)]));
+  // The bare server gets the first scenario's bodies: same request sizes, same Lua work in wrk.
+  const bareBodies = bodiesOf.get(ordered[0]!.key)!;
+
+  let bareCommand = '';
+  const bare = await withProcess(() => startBareUws(s.serverCpus), async (p) => {
+    bareCommand = p.command;
+    const first = await post(p.url, bareBodies[0]!);
+    if (first.status !== 200) throw new Error(`bare uWS answered ${first.status}`);
+    const r = await measure('bare uWS', p, bareBodies, s);
+    log(`  bare uWS: ${describe(r.result)}`);
+    return r;
+  });
+
+  return withProcess(() => startSvcdb(s.readers, s.serverCpus), async (p) => {
+    await sleep(500); // let the worker threads finish starting
+    const empty = p.memory();
+    log(`  svcdb server pid ${p.pid} at ${p.url} (VmRSS empty ${empty?.rssMiB.toFixed(1)} MiB); loading the graph over HTTP ...`);
+    const load = await loadSvcdb(graph, (body) => post(p.url, body), s.chunking);
+    log(`  loaded in ${(load.totalMs / 1000).toFixed(2)} s (nodes ${(load.nodesMs / 1000).toFixed(2)} s, edges ${(load.edgesMs / 1000).toFixed(2)} s, ${load.requests} requests)`);
+    const loaded = p.memory();
+    log(`  server VmRSS with the graph loaded: ${loaded?.rssMiB.toFixed(1)} MiB`);
+
+    const rows: HttpRow[] = [];
+    let settled: ReturnType<RunningProcess['memory']> = null;
+    for (const scenario of ordered) {
+      if (scenario.mutates && settled === null) settled = p.memory();
+      const bodies = bodiesOf.get(scenario.key)!;
+      const answer = await post(p.url, bodies[0]!);
+      const problem = scenario.check?.(answer) ?? (answer.status === 200 ? null : `status ${answer.status}`);
+      if (problem !== null) {
+        log(`  !! ${scenario.key}: ${problem} (skipped)`);
+        continue;
+      }
+      const { result, foreign } = await measure(scenario.key, p, bodies, s);
+      rows.push({ key: scenario.key, title: scenario.title, result, ratioToBare: result.rps / bare.result.rps, foreign });
+      log(`  ${scenario.key}: ${describe(result)} (${(result.rps / bare.result.rps).toFixed(2)}x bare)`);
+    }
+    const after = p.memory();
+    settled ??= after;
+    log(`  server VmRSS after the read scenarios: ${settled?.rssMiB.toFixed(1)} MiB`);
+    return {
+      results: { bare: bare.result, bareForeign: bare.foreign, rows, rssEmptyMiB: empty?.rssMiB, rssLoadedMiB: loaded?.rssMiB, rssSettledMiB: settled?.rssMiB, rssAfterMiB: after?.rssMiB, hwmMiB: after?.hwmMiB },
+      load, serverCommand: p.command, bareCommand,
+    };
+  });
+}

@@ -1,0 +1,69 @@
+// Request bodies (JSON text) used by the benchmarks. Everything the scenarios send is
+// built here so the shapes live in one place (envelope.md §2-§4, operations.md §3-§4, §12).
+import type { Graph } from './graph.js';
+
+const FOLLOWS = 'FOLLOWS';
+
+function readOne(root: unknown): string {
+  return JSON.stringify({ request_type: 'read', query: { read: { entries: [{ query: { name: 'r', root } }], returns: ['r'] } } });
+}
+
+const startNode = (id: number): unknown => ({ nodes: { reference: { ids: [id] } } });
+const out = (input: unknown): unknown => ({ out: { input, label: FOLLOWS } });
+
+/** (a) point lookup: node by ID, all properties plus $id. */
+export const pointLookup = (id: number): string => readOne({ value_map: { input: startNode(id) } });
+
+/** (b) 1-hop: number of distinct out-neighbours over FOLLOWS. */
+export const oneHopCount = (id: number): string => readOne({ count: { input: out(startNode(id)) } });
+
+/** (c) 2-hop: out -> out -> dedup -> count (distinct ends of 2-step out-walks; may include the start and 1-hop nodes). */
+export const twoHopDedupCount = (id: number): string =>
+  readOne({ count: { input: { dedup: { input: out(out(startNode(id))) } } } });
+
+/** (d) single add_n write. */
+export const addUser = (i: number): string => JSON.stringify({
+  request_type: 'write',
+  query: { write: { entries: [{ query: { name: 'n', root: { add_n: { label: 'User', properties: [
+    ['name', { value: { string: `bench_${i}` } }],
+    ['age', { value: { i64: 30 + (i % 40) } }],
+    ['score', { value: { f64: 0.5 + i } }],
+  ] } } } }], returns: ['n'] } },
+});
+
+/** Bulk load: one request adding the nodes [from, to) through for_each (envelope.md §4.4). */
+export function addNodesChunk(g: Graph, from: number, to: number): string {
+  const rows: string[] = [];
+  for (let i = from; i < to; i++) {
+    const p = g.props(i);
+    rows.push(`{"name":${JSON.stringify(p.name)},"age":${p.age},"score":${p.score}}`);
+  }
+  const entries = [{ for_each: { param: 'rows', body: [{ query: { root: { add_n: { label: 'User', properties: [
+    ['name', { expr: { param: 'name' } }],
+    ['age', { expr: { param: 'age' } }],
+    ['score', { expr: { param: 'score' } }],
+  ] } } } }] } }];
+  const head = JSON.stringify({ request_type: 'write', query: { write: { entries, returns: [] } } });
+  return `${head.slice(0, -1)},"parameters":{"rows":[${rows.join(',')}]}}`;
+}
+
+/** Bulk load: one request adding the edges [from, to) of the edge list. */
+export function addEdgesChunk(g: Graph, from: number, to: number): string {
+  const rows: string[] = [];
+  for (let e = from; e < to; e++) rows.push(`{"s":${g.src[e]},"d":${g.dst[e]}}`);
+  const entries = [{ for_each: { param: 'rows', body: [{ query: { root: { add_e: {
+    input: { nodes: { reference: { param: 's' } } }, label: FOLLOWS, to: { param: 'd' }, properties: [],
+  } } } }] } }];
+  const head = JSON.stringify({ request_type: 'write', query: { write: { entries, returns: [] } } });
+  return `${head.slice(0, -1)},"parameters":{"rows":[${rows.join(',')}]}}`;
+}
+
+/** Bodies for loading the whole graph, nodes first (load.ts checks the 16 MiB limit). */
+export function* loadChunks(g: Graph, nodesPerChunk: number, edgesPerChunk: number): Generator<{ kind: 'nodes' | 'edges'; body: string }> {
+  for (let i = 0; i < g.spec.nodes; i += nodesPerChunk) {
+    yield { kind: 'nodes', body: addNodesChunk(g, i, Math.min(g.spec.nodes, i + nodesPerChunk)) };
+  }
+  for (let e = 0; e < g.spec.edges; e += edgesPerChunk) {
+    yield { kind: 'edges', body: addEdgesChunk(g, e, Math.min(g.spec.edges, e + edgesPerChunk)) };
+  }
+}

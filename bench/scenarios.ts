@@ -1,0 +1,178 @@
+// The scenario registry: the one place to add a benchmark.
+//
+// - An HTTP scenario lists the request bodies the load generator rotates through (and an
+//   optional check of one answer before timing). It runs against the real server with
+//   the graph loaded; `mutates` scenarios run after all read scenarios.
+// - An in-process scenario lists cases: engine requests (JSON text sent through the
+//   embedded handle) and optionally the same computations on the peer (graphology). The
+//   engine is timed first and its answers recorded; the peer phase checks every case
+//   (engine answer == peer answer) and times the peer.
+// - A goal reads one number out of the results and compares it with a target.
+//
+// Adding e.g. "3-hop repeat with dedup" or "shortest_path vs graphology-shortest-path" is
+// one more entry in `httpScenarios` / `inProcessScenarios` (and a body builder in
+// queries.ts); a scenario that needs its own database (disk-mode writes) gets it in
+// `prepare`.
+import type { Database } from '../src/index.js';
+import type { Graph } from './graph.js';
+import type { Peer } from './load.js';
+import type { LoadResult } from './loadgen.js';
+import * as q from './queries.js';
+
+export interface ScenarioContext {
+  graph: Graph;
+  /** Rotating start nodes for the read scenarios (see graph.ts pickStartIds). */
+  startIds: Uint32Array;
+}
+
+export interface HttpScenario {
+  key: string;
+  title: string;
+  bodies(ctx: ScenarioContext): string[];
+  /** Validate the answer to `bodies[0]` before timing; return a problem or null. */
+  check?(answer: { status: number; body: string }): string | null;
+  /** Writes: run after every read scenario. */
+  mutates?: boolean;
+}
+
+export interface EngineContext extends ScenarioContext {
+  db: Database;
+}
+
+export interface PeerContext extends ScenarioContext {
+  peer: Peer;
+}
+
+export interface InProcessScenario {
+  key: string;
+  title: string;
+  peerName?: string;
+  /** Optional setup (e.g. a separate database for disk-mode writes); may replace ctx.db. */
+  prepare?(ctx: EngineContext): Promise<EngineContext>;
+  /** Engine requests, JSON text (the embedded handle's fastest input), one per case. */
+  engine(ctx: EngineContext): string[];
+  /**
+   * The same cases computed on the peer, in the same order. Run in a later phase (the
+   * engine is timed before the peer is loaded, so neither pays for the other's heap);
+   * each return value is compared with the engine's `r`.
+   */
+  peer?(ctx: PeerContext): Array<() => unknown>;
+  /** Engine `r` vs peer result; default: JSON equality. */
+  same?(engine: unknown, peer: unknown): boolean;
+}
+
+const ids = (ctx: ScenarioContext): number[] => Array.from(ctx.startIds);
+const okStatus = (a: { status: number; body: string }): string | null =>
+  a.status === 200 ? null : `status ${a.status}: ${a.body.slice(0, 300)}`;
+const okScalar = (a: { status: number; body: string }): string | null =>
+  okStatus(a) ?? (/^\{"r":\d+\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`);
+
+export const httpScenarios: HttpScenario[] = [
+  {
+    key: 'point',
+    title: 'point lookup by id + value_map',
+    bodies: (ctx) => ids(ctx).map(q.pointLookup),
+    check: (a) => okStatus(a) ?? (a.body.includes('"$label":"User"') ? null : `unexpected body ${a.body.slice(0, 300)}`),
+  },
+  { key: '1hop', title: '1-hop out count', bodies: (ctx) => ids(ctx).map(q.oneHopCount), check: okScalar },
+  { key: '2hop', title: '2-hop out.out.dedup.count', bodies: (ctx) => ids(ctx).map(q.twoHopDedupCount), check: okScalar },
+  {
+    key: 'add_n',
+    title: 'single add_n write',
+    mutates: true,
+    bodies: () => Array.from({ length: 256 }, (_, i) => q.addUser(i)),
+    check: (a) => okStatus(a) ?? (/^\{"n":\[\{"\$id":\d+\}\]\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`),
+  },
+];
+
+/** Distinct out-neighbour keys of `key` (graphology iterates each neighbour once, even in a multigraph). */
+function outCount(peer: Peer, key: string): number {
+  let n = 0;
+  peer.forEachOutNeighbor(key, () => { n++; });
+  return n;
+}
+
+function twoHopCount(peer: Peer, key: string): number {
+  const seen = new Set<string>();
+  peer.forEachOutNeighbor(key, (mid) => {
+    peer.forEachOutNeighbor(mid, (far) => { seen.add(far); });
+  });
+  return seen.size;
+}
+
+export const inProcessScenarios: InProcessScenario[] = [
+  {
+    key: 'point',
+    title: 'point lookup by id + value_map',
+    peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.pointLookup),
+    peer: (ctx) => ids(ctx).map((id) => () => ({ $id: id, ...ctx.peer.getNodeAttributes(String(id)) })),
+    same: (engine, peer) => {
+      const e = (engine as Record<string, unknown>[])[0]!, p = peer as Record<string, unknown>;
+      return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
+    },
+  },
+  {
+    key: '1hop',
+    title: '1-hop out count',
+    peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.oneHopCount),
+    peer: (ctx) => ids(ctx).map((id) => () => outCount(ctx.peer, String(id))),
+  },
+  {
+    key: '2hop',
+    title: '2-hop out.out.dedup.count',
+    peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.twoHopDedupCount),
+    peer: (ctx) => ids(ctx).map((id) => () => twoHopCount(ctx.peer, String(id))),
+  },
+];
+
+// ------------------------------------------------------------------ results and goals
+
+export interface HttpRow {
+  key: string;
+  title: string;
+  result: LoadResult;
+  /** req/s relative to the bare uWS server under the same settings. */
+  ratioToBare: number;
+  /** Share of the machine used by other processes during the measured run (0..1). */
+  foreign: number | null;
+}
+
+export interface InProcessRow {
+  key: string;
+  title: string;
+  engineOps: number;
+  peerName?: string;
+  peerOps?: number;
+  /** engine / peer. */
+  ratio?: number;
+  verified: string;
+  /** Share of the machine used by other processes during the engine / peer runs. */
+  foreign: number | null;
+  peerForeign?: number | null;
+}
+
+export interface Results {
+  http?: { bare: LoadResult; bareForeign: number | null; rows: HttpRow[]; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number };
+  inProcess?: InProcessRow[];
+}
+
+export interface Goal {
+  label: string;
+  target: number;
+  unit: 'x' | 'MiB';
+  better: 'higher' | 'lower';
+  measure(r: Results): number | undefined;
+}
+
+const httpRatio = (key: string) => (r: Results): number | undefined => r.http?.rows.find((x) => x.key === key)?.ratioToBare;
+
+export const goals: Goal[] = [
+  { label: 'point lookup over HTTP vs bare uWS (c=64)', target: 0.6, unit: 'x', better: 'higher', measure: httpRatio('point') },
+  { label: '1-hop count over HTTP vs bare uWS (c=64)', target: 0.5, unit: 'x', better: 'higher', measure: httpRatio('1hop') },
+  { label: 'in-process 2-hop vs graphology', target: 20, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === '2hop')?.ratio },
+  { label: 'server RSS with graph loaded (right after the load)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssLoadedMiB },
+  { label: 'server RSS with graph loaded (after the read scenarios)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssSettledMiB },
+];

@@ -1,0 +1,84 @@
+// Starting and stopping the server processes the HTTP scenarios talk to.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { procMemory } from './util.js';
+
+/** Repository root (this file runs from dist/bench/). */
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const svcdbMain = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+export const bareUwsMain = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
+
+export interface RunningProcess {
+  name: string;
+  pid: number;
+  url: string;
+  /** The command line, for the report. */
+  command: string;
+  memory(): { rssMiB: number; hwmMiB: number } | null;
+  stop(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  /** CPU list for taskset (e.g. "0"), or null for no pinning. */
+  cpus: string | null;
+  startTimeoutMs?: number;
+}
+
+/** Spawn `node <script> <args>` and wait for its `... listening on http://HOST:PORT` line. */
+export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
+  const nodeArgs = [script, ...args];
+  // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
+  const [cmd, argv] = opts.cpus !== null
+    ? ['taskset', ['-c', opts.cpus, process.execPath, ...nodeArgs]]
+    : [process.execPath, nodeArgs];
+  const child: ChildProcess = spawn(cmd, argv, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = [opts.cpus !== null ? `taskset -c ${opts.cpus} node` : 'node', ...nodeArgs.map((a) => a.replace(repoRoot, ''))].join(' ');
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); if (stderr.length > 20_000) stderr = stderr.slice(-10_000); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${name}: no "listening on" line within ${opts.startTimeoutMs ?? 15000} ms\n${out}${stderr}`)), opts.startTimeoutMs ?? 15000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/[^\s)]+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]!.replace(/\/$/, '')); }
+    });
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with code ${code} before listening\n${out}${stderr}`)); });
+  });
+  child.stdout!.resume();
+
+  return {
+    name, pid: child.pid!, url, command,
+    memory: () => procMemory(child.pid!),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 5000).unref());
+      if ((await Promise.race([exited, timeout])) === 'timeout') {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
+
+export function svcdbAvailable(): boolean {
+  return existsSync(svcdbMain);
+}
+
+export function startSvcdb(readers: number, cpus: string | null): Promise<RunningProcess> {
+  return startListening('svcdb', svcdbMain, ['serve', '--host', '127.0.0.1', '--port', '0', '--readers', String(readers)], { cpus, startTimeoutMs: 30_000 });
+}
+
+export function startBareUws(cpus: string | null): Promise<RunningProcess> {
+  return startListening('bare-uws', bareUwsMain, ['127.0.0.1', '0'], { cpus });
+}
+
+/** POST a JSON body; returns status and text. */
+export async function post(url: string, body: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${url}/v2/query`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return { status: res.status, body: await res.text() };
+}
