@@ -37,6 +37,10 @@ export const limits = {
   planCacheEntriesMax: 1024,
   /** Bodies longer than this are not cached. */
   planCacheBodyBytesMax: 4096,
+  /** A read the uWS thread ran inline for longer than this goes to the reader pool next time. */
+  inlineReadBudgetMs: 1,
+  /** Bodies remembered as too slow to run inline (oldest forgotten). */
+  slowReadBodiesMax: 4096,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
 } as const;

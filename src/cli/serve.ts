@@ -13,6 +13,7 @@ interface ServeOptions {
   port: number;
   readers: number;
   readDispatch: ReadDispatch;
+  inlineReads: 'on' | 'off';
   disk?: string;
   storageUri?: string;
   s3EndpointUrl?: string;
@@ -31,6 +32,11 @@ function integerOption(name: string, min: number, max: number): (value: string) 
     if (n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
     return n;
   };
+}
+
+function onOffOption(value: string): 'on' | 'off' {
+  if (value !== 'on' && value !== 'off') throw new InvalidArgumentError('must be "on" or "off".');
+  return value;
 }
 
 function readDispatchOption(value: string): ReadDispatch {
@@ -66,6 +72,7 @@ export function registerServe(program: Command): void {
     .option('--refresh-ms <ms>', 'reader mode: poll the storage for new writes this often', integerOption('refresh-ms', 1, 3_600_000), 1000)
     .option('--snapshot-wal-bytes <n>', 'snapshot once this many WAL bytes accumulated (default 64 MiB)', integerOption('snapshot-wal-bytes', 1, 2 ** 40))
     .option('--query-timeout-ms <ms>', 'cooperative deadline per query', integerOption('query-timeout-ms', 1, 86_400_000), 30_000)
+    .option('--inline-reads <on|off>', 'run reads on the HTTP thread until one proves slow (writer servers)', onOffOption, 'on')
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
     .action(async (options: ServeOptions) => {
       await serve(options);
@@ -112,6 +119,7 @@ async function serve(options: ServeOptions): Promise<void> {
       port: options.port,
       readers: options.readers,
       readDispatch: options.readDispatch,
+      inlineReads: options.inlineReads === 'on',
       queryTimeoutMs: options.queryTimeoutMs,
       diskPath: options.disk ?? null,
       objectStorage,

@@ -160,14 +160,15 @@ class PendingQuery implements QueryJob, QueryResponder {
 
   respond(status: number, body: Uint8Array | string): void {
     if (this.settled) return;
+    if (!this.aborted) {
+      const res = this.res;
+      // While draining, close each connection after its answer so clients move on.
+      const close = this.front.closing;
+      res.cork(() => {
+        res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body, close);
+      });
+    }
     this.settle();
-    if (this.aborted) return;
-    const res = this.res;
-    // While draining, close each connection after its answer so clients move on.
-    const close = this.front.closing;
-    res.cork(() => {
-      res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body, close);
-    });
   }
 
   private settle(): void {
@@ -296,7 +297,9 @@ export class HttpFrontEnd {
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
-      for (const wake of waiters) wake();
+      // After the current uWS callback: an answer written inside a handler (inline reads)
+      // is flushed when the handler returns, and the waiters go on to close every socket.
+      setImmediate(() => { for (const wake of waiters) wake(); });
     }
   }
 

@@ -14,6 +14,8 @@ import { describeError } from './job.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
+import { InlineReads } from './inline-reads.js';
+import { Store } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import type { StoreShared } from '../store/store.js';
@@ -40,6 +42,8 @@ export interface ServerOptions {
    * bucket another server writes; writes answer 503 writer_mode_required.
    */
   mode?: ServerMode;
+  /** Run cheap reads on the uWS thread (writer servers), default true. */
+  inlineReads?: boolean;
   /** Reader mode: poll the storage for new writes this often (ms), default 1000. */
   refreshMs?: number;
   /** How long close() waits for in-flight queries before closing their sockets. */
@@ -124,7 +128,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await writer?.close();
     throw new Error(`svcdb failed to start: ${describeError(err)}`);
   }
-  front.attach({ readers: pool, writer });
+  // Writer servers run reads on the uWS thread unless they proved slow (inline-reads.ts);
+  // reader servers swap stores under their followers, so they keep the pool path.
+  const inline = mode === 'writer' && (options.inlineReads ?? true);
+  const reads = inline ? new InlineReads(Store.attach(writer.shared), pool, writer, { queryTimeoutMs }) : pool;
+  front.attach({ readers: reads, writer });
 
   const startedPool = pool;
   const startedWriter = writer;
