@@ -38,7 +38,9 @@ export const limits = {
   /** Bodies longer than this are not cached. */
   planCacheBodyBytesMax: 4096,
   /** A read the uWS thread ran inline for longer than this goes to the reader pool next time. */
-  inlineReadBudgetMs: 1,
+  inlineReadBudgetMs: 2,
+  /** Consecutive slow inline runs after which a body always goes to the reader pool. */
+  inlineSlowStrikes: 3,
   /** Bodies remembered as too slow to run inline (oldest forgotten). */
   slowReadBodiesMax: 4096,
   /** Read requests coalesced into one reader-pool task. */
