@@ -1,5 +1,7 @@
 // The on-disk format version shared by snapshots and WAL segments. A layout change is a
 // versioned format change (STYLE.md): older files need a migration, newer ones are refused.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { SvcError } from '../protocol/errors.js';
 
 export const storageFormatVersion = 1;
@@ -13,4 +15,18 @@ export function checkFormatVersion(found: number, file: string): void {
     throw new SvcError('migration_required',
       `storage format version ${found} in ${file} needs a migration to version ${storageFormatVersion}`);
   }
+}
+
+/** Snapshots and WAL segments are named `<prefix>-<epoch, 10 digits>.<ext>`, so names sort by epoch. */
+export const epochFileName = (prefix: string, epoch: number, ext: string): string =>
+  `${prefix}-${String(epoch).padStart(10, '0')}.${ext}`;
+
+/** Files of `dir` named by epochFileName(prefix, *, ext), oldest epoch first. */
+export function listEpochFiles(dir: string, prefix: string, ext: string): { file: string; epoch: number }[] {
+  const pattern = new RegExp(`^${prefix}-(\\d{10})\\.${ext}$`);
+  return readdirSync(dir)
+    .map((f) => pattern.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ file: join(dir, m[0]), epoch: Number(m[1]) }))
+    .sort((a, b) => a.epoch - b.epoch);
 }

@@ -2,23 +2,20 @@
 //   "SVCDBSNP" [u32 formatVersion][u32 sectionCount][u32 epoch][u32 reserved]
 //   then per section: [u32 nameLength][name][u32 byteLength][u32 crc32][bytes]
 // written to a temporary file, fsynced and renamed, so a snapshot on disk is whole.
-import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { SvcError } from '../protocol/errors.js';
 import { Store } from '../store/store.js';
-import { checkFormatVersion, storageFormatVersion } from './format.js';
+import { checkFormatVersion, epochFileName, listEpochFiles, storageFormatVersion } from './format.js';
 
 const MAGIC = Buffer.from('SVCDBSNP');
 
-export const snapshotName = (epoch: number) => `snapshot-${String(epoch).padStart(10, '0')}.bin`;
+export const snapshotName = (epoch: number) => epochFileName('snapshot', epoch, 'bin');
 
+/** Snapshot files in `dir`, newest first. */
 export function listSnapshots(dir: string): { file: string; epoch: number }[] {
-  return readdirSync(dir)
-    .map((f) => /^snapshot-(\d{10})\.bin$/.exec(f))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ file: join(dir, m[0]), epoch: Number(m[1]) }))
-    .sort((a, b) => b.epoch - a.epoch);
+  return listEpochFiles(dir, 'snapshot', 'bin').reverse();
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

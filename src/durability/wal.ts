@@ -4,28 +4,24 @@
 //   "SVCDBWAL" [u32 formatVersion][u32 reserved].
 // A record is whole or it is not there: recovery stops at the first frame whose length
 // runs past the end or whose checksum fails, and truncates the file there.
-import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, statSync, ftruncateSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, statSync, ftruncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { Packr } from 'msgpackr';
 import { SvcError } from '../protocol/errors.js';
 import type { RedoBatch } from '../store/store.js';
-import { checkFormatVersion, storageFormatVersion } from './format.js';
+import { checkFormatVersion, epochFileName, listEpochFiles, storageFormatVersion } from './format.js';
 
 const MAGIC = Buffer.from('SVCDBWAL');
 const HEADER_BYTES = 16;
 const FRAME_BYTES = 8;
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
-export const segmentName = (firstEpoch: number) => `wal-${String(firstEpoch).padStart(10, '0')}.log`;
+export const segmentName = (firstEpoch: number) => epochFileName('wal', firstEpoch, 'log');
 
 /** Segment files in `dir`, oldest first, with the first epoch each may hold. */
 export function listSegments(dir: string): { file: string; firstEpoch: number }[] {
-  return readdirSync(dir)
-    .map((f) => /^wal-(\d{10})\.log$/.exec(f))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ file: join(dir, m[0]), firstEpoch: Number(m[1]) }))
-    .sort((a, b) => a.firstEpoch - b.firstEpoch);
+  return listEpochFiles(dir, 'wal', 'log').map(({ file, epoch }) => ({ file, firstEpoch: epoch }));
 }
 
 export function encodeFrame(batch: RedoBatch): Buffer {
