@@ -21,6 +21,15 @@ export const oneHopCount = (id: number): string => readOne({ count: { input: out
 export const twoHopDedupCount = (id: number): string =>
   readOne({ count: { input: { dedup: { input: out(out(startNode(id))) } } } });
 
+/** 3-hop repeat (no dedup between hops) -> dedup -> count: distinct ends of 3-step out-walks. */
+export const threeHopRepeatDedupCount = (id: number): string =>
+  readOne({ count: { input: { dedup: { input: { repeat: { input: startNode(id), config: {
+    traversal: { root: { out: { input: 'context', label: FOLLOWS } } }, times: 3, emit: 'none', max_depth: 3 } } } } } } });
+
+/** Unweighted shortest path over FOLLOWS edges, forward direction. */
+export const shortestPath = (source: number, target: number): string =>
+  readOne({ shortest_path: { source: { ids: [source] }, target: { ids: [target] }, label: FOLLOWS, direction: 'out', max_depth: 64 } });
+
 /** (d) single add_n write. */
 export const addUser = (i: number): string => JSON.stringify({
   request_type: 'write',

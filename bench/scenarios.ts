@@ -18,6 +18,7 @@ import type { Graph } from './graph.js';
 import type { Peer } from './load.js';
 import type { LoadResult } from './loadgen.js';
 import * as q from './queries.js';
+import { bidirectional } from 'graphology-shortest-path/unweighted.js';
 
 export interface ScenarioContext {
   graph: Graph;
@@ -62,6 +63,9 @@ export interface InProcessScenario {
 }
 
 const ids = (ctx: ScenarioContext): number[] => Array.from(ctx.startIds);
+/** Source/target pairs for shortest_path: start ids paired with other start ids. */
+const pairs = (ctx: ScenarioContext): [number, number][] =>
+  ids(ctx).map((id, i, all) => [id, all[(i * 7 + 3) % all.length]!]);
 const okStatus = (a: { status: number; body: string }): string | null =>
   a.status === 200 ? null : `status ${a.status}: ${a.body.slice(0, 300)}`;
 const okScalar = (a: { status: number; body: string }): string | null =>
@@ -76,6 +80,13 @@ export const httpScenarios: HttpScenario[] = [
   },
   { key: '1hop', title: '1-hop out count', bodies: (ctx) => ids(ctx).map(q.oneHopCount), check: okScalar },
   { key: '2hop', title: '2-hop out.out.dedup.count', bodies: (ctx) => ids(ctx).map(q.twoHopDedupCount), check: okScalar },
+  { key: '3hop', title: '3-hop repeat + dedup + count', bodies: (ctx) => ids(ctx).map(q.threeHopRepeatDedupCount), check: okScalar },
+  {
+    key: 'path',
+    title: 'shortest_path between start ids',
+    bodies: (ctx) => pairs(ctx).map(([a, b]) => q.shortestPath(a, b)),
+    check: (a) => okStatus(a) ?? (/^\{"r":\[[\d,]*\]\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`),
+  },
   {
     key: 'add_n',
     title: 'single add_n write',
@@ -98,6 +109,22 @@ function twoHopCount(peer: Peer, key: string): number {
     peer.forEachOutNeighbor(mid, (far) => { seen.add(far); });
   });
   return seen.size;
+}
+
+/** Distinct ends of exactly-3-step out-walks: level sets (multiplicity does not change them). */
+function threeHopCount(peer: Peer, key: string): number {
+  let level = new Set<string>([key]);
+  for (let hop = 0; hop < 3; hop++) {
+    const next = new Set<string>();
+    for (const node of level) peer.forEachOutNeighbor(node, (n) => { next.add(n); });
+    level = next;
+  }
+  return level.size;
+}
+
+/** Node count of a shortest path (0 when none); ties may pick different paths of equal length. */
+function pathLength(path: unknown): number {
+  return Array.isArray(path) ? path.length : 0;
 }
 
 export const inProcessScenarios: InProcessScenario[] = [
@@ -125,6 +152,21 @@ export const inProcessScenarios: InProcessScenario[] = [
     peerName: 'graphology',
     engine: (ctx) => ids(ctx).map(q.twoHopDedupCount),
     peer: (ctx) => ids(ctx).map((id) => () => twoHopCount(ctx.peer, String(id))),
+  },
+  {
+    key: '3hop',
+    title: '3-hop repeat + dedup + count',
+    peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.threeHopRepeatDedupCount),
+    peer: (ctx) => ids(ctx).map((id) => () => threeHopCount(ctx.peer, String(id))),
+  },
+  {
+    key: 'path',
+    title: 'shortest_path between start ids',
+    peerName: 'graphology-shortest-path',
+    engine: (ctx) => pairs(ctx).map(([a, b]) => q.shortestPath(a, b)),
+    peer: (ctx) => pairs(ctx).map(([a, b]) => () => bidirectional(ctx.peer, String(a), String(b))),
+    same: (engine, peer) => pathLength(engine) === pathLength(peer),
   },
 ];
 
@@ -173,6 +215,7 @@ export const goals: Goal[] = [
   { label: 'point lookup over HTTP vs bare uWS (c=64)', target: 0.6, unit: 'x', better: 'higher', measure: httpRatio('point') },
   { label: '1-hop count over HTTP vs bare uWS (c=64)', target: 0.5, unit: 'x', better: 'higher', measure: httpRatio('1hop') },
   { label: 'in-process 2-hop vs graphology', target: 20, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === '2hop')?.ratio },
+  { label: 'in-process shortest_path vs graphology-shortest-path', target: 10, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === 'path')?.ratio },
   { label: 'server RSS with graph loaded (right after the load)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssLoadedMiB },
   { label: 'server RSS with graph loaded (after the read scenarios)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssSettledMiB },
 ];
