@@ -5,7 +5,7 @@ import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
 import type { Plan, ShapeClass } from '../plan/plan.js';
-import type { ExecCtx } from './context.js';
+import { paramValue, type ExecCtx } from './context.js';
 import { evalOp } from './ops.js';
 import { renderBound, renderResponse, type Bound } from './render.js';
 import { RowSet, sizeOf, type Stream } from './rows.js';
@@ -62,7 +62,7 @@ function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[]):
 function runForEach(ctx: ExecCtx, state: BatchState, param: string, body: readonly Entry[]): void {
   let rows: Value;
   try {
-    rows = lookupParam(ctx, param);
+    rows = paramValue(ctx, param);
   } catch {
     throw queryError(`for_each parameter \`${param}\` is not bound`);
   }
@@ -80,14 +80,6 @@ function runForEach(ctx: ExecCtx, state: BatchState, param: string, body: readon
       ctx.paramFrames.pop();
     }
   }
-}
-
-function lookupParam(ctx: ExecCtx, name: string): Value {
-  for (let i = ctx.paramFrames.length - 1; i >= 0; i--) {
-    const v = ctx.paramFrames[i]!.get(name);
-    if (v !== undefined) return v;
-  }
-  throw queryError(`parameter \`${name}\` is not bound`);
 }
 
 /** Static class of the last entry that could bind `name` (for names that never ran). */

@@ -9,7 +9,7 @@ import { limits } from '../limits.js';
 import { addI64, evalPredicate, resolveProperty, type ExecCtx } from './context.js';
 import { renderValueKey } from './render.js';
 import {
-  emptyExtra, idOfKey, isEdgeKey, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
+  emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
 } from './rows.js';
 import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import type { Direction } from '../store/store.js';
@@ -24,12 +24,6 @@ const extendedOps = new Set<string>([
 
 export function isExtendedOp(op: Op): boolean {
   return extendedOps.has(op.op);
-}
-
-function rowsIn(s: Stream, op: string): RowSet {
-  if (s.kind === 'rows') return s.rows;
-  if (s.kind === 'fold') throw queryError(`${op} expected stream input, got a folded stream; use unfold first`);
-  throw queryError(`${op} expected stream input, got scalar values`);
 }
 
 /** Run a body; its output must be element rows (operations.md §2.6). */
@@ -203,7 +197,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
   const input = (): Stream => evalOp(ctx, (op as { input: Op }).input, context);
   switch (op.op) {
     case 'union': {
-      const rows = rowsIn(input(), 'union');
+      const rows = needRows(input(), 'union');
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         for (const t of op.traversals) append(out, body(ctx, evalOp, t, single(rows, i), 'union'));
@@ -217,7 +211,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'coalesce': {
-      const rows = rowsIn(input(), 'coalesce');
+      const rows = needRows(input(), 'coalesce');
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         for (const t of op.traversals) {
@@ -228,7 +222,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'optional': {
-      const rows = rowsIn(input(), 'optional');
+      const rows = needRows(input(), 'optional');
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         const produced = body(ctx, evalOp, op.traversal, single(rows, i), 'optional');
@@ -237,7 +231,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'choose': {
-      const rows = rowsIn(input(), 'choose');
+      const rows = needRows(input(), 'choose');
       const pass = new RowSet(), failing = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         (evalPredicate(ctx, op.condition, rows.el[i]!, rows.extraAt(i)) ? pass : failing).pushFrom(rows, i);
@@ -257,7 +251,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       const cap = BigInt(limits.repeatIterationsMax) + 1n; // one past the limit, so running into it raises
       const maxDepth = Number(c.max_depth > cap ? cap : c.max_depth);
       const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > cap ? cap : c.times), maxDepth);
-      let frontier = rowsIn(input(), 'repeat');
+      let frontier = needRows(input(), 'repeat');
       const emitted = new RowSet();
       for (let i = 0; i < iterations; i++) {
         if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
@@ -279,19 +273,19 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       }
       return rowsOf(c.emit === 'none' ? frontier : emitted);
     }
-    case 'fold': return { kind: 'fold', rows: rowsIn(input(), 'fold') };
+    case 'fold': return { kind: 'fold', rows: needRows(input(), 'fold') };
     case 'unfold': {
       const s = input();
       if (s.kind === 'fold' || s.kind === 'rows') return rowsOf(s.rows);
       throw queryError('unfold expected a folded stream, got scalar values');
     }
     case 'path':
-      return rowsOf(mapExtras(rowsIn(input(), 'path'), (e, el) => {
+      return rowsOf(mapExtras(needRows(input(), 'path'), (e, el) => {
         e.path = e.path ?? (el === NO_ELEMENT ? [] : [el]);
         e.pathVisible = true;
       }));
     case 'simple_path': {
-      const rows = rowsIn(input(), 'simple_path');
+      const rows = needRows(input(), 'simple_path');
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         const path = rows.extraAt(i)?.path ?? [rows.el[i]!];
@@ -300,13 +294,13 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'with_sack':
-      return rowsOf(mapExtras(rowsIn(input(), 'with_sack'), (e) => { e.sack = op.initial; }));
+      return rowsOf(mapExtras(needRows(input(), 'with_sack'), (e) => { e.sack = op.initial; }));
     case 'sack_set': {
-      const rows = rowsIn(input(), 'sack_set');
+      const rows = needRows(input(), 'sack_set');
       return rowsOf(mapExtras(rows, (e, el) => { e.sack = resolveProperty(ctx, el, e, op.property); }));
     }
     case 'sack_add': {
-      const rows = rowsIn(input(), 'sack_add');
+      const rows = needRows(input(), 'sack_add');
       return rowsOf(mapExtras(rows, (e, el) => {
         const v = resolveProperty(ctx, el, e, op.property);
         if (v === undefined) return;
@@ -320,7 +314,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       }));
     }
     case 'sack_get':
-      return rowsOf(mapExtras(rowsIn(input(), 'sack_get'), (e) => { e.sackVisible = true; }));
+      return rowsOf(mapExtras(needRows(input(), 'sack_get'), (e) => { e.sackVisible = true; }));
     case 'as': case 'store': {
       const s = input();
       ctx.vars.set(op.name, s);
@@ -338,7 +332,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       const bound = ctx.vars.get(op.variable);
       if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
       if (input === null) return bound;
-      const rows = rowsIn(input, 'inject');
+      const rows = needRows(input, 'inject');
       if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`inject variable \`${op.variable}\` is not bound to rows`);
       const out = new RowSet();
       append(out, rows);
@@ -346,7 +340,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'within': case 'without': {
-      const rows = rowsIn(input(), op.op);
+      const rows = needRows(input(), op.op);
       const bound = ctx.vars.get(op.variable);
       if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
       if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`variable \`${op.variable}\` is not bound to element rows`);
@@ -360,7 +354,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'bind': {
-      const rows = rowsIn(input(), 'bind');
+      const rows = needRows(input(), 'bind');
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         const el = rows.el[i]!;
@@ -373,7 +367,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return rowsOf(out);
     }
     case 'project_bindings': {
-      const rows = rowsIn(input(), 'project_bindings');
+      const rows = needRows(input(), 'project_bindings');
       const items: Value[] = [];
       const seen = new Set<string>();
       const resolveTarget = (i: number, target: { kind: 'current' } | { kind: 'binding'; name: string }, source: string): Value | undefined => {
@@ -407,7 +401,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       return { kind: 'scalars', items };
     }
     case 'group': case 'group_count':
-      return { kind: 'scalars', items: group(ctx, rowsIn(input(), op.op), op.property, op.op === 'group') };
+      return { kind: 'scalars', items: group(ctx, needRows(input(), op.op), op.property, op.op === 'group') };
     case 'aggregate_by':
       return aggregate(ctx, op, input());
     case 'shortest_path':
