@@ -15,8 +15,11 @@ export const limits = {
   propertyRecordBytesMax: 16 * 1024 * 1024,
   /** Bytes of the shared property heap; more: 500 storage_error. */
   propertyHeapBytesMax: 4 * 1024 * 1024 * 1024 - 4096,
-  /** Slots of the shared adjacency heap; more: 500 storage_error. */
-  adjacencySlotsMax: (4 * 1024 * 1024 * 1024) / 4 - 1024,
+  /**
+   * u32 words of the topology memory (adjacency directories + blocks of 5-word entries):
+   * one wasm32 memory, 4 GiB. About 100 M edges when blocks are full; more: 500 storage_error.
+   */
+  topologyWordsMax: (4 * 1024 * 1024 * 1024) / 4 - 16 * 1024,
   /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
   dictionaryEntriesMax: 1 << 24,
   /** Committed write batches before the u32 epoch wraps; more: 500 storage_error. */

@@ -11,7 +11,9 @@ import { openDatabase } from '../src/index.js';
 import { parseJson } from '../src/protocol/json.js';
 import { ReferenceDb } from './reference/interpreter.js';
 import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
-import { extraArb, faultArb, graphArb, probeBody, readArb, stateBody, writeArb, type GraphCase } from './differential/arbitraries.js';
+import {
+  extraArb, faultArb, graphArb, probeBody, readArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
+} from './differential/arbitraries.js';
 
 const replay: fc.Parameters<unknown> = process.env.DIFF_SEED === undefined ? {}
   : { seed: Number(process.env.DIFF_SEED), path: process.env.DIFF_PATH };
@@ -58,7 +60,7 @@ async function check<T>(arb: fc.Arbitrary<T>, numRuns: number, run: (value: T) =
   await fc.assert(fc.asyncProperty(arb, run), { numRuns, ...replay } as fc.Parameters<[T]>);
 }
 
-// numRuns add up to 5,400 cases per run (about 15-25 s on two cores when everything agrees).
+// numRuns add up to 6,000 cases per run (about 15-25 s on two cores when everything agrees).
 describe('engine vs reference interpreter', () => {
   it('random graphs load identically', { timeout: 120_000 }, async () => {
     await check(graphArb, 200, (g) => differential(withGraph(g, probeBody)));
@@ -78,6 +80,10 @@ describe('engine vs reference interpreter', () => {
 
   it('branches, repeat, variables, fold, path, sacks, grouping, shortest_path, bind', { timeout: 120_000 }, async () => {
     await check(fc.tuple(graphArb, extraArb), 1800, ([g, q]) => differential(withGraph(g, q)));
+  });
+
+  it('shortest_path on dense graphs with dropped edges and nodes (tie-breaks, directions, labels, depth bounds)', { timeout: 120_000 }, async () => {
+    await check(shortestPathCaseArb, 600, (bodies) => differential(bodies));
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {

@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcError } from '../protocol/errors.js';
 
-export const storageFormatVersion = 1;
+export const storageFormatVersion = 2;
 
 export function checkFormatVersion(found: number, file: string): void {
   if (found > storageFormatVersion) {

@@ -11,8 +11,8 @@ import { renderValueKey } from './render.js';
 import {
   emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
 } from './rows.js';
-import { checkDeadline, neighbors, resolveRef } from './ops.js';
-import type { Direction } from '../store/store.js';
+import { checkDeadline, resolveRef } from './ops.js';
+import { shortestPathJs } from './shortest-path.js';
 
 export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
 
@@ -166,29 +166,12 @@ function shortestPath(ctx: ExecCtx, op: Extract<Op, { op: 'shortest_path' }>): S
   if (source === target) return { kind: 'scalars', items: [BigInt(source)] };
   const label = op.label === null ? -1 : ctx.store.names.idOf(op.label);
   if (op.label !== null && label < 0) return { kind: 'scalars', items: [] };
-  const dirs: readonly Direction[] = op.direction === 'out' ? ['out'] : op.direction === 'in' ? ['in'] : ['out', 'in'];
-  const predecessor = new Map<number, number>([[source, -1]]);
-  let frontier = [source];
   const maxDepth = op.max_depth > BigInt(limits.nodesMax) ? limits.nodesMax : Number(op.max_depth);
-  for (let depth = 0; depth < maxDepth && frontier.length > 0; depth++) {
-    const next: number[] = [];
-    checkDeadline(ctx);
-    for (const node of frontier) {
-      if (predecessor.size > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
-      for (const n of neighbors(ctx, node, dirs, label)) {
-        if (predecessor.has(n)) continue;
-        predecessor.set(n, node);
-        if (n === target) {
-          const path: Value[] = [];
-          for (let at = target; at !== -1; at = predecessor.get(at)!) path.push(BigInt(at));
-          return { kind: 'scalars', items: path.reverse() };
-        }
-        next.push(n);
-      }
-    }
-    frontier = next;
-  }
-  return { kind: 'scalars', items: [] };
+  const path = shortestPathJs({
+    store: ctx.store, at: ctx.at, source, target, label, direction: op.direction, maxDepth,
+    checkDeadline: () => checkDeadline(ctx),
+  });
+  return { kind: 'scalars', items: path.map((id) => BigInt(id)) };
 }
 
 // ---------------------------------------------------------------- dispatch

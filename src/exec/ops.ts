@@ -6,7 +6,8 @@ import { dbError, queryError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
 import type { PropertyRecord } from '../store/record-codec.js';
-import { E_CREATED, E_DELETED, E_DST, E_LABEL, E_SRC, EDGE_WORDS, type Direction } from '../store/store.js';
+import { dirWord, type Direction } from '../store/store.js';
+import { A_CREATED, A_DELETED, A_EDGE, A_LABEL, A_NEIGHBOR, ADJ_WORDS } from '../store/topology.js';
 import { compareSortKeys, valuesEqual } from './compare.js';
 import { evalExpr, evalPredicate, paramValue, resolveProperty, type ExecCtx } from './context.js';
 import {
@@ -119,49 +120,54 @@ let scratch = new Uint32Array(1024);
 
 /** Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1). */
 export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
-  const store = ctx.store, edges = store.edges, adj = store.adj, at = ctx.at;
+  const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
   let n = 0;
+  let ordered = dirs.length === 1;
   for (let d = 0; d < dirs.length; d++) {
-    const dir = dirs[d]!;
-    const len = store.adjLength(id, dir);
-    const off = store.adjOffset(id, dir);
-    const endWord = dir === 'out' ? E_DST : E_SRC;
+    const which = dirWord(dirs[d]!);
+    const len = topo.length(dir, which);
+    const off = topo.offset(dir, which, len);
+    const words = topo.words;
     if (n + len > scratch.length) {
       const bigger = new Uint32Array(Math.max(scratch.length * 2, n + len));
       bigger.set(scratch.subarray(0, n));
       scratch = bigger;
     }
-    for (let i = 0; i < len; i++) {
-      const base = adj[off + i]! * EDGE_WORDS;
-      const created = edges[base + E_CREATED]!, deleted = edges[base + E_DELETED]!;
-      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-      if (label >= 0 && edges[base + E_LABEL] !== label) continue;
-      scratch[n++] = edges[base + endWord]!;
+    let previous = -1;
+    for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
+      const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
+      if (created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (label >= 0 && words[p + A_LABEL] !== label) continue;
+      const neighbor = words[p + A_NEIGHBOR]!;
+      if (neighbor < previous) ordered = false;
+      previous = neighbor;
+      scratch[n++] = neighbor;
     }
   }
   if (n === 0) return [];
-  if (n > 1) scratch.subarray(0, n).sort();
+  // Blocks are in edge ID order, which is often neighbor order too (bulk loads): skip the sort then.
+  if (!ordered) scratch.subarray(0, n).sort();
   const out: number[] = [scratch[0]!];
   for (let i = 1; i < n; i++) if (scratch[i] !== scratch[i - 1]) out.push(scratch[i]!);
   return out;
 }
 
 /** Distinct incident edge IDs of node `id`, ascending (operations.md §4.2). */
-function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
-  const store = ctx.store, edges = store.edges, adj = store.adj, at = ctx.at;
+export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+  const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
   const out: number[] = [];
-  for (const dir of dirs) {
-    const len = store.adjLength(id, dir);
-    const off = store.adjOffset(id, dir);
-    for (let i = 0; i < len; i++) {
-      const e = adj[off + i]!;
-      const base = e * EDGE_WORDS;
-      const created = edges[base + E_CREATED]!, deleted = edges[base + E_DELETED]!;
-      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-      if (label >= 0 && edges[base + E_LABEL] !== label) continue;
+  for (const direction of dirs) {
+    const which = dirWord(direction);
+    const len = topo.length(dir, which);
+    const off = topo.offset(dir, which, len);
+    const words = topo.words;
+    for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
+      const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
+      if (created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (label >= 0 && words[p + A_LABEL] !== label) continue;
       // A self-loop sits in both lists; keep it once.
-      if (dir === 'in' && dirs.length === 2 && edges[base + E_SRC] === id) continue;
-      out.push(e);
+      if (direction === 'in' && dirs.length === 2 && words[p + A_NEIGHBOR] === id) continue;
+      out.push(words[p + A_EDGE]!);
     }
   }
   if (dirs.length === 2) out.sort((a, b) => a - b);

@@ -2,44 +2,46 @@
 // any number of reader threads read it without locks.
 //
 // Layout (all u32, little-endian, in growable SharedArrayBuffers):
-//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, ADJ_USED]
-//   nodes  NODE_WORDS per node slot (slot = node ID):
-//          [label, labelSince, created, deleted, props, outOff, outLen, outCap, inOff, inLen, inCap]
+//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, reserved]
+//   nodes  NODE_WORDS per node slot (slot = node ID): [label, labelSince, created, deleted, props]
 //   edges  EDGE_WORDS per edge slot (slot = edge ID): [label, src, dst, created, deleted, props]
-//   adj    per node and direction a block of edge slots in creation (= ID) order
 //   heap   property versions: [prev, epoch, label, byteLength] + msgpackr record bytes
+// and the adjacency in a shared WebAssembly.Memory (topology.ts), which the kernels read.
 //
 // Visibility (MVCC): an element is visible at snapshot S when
 //   created != 0 && created <= S && (deleted == 0 || S < deleted).
 // The writer does every write of epoch E+1 first and then Atomics.stores EPOCH = E+1;
 // readers Atomics.load EPOCH once per request. Nothing a reader can reach is ever
 // overwritten in place: property versions are immutable and chained newest-first,
-// adjacency blocks only grow (a full block is copied to a larger one and the new
-// offset published before the new length), and a rolled-back element keeps created = 0.
+// adjacency blocks only grow (topology.ts), and a rolled-back element keeps created = 0.
+// An edge's label, created and deleted epochs are also in its two adjacency entries, so
+// navigation scans them sequentially; the writer keeps both copies equal.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
 import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
+import { DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 
-export const NODE_WORDS = 11;
+export const NODE_WORDS = 5;
 export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PROPS = 4;
-export const N_OUT_OFF = 5, N_OUT_LEN = 6, N_OUT_CAP = 7, N_IN_OFF = 8, N_IN_LEN = 9, N_IN_CAP = 10;
 export const EDGE_WORDS = 6;
 export const E_LABEL = 0, E_SRC = 1, E_DST = 2, E_CREATED = 3, E_DELETED = 4, E_PROPS = 5;
 
-const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_ADJ_USED = 4;
+const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3;
 const HEAP_HEADER_BYTES = 16;
-const ADJ_BLOCK_MIN = 4;
 
 export type Direction = 'out' | 'in';
+
+/** The directory word of a direction (topology.ts). */
+export const dirWord = (dir: Direction): DirWord => (dir === 'out' ? DIR_OUT : DIR_IN);
 
 /** Structured-cloneable description of the shared buffers, sent to reader threads. */
 export interface StoreShared {
   meta: SharedArrayBuffer;
   nodes: SharedArrayBuffer;
   edges: SharedArrayBuffer;
-  adj: SharedArrayBuffer;
+  topology: WebAssembly.Memory;
   heap: SharedArrayBuffer;
   names: DictionaryShared;
 }
@@ -78,7 +80,7 @@ export class Store {
   readonly meta: Uint32Array;
   readonly nodes: Uint32Array;
   readonly edges: Uint32Array;
-  readonly adj: Uint32Array;
+  readonly topology: Topology;
   readonly heap: Uint8Array;
   private readonly heapWords: Uint32Array;
   readonly names: Dictionary;
@@ -96,7 +98,7 @@ export class Store {
     this.meta = new Uint32Array(shared.meta);
     this.nodes = new Uint32Array(shared.nodes);
     this.edges = new Uint32Array(shared.edges);
-    this.adj = new Uint32Array(shared.adj);
+    this.topology = Topology.attach(shared.topology);
     this.heap = new Uint8Array(shared.heap);
     this.heapWords = new Uint32Array(shared.heap);
     this.names = new Dictionary(shared.names);
@@ -108,7 +110,7 @@ export class Store {
       meta: new SharedArrayBuffer(64),
       nodes: sharedBuffer(1 << 16, limits.nodesMax * NODE_WORDS * 4),
       edges: sharedBuffer(1 << 16, limits.edgesMax * EDGE_WORDS * 4),
-      adj: sharedBuffer(1 << 16, (limits.adjacencySlotsMax + 1024) * 4),
+      topology: Topology.create().memory,
       heap: sharedBuffer(1 << 16, limits.propertyHeapBytesMax + 4096),
       names: new Dictionary().shared,
     };
@@ -135,7 +137,7 @@ export class Store {
       ['meta', copy(this.shared.meta, this.shared.meta.byteLength)],
       ['nodes', copy(this.shared.nodes, this.nodeSlots() * NODE_WORDS * 4)],
       ['edges', copy(this.shared.edges, this.edgeSlots() * EDGE_WORDS * 4)],
-      ['adj', copy(this.shared.adj, this.meta[M_ADJ_USED]! * 4)],
+      ['topology', this.topology.exportBytes()],
       ['heap', copy(this.shared.heap, this.meta[M_HEAP_USED]!)],
     ]);
     for (const [name, bytes] of this.names.exportSections()) sections.set(`names.${name}`, bytes);
@@ -160,7 +162,7 @@ export class Store {
       meta,
       nodes: fill(section('nodes'), limits.nodesMax * NODE_WORDS * 4),
       edges: fill(section('edges'), limits.edgesMax * EDGE_WORDS * 4),
-      adj: fill(section('adj'), (limits.adjacencySlotsMax + 1024) * 4),
+      topology: Topology.fromBytes(section('topology')).memory,
       heap: fill(section('heap'), limits.propertyHeapBytesMax + 4096),
       names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
     };
@@ -255,16 +257,6 @@ export class Store {
     return record;
   }
 
-  /** Offset and length of a node's adjacency block (edge slots in ID order). */
-  adjOffset(slot: number, dir: Direction): number {
-    return this.nodes[slot * NODE_WORDS + (dir === 'out' ? N_OUT_OFF : N_IN_OFF)]!;
-  }
-
-  /** Read the length first: a block move publishes the new offset before the new length. */
-  adjLength(slot: number, dir: Direction): number {
-    return Atomics.load(this.nodes, slot * NODE_WORDS + (dir === 'out' ? N_OUT_LEN : N_IN_LEN));
-  }
-
   // ------------------------------------------------------------ writing (writer thread only)
 
   /** Start a write batch; returns the epoch its changes carry (and reads it uses). */
@@ -304,9 +296,14 @@ export class Store {
       const u = this.undo[i]!;
       switch (u.kind) {
         case 'node-created': this.nodes[u.slot * NODE_WORDS + N_CREATED] = 0; break;
-        case 'edge-created': this.edges[u.slot * EDGE_WORDS + E_CREATED] = 0; break;
+        case 'edge-created': {
+          this.edges[u.slot * EDGE_WORDS + E_CREATED] = 0;
+          this.topology.unappend(this.edgeSource(u.slot), DIR_OUT, u.slot);
+          this.topology.unappend(this.edgeTarget(u.slot), DIR_IN, u.slot);
+          break;
+        }
         case 'node-deleted': this.nodes[u.slot * NODE_WORDS + N_DELETED] = 0; break;
-        case 'edge-deleted': this.edges[u.slot * EDGE_WORDS + E_DELETED] = 0; break;
+        case 'edge-deleted': this.setEdgeDeleted(u.slot, 0); break;
         case 'node-version': {
           const base = u.slot * NODE_WORDS;
           this.nodes[base + N_PROPS] = u.props;
@@ -357,6 +354,7 @@ export class Store {
     this.nodes[base + N_LABEL] = label;
     this.nodes[base + N_LABEL_SINCE] = this.pending;
     this.nodes[base + N_PROPS] = this.appendVersion(0, label, bytes);
+    this.topology.addNode(slot);
     this.nodes[base + N_CREATED] = this.pending;
     if (slot + 1 > this.meta[M_NODE_SLOTS]!) Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
     this.undo.push({ kind: 'node-created', slot });
@@ -388,34 +386,13 @@ export class Store {
     this.edges[base + E_LABEL] = label;
     this.edges[base + E_SRC] = src;
     this.edges[base + E_DST] = dst;
-    this.edges[base + E_PROPS] = this.appendVersion(0, label, bytes);
+    // Property-less edges (the common case) keep no record: pointer 0 reads as empty.
+    this.edges[base + E_PROPS] = bytes.byteLength === 0 ? 0 : this.appendVersion(0, label, bytes);
     this.edges[base + E_CREATED] = this.pending;
-    this.appendAdjacency(src, N_OUT_OFF, slot);
-    this.appendAdjacency(dst, N_IN_OFF, slot);
+    this.topology.append(src, DIR_OUT, slot, dst, label, this.pending);
+    this.topology.append(dst, DIR_IN, slot, src, label, this.pending);
     this.undo.push({ kind: 'edge-created', slot });
     this.redo?.push([RedoKind.AddEdge, slot, label, src, dst, bytes.slice()]);
-  }
-
-  /** Append an edge slot to a node's block; `offWord` is N_OUT_OFF or N_IN_OFF. */
-  private appendAdjacency(node: number, offWord: number, edge: number): void {
-    const base = node * NODE_WORDS + offWord;
-    let off = this.nodes[base]!;
-    const len = this.nodes[base + 1]!;
-    const cap = this.nodes[base + 2]!;
-    if (len === cap) {
-      const newCap = Math.max(ADJ_BLOCK_MIN, cap * 2);
-      const newOff = this.meta[M_ADJ_USED]!;
-      if (newOff + newCap > limits.adjacencySlotsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
-      ensureBytes(this.shared.adj, (newOff + newCap) * 4, 'adjacency heap');
-      this.adj.copyWithin(newOff, off, off + len);
-      this.meta[M_ADJ_USED] = newOff + newCap;
-      // Readers load the length first, so the old block stays valid for the old length.
-      Atomics.store(this.nodes, base, newOff);
-      this.nodes[base + 2] = newCap;
-      off = newOff;
-    }
-    this.adj[off + len] = edge;
-    Atomics.store(this.nodes, base + 1, len + 1);
   }
 
   /** New property version of node `slot` (label unchanged). */
@@ -456,11 +433,12 @@ export class Store {
   /** Delete a node visible in this batch, and every edge incident to it. */
   deleteNode(slot: number): void {
     this.assertWriting();
-    for (const dir of ['out', 'in'] as const) {
-      const off = this.adjOffset(slot, dir);
-      const len = this.adjLength(slot, dir);
+    const topo = this.topology, dir = topo.dir(slot);
+    for (const which of [DIR_OUT, DIR_IN] as const) {
+      const len = topo.length(dir, which);
+      const off = topo.offset(dir, which, len);
       for (let i = 0; i < len; i++) {
-        const edge = this.adj[off + i]!;
+        const edge = topo.words[off + i * 5]!;
         if (this.edgeVisible(edge, this.pending)) this.deleteEdge(edge);
       }
     }
@@ -476,9 +454,16 @@ export class Store {
   /** Delete an edge visible in this batch. */
   deleteEdge(slot: number): void {
     this.assertWriting();
-    this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
+    this.setEdgeDeleted(slot, this.pending);
     this.undo.push({ kind: 'edge-deleted', slot });
     this.redo?.push([RedoKind.EdgeDeleted, slot]);
+  }
+
+  /** The deleted epoch of an edge, in its table row and both adjacency entries. */
+  private setEdgeDeleted(slot: number, deleted: number): void {
+    this.edges[slot * EDGE_WORDS + E_DELETED] = deleted;
+    this.topology.markDeleted(this.edgeSource(slot), DIR_OUT, slot, deleted);
+    this.topology.markDeleted(this.edgeTarget(slot), DIR_IN, slot, deleted);
   }
 
   /** Replay a batch recorded by pendingRedo() (recovery, replicas). Epochs must follow on. */

@@ -619,3 +619,37 @@ export const faultArb: fc.Arbitrary<string> = fc.tuple(
   }
   return jsonText(request(kind, entries, returns, params));
 });
+
+// ------------------------------------------------------------------ shortest paths
+
+/**
+ * shortest_path on denser graphs than graphArb (up to 40 nodes, 160 edges, so many
+ * equal-length paths compete for the tie-break), after a write that drops some edges and
+ * nodes (so deleted adjacency entries are skipped), then 8 searches in one read batch.
+ * Returns [graph write, drop write, read].
+ */
+export const shortestPathCaseArb: fc.Arbitrary<string[]> = fc.integer({ min: 2, max: 40 }).chain((n) => {
+  const edge = fc.tuple(fc.integer({ min: 0, max: n - 1 }), fc.integer({ min: 0, max: n - 1 }), fc.constantFrom('X', 'Y'));
+  const edges = fc.integer({ min: 0, max: Math.min(160, 4 * n) }).chain((m) => fc.array(edge, { minLength: m, maxLength: m }));
+  const search = fc.record({
+    source: fc.integer({ min: 0, max: n - 1 }).map((i) => op.ids(i)),
+    target: fc.integer({ min: 0, max: n - 1 }).map((i) => op.ids(i)),
+    label: fc.option(fc.constantFrom('X', 'Y'), { freq: 3 }),
+    direction: fc.constantFrom('out', 'in', 'both'),
+    max_depth: fc.integer({ min: 1, max: 8 }).map(BigInt),
+  }).map((f) => ({ shortest_path: f }));
+  return fc.tuple(edges, fc.array(search, { minLength: 8, maxLength: 8 })).chain(([es, searches]) =>
+    fc.tuple(fc.subarray(es.map((_, i) => i), { maxLength: Math.min(12, es.length) }), fc.subarray([...Array(n).keys()], { maxLength: 2 }))
+      .map(([droppedEdges, droppedNodes]) => {
+        const graph = jsonText(request('write', [
+          ...Array.from({ length: n }, (_, i) => entry(`n${i}`, op.addN('A', []))),
+          ...es.map(([from, to, label], i) => entry(`e${i}`, op.addE(op.nodes({ var: `n${from}` }), label, { var: `n${to}` }, []))),
+        ], []));
+        const drops = jsonText(request('write', [
+          entry('de', { drop_edge_by_id: { edges: { ids: droppedEdges.map(BigInt) } } }),
+          ...droppedNodes.map((id, i) => entry(`dn${i}`, op.unary('drop', op.nodes({ ids: [BigInt(id)] })))),
+        ], []));
+        const read = jsonText(request('read', searches.map((s, i) => entry(`p${i}`, s)), searches.map((_, i) => `p${i}`)));
+        return [graph, drops, read];
+      }));
+});
