@@ -9,6 +9,7 @@ import { describe, it } from 'vitest';
 import fc from 'fast-check';
 import { openDatabase } from '../src/index.js';
 import { parseJson } from '../src/protocol/json.js';
+import { setTraversalKernel } from '../src/exec/shortest-path.js';
 import { ReferenceDb } from './reference/interpreter.js';
 import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
 import {
@@ -60,7 +61,7 @@ async function check<T>(arb: fc.Arbitrary<T>, numRuns: number, run: (value: T) =
   await fc.assert(fc.asyncProperty(arb, run), { numRuns, ...replay } as fc.Parameters<[T]>);
 }
 
-// numRuns add up to 6,000 cases per run (about 15-25 s on two cores when everything agrees).
+// numRuns add up to 6,300 cases per run (about 15-25 s on two cores when everything agrees).
 describe('engine vs reference interpreter', () => {
   it('random graphs load identically', { timeout: 120_000 }, async () => {
     await check(graphArb, 200, (g) => differential(withGraph(g, probeBody)));
@@ -84,6 +85,15 @@ describe('engine vs reference interpreter', () => {
 
   it('shortest_path on dense graphs with dropped edges and nodes (tie-breaks, directions, labels, depth bounds)', { timeout: 120_000 }, async () => {
     await check(shortestPathCaseArb, 600, (bodies) => differential(bodies));
+  });
+
+  it('the same with the JS layer expansion instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
+    setTraversalKernel(false);
+    try {
+      await check(shortestPathCaseArb, 300, (bodies) => differential(bodies));
+    } finally {
+      setTraversalKernel(true);
+    }
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {

@@ -125,8 +125,7 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
   let ordered = dirs.length === 1;
   for (let d = 0; d < dirs.length; d++) {
     const which = dirWord(dirs[d]!);
-    const len = topo.length(dir, which);
-    const off = topo.offset(dir, which, len);
+    const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
     if (n + len > scratch.length) {
       const bigger = new Uint32Array(Math.max(scratch.length * 2, n + len));
@@ -136,7 +135,7 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
     let previous = -1;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
       const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
-      if (created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
       if (label >= 0 && words[p + A_LABEL] !== label) continue;
       const neighbor = words[p + A_NEIGHBOR]!;
       if (neighbor < previous) ordered = false;
@@ -158,12 +157,11 @@ export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction
   const out: number[] = [];
   for (const direction of dirs) {
     const which = dirWord(direction);
-    const len = topo.length(dir, which);
-    const off = topo.offset(dir, which, len);
+    const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
       const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
-      if (created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
       if (label >= 0 && words[p + A_LABEL] !== label) continue;
       // A self-loop sits in both lists; keep it once.
       if (direction === 'in' && dirs.length === 2 && words[p + A_NEIGHBOR] === id) continue;

@@ -84,7 +84,7 @@ export function executeRequest(
       if (key !== null) remember(key, plan);
     }
     const nowMs = Date.now();
-    const at = write ? store.beginWrite() : store.committedEpoch();
+    const at = write ? store.beginWrite() : store.beginRead();
     const ctx: ExecCtx = {
       store, at, writing: write, paramFrames: [request.parameters], vars: new Map(),
       trackPath: plan.trackPath, nowMs, deadlineMs: nowMs + options.queryTimeoutMs,

@@ -6,12 +6,12 @@
 // source (the queue order of a layer is the lexicographic order of the tree paths). So any
 // search that finds (1) the distance D and (2) that smallest path gives the same answer:
 //
-//   1. Bidirectional BFS by whole layers, always growing the side whose next layer is
-//      cheaper (fewer adjacency entries to scan). Forward layers 0..a from the source and
-//      backward layers 0..b from the target, a + b = D when they first meet.
+//   1. Bidirectional BFS by whole layers, always growing the side with the smaller
+//      frontier. Forward layers 0..a from the source and backward layers 0..b from the
+//      target, a + b = D when they first meet.
 //   2. Mark the forward nodes that lie on some shortest path: layer a = those the backward
 //      search reached at distance b; layer i < a = those with an edge into a marked node of
-//      layer i + 1 (found from the marked nodes over reversed edges).
+//      layer i + 1.
 //   3. Walk from the source, each step taking the smallest-ID neighbour that is marked
 //      (positions < a) or has backward distance D - position (positions >= a).
 //
@@ -36,148 +36,173 @@ export interface PathSearch {
   checkDeadline: () => void;
 }
 
-/** Per-thread scratch, reused across searches: one generation stamp per node and side. */
-class Scratch {
-  seenF = new Uint32Array(0);
-  seenB = new Uint32Array(0);
-  distF = new Uint32Array(0);
-  distB = new Uint32Array(0);
-  marked = new Uint32Array(0);
-  queueF: Uint32Array = new Uint32Array(1024);
-  queueB: Uint32Array = new Uint32Array(1024);
-  generation = 0;
+/** Layer expansion on the WebAssembly kernel (default) or in JS (differential tests). */
+let useKernel = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
+export function setTraversalKernel(kernel: boolean): void {
+  useKernel = kernel;
+}
 
-  begin(nodes: number): number {
-    if (this.seenF.length < nodes) {
-      const size = Math.max(nodes, this.seenF.length * 2);
-      this.seenF = new Uint32Array(size);
-      this.seenB = new Uint32Array(size);
-      this.distF = new Uint32Array(size);
-      this.distB = new Uint32Array(size);
-      this.marked = new Uint32Array(size);
-      this.generation = 0;
+/**
+ * Per-thread scratch of one store, in its topology memory so the kernel can use it.
+ * `reachF[n]` / `reachB[n]` = distance + 1 from the source / target (0 = not reached);
+ * queues hold each side's nodes in BFS order, so one search resets exactly what it
+ * visited and costs what it visits, not what the graph holds.
+ */
+class Scratch {
+  readonly capacity: number;
+  /** Word offsets in the topology memory (for the kernel) ... */
+  readonly at: { reachF: number; reachB: number; queueF: number; queueB: number };
+  /** ... and views of the same words (for JS). */
+  readonly reachF: Uint32Array;
+  readonly reachB: Uint32Array;
+  readonly queueF: Uint32Array;
+  readonly queueB: Uint32Array;
+  readonly marked: Uint32Array;
+  endF = 0;
+  endB = 0;
+
+  constructor(topo: Topology, capacity: number) {
+    this.capacity = capacity;
+    const base = topo.scratch(5 * capacity);
+    const view = (i: number) => new Uint32Array(topo.memory.buffer, (base + i * capacity) * 4, capacity);
+    this.at = { reachF: base, reachB: base + capacity, queueF: base + 2 * capacity, queueB: base + 3 * capacity };
+    this.reachF = view(0); this.reachB = view(1); this.queueF = view(2); this.queueB = view(3); this.marked = view(4);
+  }
+
+  /** Forget the search: reset what the queues name. */
+  reset(): void {
+    for (let i = 0; i < this.endF; i++) {
+      const n = this.queueF[i]!;
+      this.reachF[n] = 0;
+      this.marked[n] = 0;
     }
-    if (++this.generation === 0xffffffff) {
-      this.seenF.fill(0);
-      this.seenB.fill(0);
-      this.marked.fill(0);
-      this.generation = 1;
-    }
-    return this.generation;
+    for (let i = 0; i < this.endB; i++) this.reachB[this.queueB[i]!] = 0;
+    this.endF = this.endB = 0;
   }
 }
 
-const scratch = new Scratch();
+const scratches = new WeakMap<Topology, Scratch>();
+
+function scratchFor(topo: Topology, nodes: number): Scratch {
+  let s = scratches.get(topo);
+  if (s === undefined || s.capacity < nodes) {
+    s = new Scratch(topo, Math.max(nodes, 1024, (s?.capacity ?? 0) * 2));
+    scratches.set(topo, s);
+  }
+  return s;
+}
 
 const forwardWords = (d: PathDirection): readonly DirWord[] => (d === 'out' ? [DIR_OUT] : d === 'in' ? [DIR_IN] : [DIR_OUT, DIR_IN]);
 const backwardWords = (d: PathDirection): readonly DirWord[] => (d === 'out' ? [DIR_IN] : d === 'in' ? [DIR_OUT] : [DIR_OUT, DIR_IN]);
 
-/** Adjacency entries a node's expansion scans (the cost model for choosing a side). */
-function scanCost(topo: Topology, node: number, words: readonly DirWord[]): number {
-  const dir = topo.dir(node);
-  let n = 0;
-  for (const w of words) n += topo.length(dir, w);
-  return n;
+/** Set in an expansion's result when a new node was already reached by the other side. */
+const MET = 0x80000000;
+
+/**
+ * One BFS layer in JS: the unreached visible neighbours of queue[from..to) get reach
+ * `mark` and are appended to the queue. Returns the new end, | MET if the sides met.
+ */
+function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number): number {
+  const queue = forward ? s.queueF : s.queueB;
+  const reach = forward ? s.reachF : s.reachB, other = forward ? s.reachB : s.reachF;
+  let end = to, met = 0;
+  for (let i = from; i < to; i++) {
+    const dir = topo.dir(queue[i]!);
+    for (const w of words) {
+      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
+      const adj = topo.words;
+      for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+        const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
+        if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
+        if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+        const next = adj[p + A_NEIGHBOR]!;
+        if (reach[next] !== 0) continue;
+        reach[next] = mark;
+        if (other[next] !== 0) met = MET;
+        queue[end++] = next;
+      }
+    }
+  }
+  return (end | met) >>> 0;
 }
 
-function grown(queue: Uint32Array, needed: number): Uint32Array {
-  if (needed <= queue.length) return queue;
-  const bigger = new Uint32Array(Math.max(needed, queue.length * 2));
-  bigger.set(queue);
-  return bigger;
+/** The same layer on the WebAssembly kernel (assembly/kernels.ts). */
+function expandKernel(topo: Topology, s: Scratch, forward: boolean, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number): number {
+  let dirs = 0;
+  for (const w of words) dirs |= w === DIR_OUT ? 1 : 2;
+  const queue = forward ? s.at.queueF : s.at.queueB;
+  const reach = forward ? s.at.reachF : s.at.reachB, other = forward ? s.at.reachB : s.at.reachF;
+  return topo.kernels().expandLayer(queue, from, to, dirs, label, at, reach, other, mark) >>> 0;
 }
 
 /** The node IDs of the path the protocol's BFS finds, source first; [] when none. */
 export function shortestPathJs(q: PathSearch): number[] {
+  if (q.source === q.target) return [q.source];
+  const s = scratchFor(q.store.topology, q.store.nodeSlots());
+  try {
+    return search(q, s);
+  } finally {
+    s.reset();
+  }
+}
+
+function search(q: PathSearch, s: Scratch): number[] {
   const { store, at, source, target, label } = q;
-  if (source === target) return [source];
   const topo = store.topology;
-  const s = scratch;
-  const gen = s.begin(store.nodeSlots());
   const fwd = forwardWords(q.direction), bwd = backwardWords(q.direction);
+  const reachF = s.reachF, reachB = s.reachB, marked = s.marked;
 
-  // Queues hold whole layers back to back; layerF[i] = start of forward layer i.
-  let queueF = s.queueF, queueB = s.queueB;
-  queueF[0] = source; queueB[0] = target;
-  s.seenF[source] = gen; s.distF[source] = 0;
-  s.seenB[target] = gen; s.distB[target] = 0;
+  // 1. Queues hold whole layers back to back; layerF[i] = start of forward layer i.
+  s.queueF[0] = source; s.endF = 1; reachF[source] = 1;
+  s.queueB[0] = target; s.endB = 1; reachB[target] = 1;
   const layerF = [0, 1], layerB = [0, 1];
-  let costF = scanCost(topo, source, fwd), costB = scanCost(topo, target, bwd);
-  let a = 0, b = 0, visited = 2;
-  let met = false;
-
+  let a = 0, b = 0, met = false;
   while (!met && a + b < q.maxDepth) {
     q.checkDeadline();
-    const forward = costF <= costB;
-    const queue = forward ? queueF : queueB;
+    // Grow the side with the smaller frontier (reading degrees would cost a cache miss per node).
+    const forward = layerF[a + 1]! - layerF[a]! <= layerB[b + 1]! - layerB[b]!;
     const layers = forward ? layerF : layerB;
-    const seen = forward ? s.seenF : s.seenB, dist = forward ? s.distF : s.distB;
-    const otherSeen = forward ? s.seenB : s.seenF;
     const words = forward ? fwd : bwd;
-    const depth = (forward ? a : b) + 1;
-    const from = layers[layers.length - 2]!, to = layers[layers.length - 1]!;
-    if (from === to) return []; // this side is exhausted: no path at all
-    let end = to, cost = 0;
-    let buffer = queue;
-    for (let i = from; i < to; i++) {
-      const node = buffer[i]!;
-      const dir = topo.dir(node);
-      for (const w of words) {
-        const len = topo.length(dir, w);
-        const off = topo.offset(dir, w, len);
-        const adj = topo.words;
-        for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-          const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-          if (created > at || (deleted !== 0 && at >= deleted)) continue;
-          if (label >= 0 && adj[p + A_LABEL] !== label) continue;
-          const next = adj[p + A_NEIGHBOR]!;
-          if (seen[next] === gen) continue;
-          seen[next] = gen;
-          dist[next] = depth;
-          if (otherSeen[next] === gen) met = true;
-          if (end === buffer.length) buffer = grown(buffer, end + 1);
-          buffer[end++] = next;
-          cost += scanCost(topo, next, words);
-        }
-      }
-    }
-    visited += end - to;
-    if (visited > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
-    layers.push(end);
-    if (forward) { queueF = buffer; s.queueF = buffer; a = depth; costF = cost; }
-    else { queueB = buffer; s.queueB = buffer; b = depth; costB = cost; }
-    if (end === to) return []; // nothing new on this side: the other side cannot be reached
+    const depth = forward ? a : b;
+    const from = layers[depth]!, to = layers[depth + 1]!;
+    const end = useKernel
+      ? expandKernel(topo, s, forward, from, to, words, label, at, depth + 2)
+      : expandJs(topo, s, forward, from, to, words, label, at, depth + 2);
+    met = (end & MET) !== 0;
+    if (forward) s.endF = end & ~MET; else s.endB = end & ~MET;
+    if (s.endF + s.endB > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
+    layers.push(end & ~MET);
+    if (forward) a++; else b++;
+    if ((end & ~MET) === to) return []; // this side is exhausted: the other cannot be reached
   }
   if (!met) return [];
   const total = a + b;
+  const queueF = s.queueF;
 
   // 2. Marks on forward layers 1..a-1 (layer a: backward distance b, checked directly).
-  const marked = s.marked;
-  let good: number[] = [];
-  for (let i = layerF[a]!; i < layerF[a + 1]!; i++) {
-    const node = queueF[i]!;
-    if (s.seenB[node] === gen && s.distB[node] === b) good.push(node);
-  }
+  // A layer-i node is marked when one of its forward neighbours is admissible at i + 1.
+  // Scanning forward from the layer (not backward from the marks) costs at most what the
+  // search already spent there, whatever the in-degree of the marked nodes.
   for (let layer = a - 1; layer >= 1; layer--) {
-    const previous: number[] = [];
-    for (const node of good) {
+    for (let i = layerF[layer]!; i < layerF[layer + 1]!; i++) {
+      const node = queueF[i]!;
       const dir = topo.dir(node);
-      for (const w of bwd) {
-        const len = topo.length(dir, w);
-        const off = topo.offset(dir, w, len);
+      scan: for (const w of fwd) {
+        const len = topo.length(dir, w), off = topo.entries(dir, w, len);
         const adj = topo.words;
         for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
           const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-          if (created > at || (deleted !== 0 && at >= deleted)) continue;
+          if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
           if (label >= 0 && adj[p + A_LABEL] !== label) continue;
-          const prev = adj[p + A_NEIGHBOR]!;
-          if (s.seenF[prev] !== gen || s.distF[prev] !== layer || marked[prev] === gen) continue;
-          marked[prev] = gen;
-          previous.push(prev);
+          const next = adj[p + A_NEIGHBOR]!;
+          const admissible = layer + 1 < a ? marked[next] === 1 && reachF[next] === layer + 2 : reachB[next] === b + 1;
+          if (admissible) {
+            marked[node] = 1;
+            break scan;
+          }
         }
       }
     }
-    good = previous;
   }
 
   // 3. The smallest-ID admissible neighbour at every step.
@@ -187,18 +212,17 @@ export function shortestPathJs(q: PathSearch): number[] {
     let best = -1;
     const dir = topo.dir(node);
     for (const w of fwd) {
-      const len = topo.length(dir, w);
-      const off = topo.offset(dir, w, len);
+      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
       const adj = topo.words;
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
         const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-        if (created > at || (deleted !== 0 && at >= deleted)) continue;
+        if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
         if (label >= 0 && adj[p + A_LABEL] !== label) continue;
         const next = adj[p + A_NEIGHBOR]!;
         if (best !== -1 && next >= best) continue;
         const admissible = position < a
-          ? s.seenF[next] === gen && s.distF[next] === position && marked[next] === gen
-          : s.seenB[next] === gen && s.distB[next] === total - position;
+          ? marked[next] === 1 && reachF[next] === position + 1
+          : reachB[next] === total - position + 1;
         if (admissible) best = next;
       }
     }

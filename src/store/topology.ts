@@ -3,24 +3,31 @@
 // bytes the JS operators read. JS owns all allocation; kernels only read.
 //
 // Layout (u32 words, offsets are word indexes; the kernels use byte address = word * 4):
-//   [0]                     HEAP_USED: words allocated so far (bump pointer, writer only)
+//   [0]                     HEAP_USED: words allocated so far (bump pointer, atomic)
 //   [1]                     SCRATCH_USED: words handed out as per-thread kernel scratch
 //   [CHUNK_TABLE ..+CHUNKS) directory chunk table: word offset of the directory chunk for
 //                           nodes k * CHUNK_NODES .. (k+1) * CHUNK_NODES - 1, 0 = none yet
 //   [HEAP_START ..)         heap: directory chunks and adjacency blocks, never freed
-// Directory entry (DIR_WORDS): [outOff, outLen, outCap, inOff, inLen, inCap]
+// Directory entry (DIR_WORDS): [outBlock, outLength, inBlock, inLength]; block 0 = none yet
+// Block: [capacity] then `capacity` entries, then one sentinel entry that is never visible;
+// a block's offset names its first entry.
 // Adjacency entry (ADJ_WORDS): [edge, neighbor, label, created, deleted], in edge ID order.
 //
-// Concurrency (one writer, many readers): nothing a reader can reach is overwritten except
-// the `deleted` word of an entry (one aligned u32) and the lengths. A full block is copied
-// into a larger one and the new offset published before the new length; readers load the
-// length first, so either block is valid for the length they read. Entries of a rolled-back
-// batch are cut off by lowering the length again: their `created` is an epoch no reader holds.
+// Concurrency (one writer, many readers), without atomics or fences on the read path. A
+// reader reads a length, then the block offset. The writer fills a new block before it
+// publishes its offset, and writes an entry before it raises the length. A full block is
+// copied into a larger one and left as it is, so an old offset still names a valid block;
+// a reader that pairs a new length with the old offset reads at most one entry past the
+// old block's end, which is that block's sentinel (created = never). Besides lengths only
+// the `deleted` word of an entry is ever overwritten (one aligned u32). Entries of a
+// rolled-back batch are cut off by lowering the length again: their `created` is an epoch
+// no reader holds.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
+import { instantiateKernels, type TraversalKernels } from './kernels.js';
 
-export const DIR_WORDS = 6;
-export const DIR_OUT = 0, DIR_IN = 3; // + 0 offset, + 1 length, + 2 capacity
+export const DIR_WORDS = 4;
+export const DIR_OUT = 0, DIR_IN = 2; // + 0 block offset, + 1 length
 export const ADJ_WORDS = 5;
 export const A_EDGE = 0, A_NEIGHBOR = 1, A_LABEL = 2, A_CREATED = 3, A_DELETED = 4;
 
@@ -34,6 +41,8 @@ const HEAP_START = 8192;
 const PAGE_BYTES = 65536;
 const PAGES_MAX = 65536;
 const ADJ_BLOCK_MIN = 4;
+/** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
+const NEVER = 0xffffffff;
 
 /** The direction word of a directory entry: DIR_OUT or DIR_IN. */
 export type DirWord = typeof DIR_OUT | typeof DIR_IN;
@@ -42,6 +51,10 @@ export class Topology {
   readonly memory: WebAssembly.Memory;
   /** Refreshed when the memory grew (views over WebAssembly memory do not track growth). */
   words: Uint32Array;
+  private kernelInstance: TraversalKernels | null = null;
+  /** This thread's kernel scratch: word offset and size (see scratch()). */
+  private scratchAt = 0;
+  private scratchWords = 0;
 
   private constructor(memory: WebAssembly.Memory) {
     this.memory = memory;
@@ -89,23 +102,42 @@ export class Topology {
 
   /** Word offset of node `node`'s directory entry (the node must have been added). */
   dir(node: number): number {
-    let words = this.words;
-    const chunk = words[CHUNK_TABLE + (node >>> CHUNK_SHIFT)]!;
+    const chunk = this.words[CHUNK_TABLE + (node >>> CHUNK_SHIFT)]!;
     const at = chunk + (node & (CHUNK_NODES - 1)) * DIR_WORDS;
-    if (at + DIR_WORDS > words.length) words = this.cover(at + DIR_WORDS);
+    if (at + DIR_WORDS > this.words.length) this.cover(at + DIR_WORDS);
     return at;
   }
 
-  /** Entries in a node's block; load it BEFORE the offset (see the header). */
+  /** Entries in a node's block. Read it before the block offset (see the header). */
   length(dir: number, which: DirWord): number {
-    return Atomics.load(this.words, dir + which + 1);
+    return this.words[dir + which + 1]!;
   }
 
-  /** Word offset of a node's block, with `words` made to cover `length` entries of it. */
-  offset(dir: number, which: DirWord, length: number): number {
-    const off = this.words[dir + which]!;
-    if (off + length * ADJ_WORDS > this.words.length) this.cover(off + length * ADJ_WORDS);
-    return off;
+  /** Word offset of a node's first entry, with `words` made to cover `length` entries. */
+  entries(dir: number, which: DirWord, length: number): number {
+    const block = this.words[dir + which]!;
+    if (block + (length + 1) * ADJ_WORDS > this.words.length) this.cover(block + (length + 1) * ADJ_WORDS);
+    return block;
+  }
+
+  /** The kernels, instantiated over this memory for this thread on first use. */
+  kernels(): TraversalKernels {
+    if (this.kernelInstance === null) this.kernelInstance = instantiateKernels(this.memory);
+    return this.kernelInstance;
+  }
+
+  /**
+   * A region of at least `wordCount` words for this thread's kernel scratch (word offset),
+   * zeroed when first handed out. A larger request replaces the region (the old one is
+   * not reused: it is at most half of the new one).
+   */
+  scratch(wordCount: number): number {
+    if (wordCount > this.scratchWords) {
+      const size = Math.max(wordCount, this.scratchWords * 2);
+      this.scratchAt = this.allocateScratch(size);
+      this.scratchWords = size;
+    }
+    return this.scratchAt;
   }
 
   // ------------------------------------------------------------ writer
@@ -149,51 +181,52 @@ export class Topology {
 
   /** Append an entry to a node's block (edges arrive in ascending ID order). */
   append(node: number, which: DirWord, edge: number, neighbor: number, label: number, created: number): void {
-    const dir = this.dir(node) + which;
+    const slot = this.dir(node) + which;
     let words = this.words;
-    let off = words[dir]!;
-    const len = words[dir + 1]!;
-    const cap = words[dir + 2]!;
+    let block = words[slot]!;
+    const len = words[slot + 1]!;
+    const cap = block === 0 ? 0 : words[block - 1]!;
     if (len === cap) {
       const newCap = Math.max(ADJ_BLOCK_MIN, cap * 2);
-      const newOff = this.allocate(newCap * ADJ_WORDS);
+      const moved = this.allocate(1 + (newCap + 1) * ADJ_WORDS) + 1;
       words = this.words;
-      words.copyWithin(newOff, off, off + len * ADJ_WORDS);
-      // Readers load the length first, so the old block stays valid for the old length.
-      Atomics.store(words, dir, newOff);
-      words[dir + 2] = newCap;
-      off = newOff;
+      words[moved - 1] = newCap;
+      if (len > 0) words.copyWithin(moved, block, block + len * ADJ_WORDS);
+      words[moved + newCap * ADJ_WORDS + A_CREATED] = NEVER;
+      // Published once the block is whole; the old block stays valid for its readers.
+      Atomics.store(words, slot, moved);
+      block = moved;
     }
-    const p = off + len * ADJ_WORDS;
+    const p = block + len * ADJ_WORDS;
     words[p + A_EDGE] = edge;
     words[p + A_NEIGHBOR] = neighbor;
     words[p + A_LABEL] = label;
     words[p + A_DELETED] = 0;
     words[p + A_CREATED] = created;
-    Atomics.store(words, dir + 1, len + 1);
+    Atomics.store(words, slot + 1, len + 1);
   }
 
   /** Roll back the newest append of a node's block. */
   unappend(node: number, which: DirWord, edge: number): void {
-    const dir = this.dir(node) + which;
-    const len = this.words[dir + 1]!;
-    if (len === 0 || this.words[this.words[dir]! + (len - 1) * ADJ_WORDS + A_EDGE] !== edge) {
+    const slot = this.dir(node) + which;
+    const block = this.words[slot]!, len = this.words[slot + 1]!;
+    if (len === 0 || this.words[block + (len - 1) * ADJ_WORDS + A_EDGE] !== edge) {
       throw new SvcError('internal_error', `internal error: rollback of edge ${edge} is not the newest adjacency entry`);
     }
-    Atomics.store(this.words, dir + 1, len - 1);
+    Atomics.store(this.words, slot + 1, len - 1);
   }
 
   /** Set the deleted epoch (0 = live again, for rollback) of edge `edge` in a node's block. */
   markDeleted(node: number, which: DirWord, edge: number, deleted: number): void {
-    const dir = this.dir(node) + which;
     const words = this.words;
-    const off = words[dir]!;
-    let lo = 0, hi = words[dir + 1]! - 1;
+    const slot = this.dir(node) + which;
+    const block = words[slot]!;
+    let lo = 0, hi = words[slot + 1]! - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const e = words[off + mid * ADJ_WORDS + A_EDGE]!;
+      const e = words[block + mid * ADJ_WORDS + A_EDGE]!;
       if (e === edge) {
-        words[off + mid * ADJ_WORDS + A_DELETED] = deleted;
+        words[block + mid * ADJ_WORDS + A_DELETED] = deleted;
         return;
       }
       if (e < edge) lo = mid + 1;
@@ -203,11 +236,11 @@ export class Topology {
   }
 
   /**
-   * `wordCount` words of kernel scratch for one thread, zeroed. Scratch is taken from the
-   * top of the heap at the time of the call and is never reused by the writer, because the
-   * writer's next allocation starts after it (HEAP_USED is advanced atomically).
+   * `wordCount` words of kernel scratch for one thread, zeroed. Taken from the heap like a
+   * block (HEAP_USED is advanced atomically, so any thread may call this); a snapshot
+   * carries it along as unused words.
    */
-  allocateScratch(wordCount: number): number {
+  private allocateScratch(wordCount: number): number {
     const at = Atomics.add(this.words, T_HEAP_USED, wordCount);
     const end = at + wordCount;
     if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
