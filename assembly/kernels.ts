@@ -26,11 +26,11 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
  * blocks of nodes queue[from..to) in the directions of `dirs` (bit 0 out, bit 1 in) whose
  * neighbour has reach 0 gets reach `mark` and is appended at queue[to..). Returns the new
- * end of the queue, plus 2^31 when an appended node has a non-zero `other` reach.
+ * end of the queue; stops early, returning the end plus 2^31, after appending a node whose
+ * `other` reach is non-zero.
  */
 export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, reach: u32, other: u32, mark: u32): u32 {
   let end = to;
-  let met: u32 = 0;
   for (let i = from; i < to; i++) {
     const node = word(queue + i);
     const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
@@ -48,11 +48,12 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
         const next = word(p + A_NEIGHBOR);
         if (word(reach + next) != 0) continue;
         setWord(reach + next, mark);
-        if (word(other + next) != 0) met = 1;
         setWord(queue + end, next);
         end++;
+        // The sides met: the caller needs nothing more of this layer.
+        if (word(other + next) != 0) return end | (1 << 31);
       }
     }
   }
-  return end | (met << 31);
+  return end;
 }

@@ -6,14 +6,14 @@
 // source (the queue order of a layer is the lexicographic order of the tree paths). So any
 // search that finds (1) the distance D and (2) that smallest path gives the same answer:
 //
-//   1. Bidirectional BFS by whole layers, always growing the side with the smaller
-//      frontier. Forward layers 0..a from the source and backward layers 0..b from the
-//      target, a + b = D when they first meet.
-//   2. Mark the forward nodes that lie on some shortest path: layer a = those the backward
-//      search reached at distance b; layer i < a = those with an edge into a marked node of
-//      layer i + 1.
-//   3. Walk from the source, each step taking the smallest-ID neighbour that is marked
-//      (positions < a) or has backward distance D - position (positions >= a).
+//   1. Bidirectional BFS by layers, always growing the side with the smaller frontier,
+//      until a new node of one side was reached by the other: then D = a + b + 1 for the
+//      complete forward layers 0..a and backward layers 0..b.
+//   2. Find which forward nodes lie on a shortest path (a node of layer a: an edge to a node
+//      at backward distance b; of layer i < a: an edge to such a node of layer i + 1), by a
+//      depth-first search from the source that tries successors in ascending ID order.
+//   3. Walk from the source, each step taking the smallest-ID neighbour that is on a
+//      shortest path (positions <= a) or has backward distance D - position (positions > a).
 //
 // The differential tests compare this with the reference interpreter's one-sided BFS.
 import { queryError } from '../protocol/errors.js';
@@ -100,12 +100,13 @@ const MET = 0x80000000;
 
 /**
  * One BFS layer in JS: the unreached visible neighbours of queue[from..to) get reach
- * `mark` and are appended to the queue. Returns the new end, | MET if the sides met.
+ * `mark` and are appended to the queue. Returns the new end; stops at the first appended
+ * node the other side reached, returning end | MET.
  */
 function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number): number {
   const queue = forward ? s.queueF : s.queueB;
   const reach = forward ? s.reachF : s.reachB, other = forward ? s.reachB : s.reachF;
-  let end = to, met = 0;
+  let end = to;
   for (let i = from; i < to; i++) {
     const dir = topo.dir(queue[i]!);
     for (const w of words) {
@@ -118,12 +119,12 @@ function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to
         const next = adj[p + A_NEIGHBOR]!;
         if (reach[next] !== 0) continue;
         reach[next] = mark;
-        if (other[next] !== 0) met = MET;
         queue[end++] = next;
+        if (other[next] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
       }
     }
   }
-  return (end | met) >>> 0;
+  return end;
 }
 
 /** The same layer on the WebAssembly kernel (assembly/kernels.ts). */
@@ -133,6 +134,64 @@ function expandKernel(topo: Topology, s: Scratch, forward: boolean, from: number
   const queue = forward ? s.at.queueF : s.at.queueB;
   const reach = forward ? s.at.reachF : s.at.reachB, other = forward ? s.at.reachB : s.at.reachF;
   return topo.kernels().expandLayer(queue, from, to, dirs, label, at, reach, other, mark) >>> 0;
+}
+
+const GOOD = 1, BAD = 2;
+
+/**
+ * Settle marked[v] (GOOD: v reaches a node at backward distance b in a - position(v) + 1
+ * forward steps through forward layers; BAD: it does not) for the source and, depth first,
+ * for successors in ascending ID order until one is GOOD. Iterative: positions go up to a.
+ */
+function markGood(topo: Topology, s: Scratch, source: number, a: number, b: number, fwd: readonly DirWord[], label: number, at: number): void {
+  const { reachF, reachB, marked } = s;
+  const nodes = [source], positions = [0], candidates: (number[] | null)[] = [null], next = [0];
+  while (nodes.length > 0) {
+    const top = nodes.length - 1;
+    const node = nodes[top]!, position = positions[top]!;
+    let list = candidates[top]!;
+    if (list === null) {
+      // First visit: the successors that could continue a shortest path.
+      list = [];
+      let good = false;
+      const dir = topo.dir(node);
+      for (const w of fwd) {
+        const len = topo.length(dir, w), off = topo.entries(dir, w, len);
+        const adj = topo.words;
+        for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+          const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
+          if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
+          if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+          const successor = adj[p + A_NEIGHBOR]!;
+          if (position === a) {
+            if (reachB[successor] === b + 1) { good = true; break; }
+          } else if (reachF[successor] === position + 2 && marked[successor] !== BAD) {
+            list.push(successor);
+          }
+        }
+        if (good) break;
+      }
+      if (position === a) {
+        marked[node] = good ? GOOD : BAD;
+        nodes.pop(); positions.pop(); candidates.pop(); next.pop();
+        continue;
+      }
+      list.sort((x, y) => x - y);
+      candidates[top] = list;
+    }
+    let i = next[top]!;
+    while (i < list.length && marked[list[i]!] === BAD) i++;
+    next[top] = i;
+    if (i < list.length && marked[list[i]!] === GOOD) {
+      marked[node] = GOOD;
+    } else if (i < list.length) {
+      nodes.push(list[i]!); positions.push(position + 1); candidates.push(null); next.push(0);
+      continue;
+    } else {
+      marked[node] = BAD;
+    }
+    nodes.pop(); positions.pop(); candidates.pop(); next.pop();
+  }
 }
 
 /** The node IDs of the path the protocol's BFS finds, source first; [] when none. */
@@ -168,42 +227,24 @@ function search(q: PathSearch, s: Scratch): number[] {
     const end = useKernel
       ? expandKernel(topo, s, forward, from, to, words, label, at, depth + 2)
       : expandJs(topo, s, forward, from, to, words, label, at, depth + 2);
-    met = (end & MET) !== 0;
     if (forward) s.endF = end & ~MET; else s.endB = end & ~MET;
     if (s.endF + s.endB > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
-    layers.push(end & ~MET);
+    // The expansion stops at the first node the other side reached: that layer stays
+    // partial and unused; layers 0..a and 0..b are complete.
+    met = (end & MET) !== 0;
+    if (met) break;
+    layers.push(end);
     if (forward) a++; else b++;
-    if ((end & ~MET) === to) return []; // this side is exhausted: the other cannot be reached
+    if (end === to) return []; // this side is exhausted: the other cannot be reached
   }
   if (!met) return [];
-  const total = a + b;
+  const total = a + b + 1;
   const queueF = s.queueF;
 
-  // 2. Marks on forward layers 1..a-1 (layer a: backward distance b, checked directly).
-  // A layer-i node is marked when one of its forward neighbours is admissible at i + 1.
-  // Scanning forward from the layer (not backward from the marks) costs at most what the
-  // search already spent there, whatever the in-degree of the marked nodes.
-  for (let layer = a - 1; layer >= 1; layer--) {
-    for (let i = layerF[layer]!; i < layerF[layer + 1]!; i++) {
-      const node = queueF[i]!;
-      const dir = topo.dir(node);
-      scan: for (const w of fwd) {
-        const len = topo.length(dir, w), off = topo.entries(dir, w, len);
-        const adj = topo.words;
-        for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-          const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-          if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-          if (label >= 0 && adj[p + A_LABEL] !== label) continue;
-          const next = adj[p + A_NEIGHBOR]!;
-          const admissible = layer + 1 < a ? marked[next] === 1 && reachF[next] === layer + 2 : reachB[next] === b + 1;
-          if (admissible) {
-            marked[node] = 1;
-            break scan;
-          }
-        }
-      }
-    }
-  }
+  // 2. Which forward nodes lead on to the target: a depth-first search from the source that
+  // tries successors in ascending ID order and remembers every verdict, so it settles the
+  // smallest good successor of each node on the answer and rarely much more.
+  if (a > 0) markGood(topo, s, source, a, b, fwd, label, at);
 
   // 3. The smallest-ID admissible neighbour at every step.
   const path = [source];
@@ -220,8 +261,8 @@ function search(q: PathSearch, s: Scratch): number[] {
         if (label >= 0 && adj[p + A_LABEL] !== label) continue;
         const next = adj[p + A_NEIGHBOR]!;
         if (best !== -1 && next >= best) continue;
-        const admissible = position < a
-          ? marked[next] === 1 && reachF[next] === position + 1
+        const admissible = position <= a
+          ? marked[next] === GOOD && reachF[next] === position + 1
           : reachB[next] === total - position + 1;
         if (admissible) best = next;
       }
