@@ -22,14 +22,20 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
   store<u32>(<usize>index << 2, value);
 }
 
+// Node state of src/exec/shortest-path.ts: STATE_WORDS words per node, [0] forward reach,
+// [1] backward reach.
+const STATE_SHIFT: u32 = 2;
+
 /**
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
  * blocks of nodes queue[from..to) in the directions of `dirs` (bit 0 out, bit 1 in) whose
- * neighbour has reach 0 gets reach `mark` and is appended at queue[to..). Returns the new
- * end of the queue; stops early, returning the end plus 2^31, after appending a node whose
- * `other` reach is non-zero.
+ * neighbour's reach word `side` (0 forward, 1 backward) is 0 gets reach `mark` and is
+ * appended at queue[to..). Returns the new end of the queue; stops early, returning the end
+ * plus 2^31, after appending a node the other side reached.
  */
-export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, reach: u32, other: u32, mark: u32): u32 {
+export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, state: u32, side: u32, mark: u32): u32 {
+  const reach = state + side;
+  const other = state + (side ^ 1);
   let end = to;
   for (let i = from; i < to; i++) {
     const node = word(queue + i);
@@ -46,12 +52,13 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
         if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
         if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
         const next = word(p + A_NEIGHBOR);
-        if (word(reach + next) != 0) continue;
-        setWord(reach + next, mark);
+        const slot = next << STATE_SHIFT;
+        if (word(reach + slot) != 0) continue;
+        setWord(reach + slot, mark);
         setWord(queue + end, next);
         end++;
         // The sides met: the caller needs nothing more of this layer.
-        if (word(other + next) != 0) return end | (1 << 31);
+        if (word(other + slot) != 0) return end | (1 << 31);
       }
     }
   }

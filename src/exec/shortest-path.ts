@@ -44,42 +44,46 @@ export function setTraversalKernel(kernel: boolean): void {
 
 /**
  * Per-thread scratch of one store, in its topology memory so the kernel can use it.
- * `reachF[n]` / `reachB[n]` = distance + 1 from the source / target (0 = not reached);
- * queues hold each side's nodes in BFS order, so one search resets exactly what it
- * visited and costs what it visits, not what the graph holds.
+ * `state` holds STATE_WORDS words per node, side by side so one cache line serves a node:
+ * [REACH_F] / [REACH_B] = distance + 1 from the source / target (0 = not reached), [MARK] =
+ * GOOD / BAD (markGood). Queues hold each side's nodes in BFS order, so one search resets
+ * exactly what it visited and costs what it visits, not what the graph holds.
  */
 class Scratch {
   readonly capacity: number;
   /** Word offsets in the topology memory (for the kernel) ... */
-  readonly at: { reachF: number; reachB: number; queueF: number; queueB: number };
+  readonly at: { state: number; queueF: number; queueB: number };
   /** ... and views of the same words (for JS). */
-  readonly reachF: Uint32Array;
-  readonly reachB: Uint32Array;
+  readonly state: Uint32Array;
   readonly queueF: Uint32Array;
   readonly queueB: Uint32Array;
-  readonly marked: Uint32Array;
   endF = 0;
   endB = 0;
 
   constructor(topo: Topology, capacity: number) {
     this.capacity = capacity;
-    const base = topo.scratch(5 * capacity);
-    const view = (i: number) => new Uint32Array(topo.memory.buffer, (base + i * capacity) * 4, capacity);
-    this.at = { reachF: base, reachB: base + capacity, queueF: base + 2 * capacity, queueB: base + 3 * capacity };
-    this.reachF = view(0); this.reachB = view(1); this.queueF = view(2); this.queueB = view(3); this.marked = view(4);
+    const base = topo.scratch((STATE_WORDS + 2) * capacity);
+    const view = (at: number, words: number) => new Uint32Array(topo.memory.buffer, at * 4, words);
+    this.at = { state: base, queueF: base + STATE_WORDS * capacity, queueB: base + (STATE_WORDS + 1) * capacity };
+    this.state = view(this.at.state, STATE_WORDS * capacity);
+    this.queueF = view(this.at.queueF, capacity);
+    this.queueB = view(this.at.queueB, capacity);
   }
 
   /** Forget the search: reset what the queues name. */
   reset(): void {
+    const state = this.state;
     for (let i = 0; i < this.endF; i++) {
-      const n = this.queueF[i]!;
-      this.reachF[n] = 0;
-      this.marked[n] = 0;
+      const n = this.queueF[i]! * STATE_WORDS;
+      state[n + REACH_F] = 0;
+      state[n + MARK] = 0;
     }
-    for (let i = 0; i < this.endB; i++) this.reachB[this.queueB[i]!] = 0;
+    for (let i = 0; i < this.endB; i++) state[this.queueB[i]! * STATE_WORDS + REACH_B] = 0;
     this.endF = this.endB = 0;
   }
 }
+
+const STATE_WORDS = 4, REACH_F = 0, REACH_B = 1, MARK = 2;
 
 const scratches = new WeakMap<Topology, Scratch>();
 
@@ -104,8 +108,8 @@ const MET = 0x80000000;
  * node the other side reached, returning end | MET.
  */
 function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number): number {
-  const queue = forward ? s.queueF : s.queueB;
-  const reach = forward ? s.reachF : s.reachB, other = forward ? s.reachB : s.reachF;
+  const queue = forward ? s.queueF : s.queueB, state = s.state;
+  const reach = forward ? REACH_F : REACH_B, other = forward ? REACH_B : REACH_F;
   let end = to;
   for (let i = from; i < to; i++) {
     const dir = topo.dir(queue[i]!);
@@ -117,10 +121,11 @@ function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to
         if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
         if (label >= 0 && adj[p + A_LABEL] !== label) continue;
         const next = adj[p + A_NEIGHBOR]!;
-        if (reach[next] !== 0) continue;
-        reach[next] = mark;
+        const slot = next * STATE_WORDS;
+        if (state[slot + reach] !== 0) continue;
+        state[slot + reach] = mark;
         queue[end++] = next;
-        if (other[next] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
+        if (state[slot + other] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
       }
     }
   }
@@ -132,8 +137,7 @@ function expandKernel(topo: Topology, s: Scratch, forward: boolean, from: number
   let dirs = 0;
   for (const w of words) dirs |= w === DIR_OUT ? 1 : 2;
   const queue = forward ? s.at.queueF : s.at.queueB;
-  const reach = forward ? s.at.reachF : s.at.reachB, other = forward ? s.at.reachB : s.at.reachF;
-  return topo.kernels().expandLayer(queue, from, to, dirs, label, at, reach, other, mark) >>> 0;
+  return topo.kernels().expandLayer(queue, from, to, dirs, label, at, s.at.state, forward ? REACH_F : REACH_B, mark) >>> 0;
 }
 
 const GOOD = 1, BAD = 2;
@@ -144,7 +148,7 @@ const GOOD = 1, BAD = 2;
  * for successors in ascending ID order until one is GOOD. Iterative: positions go up to a.
  */
 function markGood(topo: Topology, s: Scratch, source: number, a: number, b: number, fwd: readonly DirWord[], label: number, at: number): void {
-  const { reachF, reachB, marked } = s;
+  const state = s.state;
   const nodes = [source], positions = [0], candidates: (number[] | null)[] = [null], next = [0];
   while (nodes.length > 0) {
     const top = nodes.length - 1;
@@ -163,16 +167,17 @@ function markGood(topo: Topology, s: Scratch, source: number, a: number, b: numb
           if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
           if (label >= 0 && adj[p + A_LABEL] !== label) continue;
           const successor = adj[p + A_NEIGHBOR]!;
+          const slot = successor * STATE_WORDS;
           if (position === a) {
-            if (reachB[successor] === b + 1) { good = true; break; }
-          } else if (reachF[successor] === position + 2 && marked[successor] !== BAD) {
+            if (state[slot + REACH_B] === b + 1) { good = true; break; }
+          } else if (state[slot + REACH_F] === position + 2 && state[slot + MARK] !== BAD) {
             list.push(successor);
           }
         }
         if (good) break;
       }
       if (position === a) {
-        marked[node] = good ? GOOD : BAD;
+        state[node * STATE_WORDS + MARK] = good ? GOOD : BAD;
         nodes.pop(); positions.pop(); candidates.pop(); next.pop();
         continue;
       }
@@ -180,15 +185,15 @@ function markGood(topo: Topology, s: Scratch, source: number, a: number, b: numb
       candidates[top] = list;
     }
     let i = next[top]!;
-    while (i < list.length && marked[list[i]!] === BAD) i++;
+    while (i < list.length && state[list[i]! * STATE_WORDS + MARK] === BAD) i++;
     next[top] = i;
-    if (i < list.length && marked[list[i]!] === GOOD) {
-      marked[node] = GOOD;
+    if (i < list.length && state[list[i]! * STATE_WORDS + MARK] === GOOD) {
+      state[node * STATE_WORDS + MARK] = GOOD;
     } else if (i < list.length) {
       nodes.push(list[i]!); positions.push(position + 1); candidates.push(null); next.push(0);
       continue;
     } else {
-      marked[node] = BAD;
+      state[node * STATE_WORDS + MARK] = BAD;
     }
     nodes.pop(); positions.pop(); candidates.pop(); next.pop();
   }
@@ -209,11 +214,11 @@ function search(q: PathSearch, s: Scratch): number[] {
   const { store, at, source, target, label } = q;
   const topo = store.topology;
   const fwd = forwardWords(q.direction), bwd = backwardWords(q.direction);
-  const reachF = s.reachF, reachB = s.reachB, marked = s.marked;
+  const state = s.state;
 
   // 1. Queues hold whole layers back to back; layerF[i] = start of forward layer i.
-  s.queueF[0] = source; s.endF = 1; reachF[source] = 1;
-  s.queueB[0] = target; s.endB = 1; reachB[target] = 1;
+  s.queueF[0] = source; s.endF = 1; state[source * STATE_WORDS + REACH_F] = 1;
+  s.queueB[0] = target; s.endB = 1; state[target * STATE_WORDS + REACH_B] = 1;
   const layerF = [0, 1], layerB = [0, 1];
   let a = 0, b = 0, met = false;
   while (!met && a + b < q.maxDepth) {
@@ -261,9 +266,10 @@ function search(q: PathSearch, s: Scratch): number[] {
         if (label >= 0 && adj[p + A_LABEL] !== label) continue;
         const next = adj[p + A_NEIGHBOR]!;
         if (best !== -1 && next >= best) continue;
+        const slot = next * STATE_WORDS;
         const admissible = position <= a
-          ? marked[next] === GOOD && reachF[next] === position + 1
-          : reachB[next] === total - position + 1;
+          ? state[slot + MARK] === GOOD && state[slot + REACH_F] === position + 1
+          : state[slot + REACH_B] === total - position + 1;
         if (admissible) best = next;
       }
     }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { SvcError } from '../protocol/errors.js';
 
 export interface TraversalKernels {
-  expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, reach: number, other: number, mark: number): number;
+  expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, side: number, mark: number): number;
 }
 
 let compiled: WebAssembly.Module | null = null;
