@@ -13,7 +13,7 @@ import { setTraversalKernel } from '../src/exec/shortest-path.js';
 import { ReferenceDb } from './reference/interpreter.js';
 import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
 import {
-  extraArb, faultArb, graphArb, probeBody, readArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
+  extraArb, faultArb, graphArb, probeBody, readArb, repeatCaseArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
 } from './differential/arbitraries.js';
 
 const replay: fc.Parameters<unknown> = process.env.DIFF_SEED === undefined ? {}
@@ -61,7 +61,7 @@ async function check<T>(arb: fc.Arbitrary<T>, numRuns: number, run: (value: T) =
   await fc.assert(fc.asyncProperty(arb, run), { numRuns, ...replay } as fc.Parameters<[T]>);
 }
 
-// numRuns add up to 6,300 cases per run (about 15-25 s on two cores when everything agrees).
+// numRuns add up to 6,700 cases per run (about 15-25 s on two cores when everything agrees).
 describe('engine vs reference interpreter', () => {
   it('random graphs load identically', { timeout: 120_000 }, async () => {
     await check(graphArb, 200, (g) => differential(withGraph(g, probeBody)));
@@ -94,6 +94,10 @@ describe('engine vs reference interpreter', () => {
     } finally {
       setTraversalKernel(true);
     }
+  });
+
+  it('multi-hop repeats of one navigation step under dedup, count or nothing, every emit mode', { timeout: 120_000 }, async () => {
+    await check(repeatCaseArb, 400, (bodies) => differential(bodies));
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {

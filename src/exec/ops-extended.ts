@@ -1,7 +1,7 @@
 // Operations of the complete catalog beyond the engine foundation: branching and
 // repetition (operations.md §10), fold/path/sack (§11), variables and bindings (§8),
 // grouping and aggregation (§12.8-§12.12) and shortest path (§3.8).
-import type { Op, SubTraversal } from '../protocol/ast.js';
+import type { Op, RepeatConfig, SubTraversal } from '../protocol/ast.js';
 import { queryError, SvcError } from '../protocol/errors.js';
 import { DateTime, F32, StringArray, tagOf, type Value } from '../protocol/value.js';
 import { compareKeys, renderValue } from '../protocol/json.js';
@@ -9,9 +9,11 @@ import { limits } from '../limits.js';
 import { addI64, evalPredicate, resolveProperty, type ExecCtx } from './context.js';
 import { renderValueKey } from './render.js';
 import {
-  emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
+  emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, scalarItems, type RowExtra, type Stream,
 } from './rows.js';
-import { checkDeadline, resolveRef } from './ops.js';
+import { checkDeadline, neighbors, resolveRef } from './ops.js';
+import { ElementMarks } from './marks.js';
+import type { Direction } from '../store/store.js';
 import { shortestPathJs } from './shortest-path.js';
 
 export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
@@ -148,6 +150,78 @@ function aggregate(ctx: ExecCtx, op: Extract<Op, { op: 'aggregate_by' }>, input:
   return { kind: 'scalars', items: [new Map<string, Value>([[name, result]])] };
 }
 
+// ---------------------------------------------------------------- repeat
+
+/**
+ * repeat (operations.md §10.1) over `input`. With `dedupLevels` (only for a repeat whose
+ * result goes straight into dedup) a navigation-only repeat keeps the first occurrence of
+ * each node per level: a later duplicate on a level would only add copies of what the
+ * first one adds, later, so the enclosing dedup returns the same rows in the same order,
+ * and k hops cost the distinct nodes per level instead of the number of walks.
+ */
+export function evalRepeat(ctx: ExecCtx, op: Extract<Op, { op: 'repeat' }>, input: RowSet, evalOp: EvalOp, dedupLevels: boolean): RowSet {
+  const c = op.config;
+  const cap = BigInt(limits.repeatIterationsMax) + 1n; // one past the limit, so running into it raises
+  const maxDepth = Number(c.max_depth > cap ? cap : c.max_depth);
+  const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > cap ? cap : c.times), maxDepth);
+  const step = navigationStep(ctx, c, input);
+  let frontier = input;
+  const emitted = new RowSet();
+  for (let i = 0; i < iterations; i++) {
+    if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
+    checkDeadline(ctx);
+    if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
+    const next = step !== null ? navigateRows(ctx, step, frontier, dedupLevels) : body(ctx, evalOp, c.traversal, frontier, 'repeat');
+    if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
+    if (c.emit === 'after' && c.emit_predicate !== null) {
+      for (let r = 0; r < next.length; r++) {
+        if (evalPredicate(ctx, c.emit_predicate, next.el[r]!, next.extraAt(r))) emitted.pushFrom(next, r);
+      }
+    }
+    let stop = false;
+    if (c.until !== null) {
+      for (let r = 0; r < next.length && !stop; r++) stop = evalPredicate(ctx, c.until, next.el[r]!, next.extraAt(r));
+    }
+    frontier = next;
+    if (frontier.length === 0 || stop) break;
+  }
+  return c.emit === 'none' ? frontier : emitted;
+}
+
+interface NavigationStep { dirs: readonly Direction[]; label: number }
+
+/**
+ * The body as one out/in/both step from the context, when the rows are plain node rows
+ * (no bindings, path or sack): then each row maps to its sorted distinct neighbours and
+ * nothing else, so the step runs on element keys without building row extras.
+ */
+function navigationStep(ctx: ExecCtx, c: RepeatConfig, input: RowSet): NavigationStep | null {
+  const root = c.traversal.root;
+  if ((root.op !== 'out' && root.op !== 'in' && root.op !== 'both') || root.input.op !== 'context') return null;
+  if (input.extra !== null || ctx.trackPath || c.until !== null || c.emit_predicate !== null) return null;
+  for (let i = 0; i < input.length; i++) if (input.el[i] === NO_ELEMENT || isEdgeKey(input.el[i]!)) return null;
+  const dirs: readonly Direction[] = root.op === 'out' ? ['out'] : root.op === 'in' ? ['in'] : ['out', 'in'];
+  // An unknown label matches no edge: -2 is no label ID (-1 would mean any label).
+  const label = root.label === null ? -1 : ctx.store.names.idOf(root.label);
+  return { dirs, label: root.label !== null && label < 0 ? -2 : label };
+}
+
+const levelMarks = new ElementMarks();
+
+function navigateRows(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  const out: number[] = [];
+  const seen = dedupLevel ? levelMarks.begin(ctx) : null;
+  if (step.label !== -2) {
+    for (let i = 0; i < rows.length; i++) {
+      for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
+        if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+      }
+      if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+    }
+  }
+  return new RowSet(out);
+}
+
 // ---------------------------------------------------------------- shortest path
 
 function endpoint(ctx: ExecCtx, ref: Parameters<typeof resolveRef>[1], what: string): number | null {
@@ -229,33 +303,8 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       append(out, body(ctx, evalOp, op.else_traversal, failing, 'choose'));
       return rowsOf(out);
     }
-    case 'repeat': {
-      const c = op.config;
-      const cap = BigInt(limits.repeatIterationsMax) + 1n; // one past the limit, so running into it raises
-      const maxDepth = Number(c.max_depth > cap ? cap : c.max_depth);
-      const iterations = c.times === null ? maxDepth : Math.min(Number(c.times > cap ? cap : c.times), maxDepth);
-      let frontier = needRows(input(), 'repeat');
-      const emitted = new RowSet();
-      for (let i = 0; i < iterations; i++) {
-        if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
-        checkDeadline(ctx);
-        if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
-        const next = body(ctx, evalOp, c.traversal, frontier, 'repeat');
-        if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
-        if (c.emit === 'after' && c.emit_predicate !== null) {
-          for (let r = 0; r < next.length; r++) {
-            if (evalPredicate(ctx, c.emit_predicate, next.el[r]!, next.extraAt(r))) emitted.pushFrom(next, r);
-          }
-        }
-        let stop = false;
-        if (c.until !== null) {
-          for (let r = 0; r < next.length && !stop; r++) stop = evalPredicate(ctx, c.until, next.el[r]!, next.extraAt(r));
-        }
-        frontier = next;
-        if (frontier.length === 0 || stop) break;
-      }
-      return rowsOf(c.emit === 'none' ? frontier : emitted);
-    }
+    case 'repeat':
+      return rowsOf(evalRepeat(ctx, op, needRows(input(), 'repeat'), evalOp, false));
     case 'fold': return { kind: 'fold', rows: needRows(input(), 'fold') };
     case 'unfold': {
       const s = input();

@@ -15,7 +15,7 @@ import {
   type RowExtra, type Stream,
 } from './rows.js';
 import { renderValueKey } from './render.js';
-import { evalExtendedOp, isExtendedOp } from './ops-extended.js';
+import { evalExtendedOp, evalRepeat, isExtendedOp } from './ops-extended.js';
 import { ElementMarks } from './marks.js';
 
 const elementMarks = new ElementMarks();
@@ -622,8 +622,14 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
       const rows = needRows(evalOp(ctx, op.input, context), 'where');
       return rowsOf(filterRows(rows, (el, extra) => evalPredicate(ctx, op.predicate, el, extra)));
     }
-    case 'dedup':
+    case 'dedup': {
+      const source = op.input;
+      if (source.op === 'repeat') {
+        // Each level of the repeat may drop its own duplicates (see evalRepeat).
+        return dedup(ctx, rowsOf(evalRepeat(ctx, source, needRows(evalOp(ctx, source.input, context), 'repeat'), evalOp, true)));
+      }
       return dedup(ctx, evalOp(ctx, op.input, context));
+    }
     case 'limit': {
       const n = boundValue(ctx, op.count, 'limit count');
       return window(evalOp(ctx, op.input, context), 0, n);

@@ -620,17 +620,33 @@ export const faultArb: fc.Arbitrary<string> = fc.tuple(
   return jsonText(request(kind, entries, returns, params));
 });
 
-// ------------------------------------------------------------------ shortest paths
+// ------------------------------------------------------------------ dense graphs: paths and repeats
 
 /**
- * shortest_path on denser graphs than graphArb (up to 40 nodes, 160 edges, so many
- * equal-length paths compete for the tie-break), after a write that drops some edges and
- * nodes (so deleted adjacency entries are skipped), then 8 searches in one read batch.
- * Returns [graph write, drop write, read].
+ * A denser graph than graphArb (up to 40 nodes, 160 edges, labels X and Y, no properties),
+ * so many equal-length paths and repeated walks compete, followed by a write that drops some
+ * edges and nodes (so deleted adjacency entries are skipped). Yields [n, graph write, drop write].
  */
-export const shortestPathCaseArb: fc.Arbitrary<string[]> = fc.integer({ min: 2, max: 40 }).chain((n) => {
+const denseGraphArb: fc.Arbitrary<[number, string, string]> = fc.integer({ min: 2, max: 40 }).chain((n) => {
   const edge = fc.tuple(fc.integer({ min: 0, max: n - 1 }), fc.integer({ min: 0, max: n - 1 }), fc.constantFrom('X', 'Y'));
   const edges = fc.integer({ min: 0, max: Math.min(160, 4 * n) }).chain((m) => fc.array(edge, { minLength: m, maxLength: m }));
+  return edges.chain((es) =>
+    fc.tuple(fc.subarray(es.map((_, i) => i), { maxLength: Math.min(12, es.length) }), fc.subarray([...Array(n).keys()], { maxLength: 2 }))
+      .map(([droppedEdges, droppedNodes]): [number, string, string] => [
+        n,
+        jsonText(request('write', [
+          ...Array.from({ length: n }, (_, i) => entry(`n${i}`, op.addN('A', []))),
+          ...es.map(([from, to, label], i) => entry(`e${i}`, op.addE(op.nodes({ var: `n${from}` }), label, { var: `n${to}` }, []))),
+        ], [])),
+        jsonText(request('write', [
+          entry('de', { drop_edge_by_id: { edges: { ids: droppedEdges.map(BigInt) } } }),
+          ...droppedNodes.map((id, i) => entry(`dn${i}`, op.unary('drop', op.nodes({ ids: [BigInt(id)] })))),
+        ], [])),
+      ]));
+});
+
+/** shortest_path: 8 searches in one read batch on a dense graph. [graph, drops, read]. */
+export const shortestPathCaseArb: fc.Arbitrary<string[]> = denseGraphArb.chain(([n, graph, drops]) => {
   const search = fc.record({
     source: fc.integer({ min: 0, max: n - 1 }).map((i) => op.ids(i)),
     target: fc.integer({ min: 0, max: n - 1 }).map((i) => op.ids(i)),
@@ -638,18 +654,33 @@ export const shortestPathCaseArb: fc.Arbitrary<string[]> = fc.integer({ min: 2, 
     direction: fc.constantFrom('out', 'in', 'both'),
     max_depth: fc.integer({ min: 1, max: 8 }).map(BigInt),
   }).map((f) => ({ shortest_path: f }));
-  return fc.tuple(edges, fc.array(search, { minLength: 8, maxLength: 8 })).chain(([es, searches]) =>
-    fc.tuple(fc.subarray(es.map((_, i) => i), { maxLength: Math.min(12, es.length) }), fc.subarray([...Array(n).keys()], { maxLength: 2 }))
-      .map(([droppedEdges, droppedNodes]) => {
-        const graph = jsonText(request('write', [
-          ...Array.from({ length: n }, (_, i) => entry(`n${i}`, op.addN('A', []))),
-          ...es.map(([from, to, label], i) => entry(`e${i}`, op.addE(op.nodes({ var: `n${from}` }), label, { var: `n${to}` }, []))),
-        ], []));
-        const drops = jsonText(request('write', [
-          entry('de', { drop_edge_by_id: { edges: { ids: droppedEdges.map(BigInt) } } }),
-          ...droppedNodes.map((id, i) => entry(`dn${i}`, op.unary('drop', op.nodes({ ids: [BigInt(id)] })))),
-        ], []));
-        const read = jsonText(request('read', searches.map((s, i) => entry(`p${i}`, s)), searches.map((_, i) => `p${i}`)));
-        return [graph, drops, read];
-      }));
+  return fc.array(search, { minLength: 8, maxLength: 8 }).map((searches) =>
+    [graph, drops, jsonText(request('read', searches.map((s, i) => entry(`p${i}`, s)), searches.map((_, i) => `p${i}`)))]);
+});
+
+/**
+ * Multi-hop repeats of one navigation step on a dense graph, under dedup (where levels are
+ * deduplicated early), count, or nothing (every walk, in order). [graph, drops, read].
+ */
+export const repeatCaseArb: fc.Arbitrary<string[]> = denseGraphArb.chain(([n, graph, drops]) => {
+  const repeat = fc.record({
+    start: fc.oneof(fc.subarray([...Array(n).keys()], { minLength: 1, maxLength: Math.min(3, n) }).map((ids) => op.nodes({ ids: ids.map(BigInt) })), fc.constant(op.nodes('all'))),
+    step: fc.constantFrom('out', 'in', 'both'),
+    label: fc.option(fc.constantFrom('X', 'Y', 'Q'), { freq: 3 }),
+    times: fc.option(fc.integer({ min: 0, max: 4 }).map(BigInt), { freq: 4 }),
+    emit: fc.constantFrom('none', 'before', 'after', 'all'),
+    max_depth: fc.integer({ min: 1, max: 4 }).map(BigInt),
+    wrap: fc.constantFrom('dedup', 'dedup', 'count_dedup', 'rows', 'count'),
+  }).map((r) => {
+    const body = { root: { [r.step]: { input: 'context', ...(r.label === null ? {} : { label: r.label }) } } };
+    const rep = { repeat: { input: r.start, config: { traversal: body, ...(r.times === null ? {} : { times: r.times }), emit: r.emit, max_depth: r.max_depth } } };
+    switch (r.wrap) {
+      case 'dedup': return op.unary('id', op.unary('dedup', rep));
+      case 'count_dedup': return op.unary('count', op.unary('dedup', rep));
+      case 'count': return op.unary('count', rep);
+      default: return op.unary('id', rep);
+    }
+  });
+  return fc.array(repeat, { minLength: 4, maxLength: 4 }).map((queries) =>
+    [graph, drops, jsonText(request('read', queries.map((q, i) => entry(`r${i}`, q)), queries.map((_, i) => `r${i}`)))]);
 });
