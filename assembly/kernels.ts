@@ -64,3 +64,91 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
   }
   return end;
 }
+
+/** Adjacency entries of nodes queue[0..count) in the directions of `dirs`: an upper bound on expandRows' output. */
+export function entryCount(queue: u32, count: u32, dirs: u32): u32 {
+  let total: u32 = 0;
+  for (let i: u32 = 0; i < count; i++) {
+    const node = word(queue + i);
+    const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+    if ((dirs & 1) != 0) total += word(dir + 1);
+    if ((dirs & 2) != 0) total += word(dir + 3);
+  }
+  return total;
+}
+
+/**
+ * One navigation step for rows: for each node of rows[0..count) in order, its distinct
+ * neighbours over visible entries (as expandLayer), ascending, are appended to out[..].
+ * With `stamp` != 0 a neighbour whose word stamps[neighbour] already equals `stamp` is
+ * left out and the others get it (first occurrence per level). Returns the count written;
+ * `out` must hold entryCount(rows, count, dirs) words.
+ */
+export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32, out: u32, stamps: u32, stamp: u32): u32 {
+  let end: u32 = 0;
+  for (let i: u32 = 0; i < count; i++) {
+    const node = word(rows + i);
+    const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+    const start = end;
+    let ordered = true;
+    let previous: u32 = 0;
+    for (let d: u32 = 0; d < 2; d++) {
+      if ((dirs & (1 << d)) == 0) continue;
+      const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
+      const block = word(dir + 2 * d);
+      const stop = block + len * ADJ_WORDS;
+      for (let p = block; p < stop; p += ADJ_WORDS) {
+        const created = word(p + A_CREATED);
+        const deleted = word(p + A_DELETED);
+        if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
+        if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
+        const next = word(p + A_NEIGHBOR);
+        if (end > start && next < previous) ordered = false;
+        previous = next;
+        setWord(out + end, next);
+        end++;
+      }
+    }
+    if (!ordered) sortWords(out + start, end - start);
+    // Distinct per row, then (with stamps) first occurrence per level.
+    let kept = start;
+    for (let j = start; j < end; j++) {
+      const next = word(out + j);
+      if (j > start && next == word(out + j - 1)) continue;
+      if (stamp != 0) {
+        if (word(stamps + next) == stamp) continue;
+        setWord(stamps + next, stamp);
+      }
+      setWord(out + kept, next);
+      kept++;
+    }
+    // The kept prefix never overtakes the read position, so the row's later words are intact.
+    end = kept;
+  }
+  return end;
+}
+
+/** Heapsort of words[at..at+n) ascending (in place, no allocation). */
+function sortWords(at: u32, n: u32): void {
+  if (n < 2) return;
+  for (let start = (n >> 1); start > 0; start--) siftDown(at, start - 1, n);
+  for (let end = n - 1; end > 0; end--) {
+    const top = word(at);
+    setWord(at, word(at + end));
+    setWord(at + end, top);
+    siftDown(at, 0, end);
+  }
+}
+
+function siftDown(at: u32, root: u32, n: u32): void {
+  const value = word(at + root);
+  while (true) {
+    let child: u32 = 2 * root + 1;
+    if (child >= n) break;
+    if (child + 1 < n && word(at + child + 1) > word(at + child)) child++;
+    if (word(at + child) <= value) break;
+    setWord(at + root, word(at + child));
+    root = child;
+  }
+  setWord(at + root, value);
+}

@@ -9,7 +9,7 @@ import { describe, it } from 'vitest';
 import fc from 'fast-check';
 import { openDatabase } from '../src/index.js';
 import { parseJson } from '../src/protocol/json.js';
-import { setTraversalKernel } from '../src/exec/shortest-path.js';
+import { setTraversalKernel } from '../src/store/kernels.js';
 import { ReferenceDb } from './reference/interpreter.js';
 import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
 import {
@@ -61,7 +61,7 @@ async function check<T>(arb: fc.Arbitrary<T>, numRuns: number, run: (value: T) =
   await fc.assert(fc.asyncProperty(arb, run), { numRuns, ...replay } as fc.Parameters<[T]>);
 }
 
-// numRuns add up to 6,700 cases per run (about 15-25 s on two cores when everything agrees).
+// numRuns add up to 6,900 cases per run (about 15-25 s on two cores when everything agrees).
 describe('engine vs reference interpreter', () => {
   it('random graphs load identically', { timeout: 120_000 }, async () => {
     await check(graphArb, 200, (g) => differential(withGraph(g, probeBody)));
@@ -98,6 +98,15 @@ describe('engine vs reference interpreter', () => {
 
   it('multi-hop repeats of one navigation step under dedup, count or nothing, every emit mode', { timeout: 120_000 }, async () => {
     await check(repeatCaseArb, 400, (bodies) => differential(bodies));
+  });
+
+  it('the same with the JS navigation step instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
+    setTraversalKernel(false);
+    try {
+      await check(repeatCaseArb, 200, (bodies) => differential(bodies));
+    } finally {
+      setTraversalKernel(true);
+    }
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {

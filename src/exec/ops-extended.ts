@@ -14,6 +14,8 @@ import {
 import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import { ElementMarks } from './marks.js';
 import type { Direction } from '../store/store.js';
+import { traversalKernelsOn } from '../store/kernels.js';
+import type { Topology } from '../store/topology.js';
 import { shortestPathJs } from './shortest-path.js';
 
 export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
@@ -209,15 +211,56 @@ function navigationStep(ctx: ExecCtx, c: RepeatConfig, input: RowSet): Navigatio
 const levelMarks = new ElementMarks();
 
 function navigateRows(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  if (step.label === -2 || rows.length === 0) return new RowSet();
+  return traversalKernelsOn() ? navigateRowsKernel(ctx, step, rows, dedupLevel) : navigateRowsJs(ctx, step, rows, dedupLevel);
+}
+
+/** Per thread and store: the level stamps of navigateRowsKernel. */
+const levelStamps = new WeakMap<Topology, { nodes: number; stamp: number }>();
+
+/** The step on the expandRows kernel: ids in, distinct sorted neighbours per row out. */
+function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  const topo = ctx.store.topology, kernels = topo.kernels();
+  const count = rows.length;
+  let dirs = 0;
+  for (const d of step.dirs) dirs |= d === 'out' ? 1 : 2;
+  const input = topo.scratch('repeat.rows', count);
+  const ids = new Uint32Array(topo.memory.buffer, input * 4, count);
+  for (let i = 0; i < count; i++) ids[i] = idOfKey(rows.el[i]!);
+  const bound = kernels.entryCount(input, count, dirs);
+  if (bound > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+  const output = topo.scratch('repeat.out', Math.max(bound, 1));
+  let stamps = 0, stamp = 0;
+  if (dedupLevel) {
+    const nodes = ctx.store.nodeSlots();
+    let level = levelStamps.get(topo);
+    if (level === undefined || level.nodes < nodes) {
+      // A larger region is a new one, and new regions are zeroed: no node carries a stamp.
+      level = { nodes: Math.max(nodes, 1024, (level?.nodes ?? 0) * 2), stamp: 0 };
+      levelStamps.set(topo, level);
+    }
+    stamps = topo.scratch('repeat.stamps', level.nodes);
+    if (level.stamp === 0xffffffff) {
+      new Uint32Array(topo.memory.buffer, stamps * 4, level.nodes).fill(0);
+      level.stamp = 0;
+    }
+    stamp = ++level.stamp;
+  }
+  const produced = kernels.expandRows(input, count, dirs, step.label, ctx.at, output, stamps, stamp);
+  const neighbours = new Uint32Array(topo.memory.buffer, output * 4, produced);
+  const out = new Array<number>(produced);
+  for (let i = 0; i < produced; i++) out[i] = nodeKey(neighbours[i]!);
+  return new RowSet(out);
+}
+
+function navigateRowsJs(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
   const out: number[] = [];
   const seen = dedupLevel ? levelMarks.begin(ctx) : null;
-  if (step.label !== -2) {
-    for (let i = 0; i < rows.length; i++) {
-      for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
-        if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
-      }
-      if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+  for (let i = 0; i < rows.length; i++) {
+    for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
+      if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
     }
+    if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
   }
   return new RowSet(out);
 }

@@ -19,6 +19,7 @@
 import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
+import { traversalKernelsOn } from '../store/kernels.js';
 import { A_CREATED, A_DELETED, A_LABEL, A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, type DirWord, type Topology } from '../store/topology.js';
 
 export type PathDirection = 'out' | 'in' | 'both';
@@ -34,12 +35,6 @@ export interface PathSearch {
   maxDepth: number;
   /** Called once per layer: throws when the query's deadline passed. */
   checkDeadline: () => void;
-}
-
-/** Layer expansion on the WebAssembly kernel (default) or in JS (differential tests). */
-let useKernel = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
-export function setTraversalKernel(kernel: boolean): void {
-  useKernel = kernel;
 }
 
 /**
@@ -62,7 +57,7 @@ class Scratch {
 
   constructor(topo: Topology, capacity: number) {
     this.capacity = capacity;
-    const base = topo.scratch((STATE_WORDS + 2) * capacity);
+    const base = topo.scratch('shortest_path', (STATE_WORDS + 2) * capacity);
     const view = (at: number, words: number) => new Uint32Array(topo.memory.buffer, at * 4, words);
     this.at = { state: base, queueF: base + STATE_WORDS * capacity, queueB: base + (STATE_WORDS + 1) * capacity };
     this.state = view(this.at.state, STATE_WORDS * capacity);
@@ -229,7 +224,7 @@ function search(q: PathSearch, s: Scratch): number[] {
     const words = forward ? fwd : bwd;
     const depth = forward ? a : b;
     const from = layers[depth]!, to = layers[depth + 1]!;
-    const end = useKernel
+    const end = traversalKernelsOn()
       ? expandKernel(topo, s, forward, from, to, words, label, at, depth + 2)
       : expandJs(topo, s, forward, from, to, words, label, at, depth + 2);
     if (forward) s.endF = end & ~MET; else s.endB = end & ~MET;

@@ -8,6 +8,15 @@ import { SvcError } from '../protocol/errors.js';
 
 export interface TraversalKernels {
   expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, side: number, mark: number): number;
+  entryCount(queue: number, count: number, dirs: number): number;
+  expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, stamps: number, stamp: number): number;
+}
+
+/** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
+let kernelsOn = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
+export const traversalKernelsOn = (): boolean => kernelsOn;
+export function setTraversalKernel(on: boolean): void {
+  kernelsOn = on;
 }
 
 let compiled: WebAssembly.Module | null = null;

@@ -52,9 +52,8 @@ export class Topology {
   /** Refreshed when the memory grew (views over WebAssembly memory do not track growth). */
   words: Uint32Array;
   private kernelInstance: TraversalKernels | null = null;
-  /** This thread's kernel scratch: word offset and size (see scratch()). */
-  private scratchAt = 0;
-  private scratchWords = 0;
+  /** This thread's kernel scratch regions by purpose: word offset and size (see scratch()). */
+  private readonly scratchRegions = new Map<string, { at: number; words: number }>();
 
   private constructor(memory: WebAssembly.Memory) {
     this.memory = memory;
@@ -127,17 +126,17 @@ export class Topology {
   }
 
   /**
-   * A region of at least `wordCount` words for this thread's kernel scratch (word offset),
-   * zeroed when first handed out. A larger request replaces the region (the old one is
-   * not reused: it is at most half of the new one).
+   * This thread's scratch region `purpose` with at least `wordCount` words (word offset),
+   * zeroed when first handed out. A larger request replaces the region (the old one is not
+   * reused: it is at most half of the new one), so callers re-read the offset after asking.
    */
-  scratch(wordCount: number): number {
-    if (wordCount > this.scratchWords) {
-      const size = Math.max(wordCount, this.scratchWords * 2);
-      this.scratchAt = this.allocateScratch(size);
-      this.scratchWords = size;
-    }
-    return this.scratchAt;
+  scratch(purpose: string, wordCount: number): number {
+    const region = this.scratchRegions.get(purpose);
+    if (region !== undefined && region.words >= wordCount) return region.at;
+    const words = Math.max(wordCount, (region?.words ?? 0) * 2);
+    const at = this.allocateScratch(words);
+    this.scratchRegions.set(purpose, { at, words });
+    return at;
   }
 
   // ------------------------------------------------------------ writer
