@@ -7,6 +7,7 @@
 import { Bench } from 'tinybench';
 import type { EngineContext, InProcessRow, InProcessScenario, PeerContext } from './scenarios.js';
 import { fmtOps, log, undisturbed } from './util.js';
+import { setTraversalKernel } from '../src/store/kernels.js';
 
 export interface InProcessSettings {
   /** tinybench time budget per round (ms), rounds per task (the median is kept), warm-up (ms). */
@@ -46,6 +47,7 @@ async function timeOne(name: string, fn: () => unknown, s: InProcessSettings): P
 export async function runEnginePhase(scenarios: InProcessScenario[], base: EngineContext, s: InProcessSettings): Promise<EnginePhase> {
   const phase: EnginePhase = { rows: [], answers: new Map() };
   for (const scenario of scenarios) {
+    setTraversalKernel(scenario.kernels ?? true);
     const ctx = scenario.prepare ? await scenario.prepare(base) : base;
     const bodies = scenario.engine(ctx);
     const answers: unknown[] = [];
@@ -70,6 +72,7 @@ export async function runEnginePhase(scenarios: InProcessScenario[], base: Engin
     log(`  ${scenario.key}: svcdb ${fmtOps(ops)} ops/s (median of ${s.rounds} rounds, ${spread})`);
     phase.rows.push({ key: scenario.key, title: scenario.title, engineOps: ops, verified: 'engine only', foreign });
   }
+  setTraversalKernel(true);
   return phase;
 }
 

@@ -60,6 +60,8 @@ export interface InProcessScenario {
   peer?(ctx: PeerContext): Array<() => unknown>;
   /** Engine `r` vs peer result; default: JSON equality. */
   same?(engine: unknown, peer: unknown): boolean;
+  /** false: run the traversals on their JS twins instead of the WebAssembly kernels. */
+  kernels?: boolean;
 }
 
 const ids = (ctx: ScenarioContext): number[] => Array.from(ctx.startIds);
@@ -153,21 +155,25 @@ export const inProcessScenarios: InProcessScenario[] = [
     engine: (ctx) => ids(ctx).map(q.twoHopDedupCount),
     peer: (ctx) => ids(ctx).map((id) => () => twoHopCount(ctx.peer, String(id))),
   },
-  {
-    key: '3hop',
-    title: '3-hop repeat + dedup + count',
-    peerName: 'graphology',
-    engine: (ctx) => ids(ctx).map(q.threeHopRepeatDedupCount),
-    peer: (ctx) => ids(ctx).map((id) => () => threeHopCount(ctx.peer, String(id))),
-  },
-  {
-    key: 'path',
-    title: 'shortest_path between start ids',
-    peerName: 'graphology-shortest-path',
-    engine: (ctx) => pairs(ctx).map(([a, b]) => q.shortestPath(a, b)),
-    peer: (ctx) => pairs(ctx).map(([a, b]) => () => bidirectional(ctx.peer, String(a), String(b))),
-    same: (engine, peer) => pathLength(engine) === pathLength(peer),
-  },
+  ...(['kernel', 'JS'] as const).flatMap((impl): InProcessScenario[] => [
+    {
+      key: impl === 'kernel' ? '3hop' : '3hop_js',
+      title: `3-hop repeat + dedup + count${impl === 'JS' ? ' (JS step, no kernel)' : ''}`,
+      peerName: 'graphology',
+      kernels: impl === 'kernel',
+      engine: (ctx) => ids(ctx).map(q.threeHopRepeatDedupCount),
+      peer: (ctx) => ids(ctx).map((id) => () => threeHopCount(ctx.peer, String(id))),
+    },
+    {
+      key: impl === 'kernel' ? 'path' : 'path_js',
+      title: `shortest_path between start ids${impl === 'JS' ? ' (JS layers, no kernel)' : ''}`,
+      peerName: 'graphology-shortest-path',
+      kernels: impl === 'kernel',
+      engine: (ctx) => pairs(ctx).map(([a, b]) => q.shortestPath(a, b)),
+      peer: (ctx) => pairs(ctx).map(([a, b]) => () => bidirectional(ctx.peer, String(a), String(b))),
+      same: (engine, peer) => pathLength(engine) === pathLength(peer),
+    },
+  ]),
 ];
 
 // ------------------------------------------------------------------ results and goals
