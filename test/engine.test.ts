@@ -1,6 +1,7 @@
 // Engine behaviour through the embedded handle: transactions, ID sequences, error codes.
 import { describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
+import { limits } from '../src/limits.js';
 import { addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
 
 async function seeded() {
@@ -176,6 +177,37 @@ describe('limits', () => {
     const err = await errorOf(db.query(repeatAround(20_000)));
     expect([err.status, err.code]).toEqual([500, 'invalid_query']);
     expect(err.msg).toMatch(/repeat exceeded 10000 iterations/);
+  });
+
+  /** Run `body` with one limit lowered (the engine reads `limits` at run time). */
+  async function withLimit<T>(name: 'shortestPathVisitedMax' | 'pathLengthMax', value: number, body: () => Promise<T>): Promise<T> {
+    const writable = limits as unknown as Record<string, number>;
+    const saved = writable[name]!;
+    writable[name] = value;
+    try {
+      return await body();
+    } finally {
+      writable[name] = saved;
+    }
+  }
+
+  it('a shortest_path search that reaches more than shortestPathVisitedMax nodes fails with invalid_query', async () => {
+    const db = await cycle(100);
+    const search = read([q('p', { shortest_path: { source: { ids: [0] }, target: { ids: [50] }, direction: 'out', max_depth: 100 } })], ['p']);
+    expect(((await db.query(search)).p as unknown[]).length).toBe(51);
+    const err = await withLimit('shortestPathVisitedMax', 20, () => errorOf(db.query(search)));
+    expect([err.status, err.code]).toEqual([500, 'invalid_query']);
+    expect(err.msg).toMatch(/shortest_path visited more than 20 nodes/);
+  });
+
+  it('a row path longer than pathLengthMax fails with invalid_query', async () => {
+    const db = await cycle(3);
+    const walk = (times: number) => read([q('p', { path: { input: { repeat: { input: nodes([0]), config: {
+      traversal: { root: { out: { input: 'context', label: 'NEXT' } } }, times, emit: 'none', max_depth: 100 } } } } })], ['p']);
+    expect(((await db.query(walk(8))).p as { path: unknown[] }[])[0]!.path.length).toBe(9);
+    const err = await withLimit('pathLengthMax', 8, () => errorOf(db.query(walk(8))));
+    expect([err.status, err.code]).toEqual([500, 'invalid_query']);
+    expect(err.msg).toMatch(/path exceeded 8 elements/);
   });
 
   it('the cooperative deadline stops a long query with query_deadline_exceeded', async () => {

@@ -37,6 +37,7 @@ const CHUNK_TABLE = 2;
 const CHUNK_SHIFT = 14;
 const CHUNK_NODES = 1 << CHUNK_SHIFT;
 const CHUNK_WORDS = CHUNK_NODES * DIR_WORDS;
+const CHUNKS = 4096; // 2^26 nodes (limits.nodesMax) / CHUNK_NODES
 const HEAP_START = 8192;
 const PAGE_BYTES = 65536;
 const PAGES_MAX = 65536;
@@ -85,9 +86,59 @@ export class Topology {
     return topo;
   }
 
-  /** The allocated words (directory + blocks) for a snapshot. Writer, between batches. */
+  /**
+   * The topology for a snapshot (writer, between batches), compacted: each block exactly as
+   * long as its live entries, no superseded blocks, no scratch. Between batches every
+   * deletion is committed, so no reader of the snapshot could see a deleted entry: those
+   * are left out.
+   */
   exportBytes(): Uint8Array {
-    return new Uint8Array(this.memory.buffer, 0, this.words[T_HEAP_USED]! * 4).slice();
+    const words = this.words;
+    const live = (p: number) => words[p + A_DELETED] === 0;
+    // Pass 1: the size. Pass 2: the copy, in chunk and node order.
+    let size = HEAP_START;
+    for (let k = 0; k < CHUNKS; k++) {
+      const chunk = words[CHUNK_TABLE + k]!;
+      if (chunk === 0) continue;
+      size += CHUNK_WORDS;
+      for (let entry = chunk; entry < chunk + CHUNK_WORDS; entry += DIR_WORDS / 2) {
+        const block = words[entry]!, len = words[entry + 1]!;
+        let kept = 0;
+        for (let i = 0; i < len; i++) if (live(block + i * ADJ_WORDS)) kept++;
+        if (kept > 0) size += 1 + (kept + 1) * ADJ_WORDS;
+      }
+    }
+    const out = new Uint32Array(size);
+    out[T_HEAP_USED] = size;
+    let next = HEAP_START;
+    for (let k = 0; k < CHUNKS; k++) {
+      const chunk = words[CHUNK_TABLE + k]!;
+      if (chunk === 0) continue;
+      const copy = next;
+      out[CHUNK_TABLE + k] = copy;
+      next += CHUNK_WORDS;
+      for (let e = 0; e < CHUNK_WORDS; e += DIR_WORDS / 2) {
+        const block = words[chunk + e]!, len = words[chunk + e + 1]!;
+        let kept = 0;
+        for (let i = 0; i < len; i++) if (live(block + i * ADJ_WORDS)) kept++;
+        if (kept === 0) continue; // no block: offset and length stay 0
+        const moved = next + 1;
+        out[next] = kept;
+        let w = moved;
+        for (let i = 0; i < len; i++) {
+          const p = block + i * ADJ_WORDS;
+          if (!live(p)) continue;
+          out.set(words.subarray(p, p + ADJ_WORDS), w);
+          w += ADJ_WORDS;
+        }
+        out[w + A_CREATED] = NEVER;
+        next = w + ADJ_WORDS;
+        out[copy + e] = moved;
+        out[copy + e + 1] = kept;
+      }
+    }
+    if (next !== size) throw new SvcError('internal_error', `internal error: compacted topology is ${next} words, expected ${size}`);
+    return new Uint8Array(out.buffer);
   }
 
   /** Make `words` cover word `end` (exclusive); another thread may have grown the memory. */
