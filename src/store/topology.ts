@@ -45,6 +45,13 @@ const ADJ_BLOCK_MIN = 4;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
 const NEVER = 0xffffffff;
 
+/** Entries of a block not deleted (at any epoch). */
+function liveEntries(words: Uint32Array, block: number, len: number): number {
+  let kept = 0;
+  for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) if (words[p + A_DELETED] === 0) kept++;
+  return kept;
+}
+
 /** The direction word of a directory entry: DIR_OUT or DIR_IN. */
 export type DirWord = typeof DIR_OUT | typeof DIR_IN;
 
@@ -94,7 +101,6 @@ export class Topology {
    */
   exportBytes(): Uint8Array {
     const words = this.words;
-    const live = (p: number) => words[p + A_DELETED] === 0;
     // Pass 1: the size. Pass 2: the copy, in chunk and node order.
     let size = HEAP_START;
     for (let k = 0; k < CHUNKS; k++) {
@@ -103,8 +109,7 @@ export class Topology {
       size += CHUNK_WORDS;
       for (let entry = chunk; entry < chunk + CHUNK_WORDS; entry += DIR_WORDS / 2) {
         const block = words[entry]!, len = words[entry + 1]!;
-        let kept = 0;
-        for (let i = 0; i < len; i++) if (live(block + i * ADJ_WORDS)) kept++;
+        const kept = liveEntries(words, block, len);
         if (kept > 0) size += 1 + (kept + 1) * ADJ_WORDS;
       }
     }
@@ -119,16 +124,14 @@ export class Topology {
       next += CHUNK_WORDS;
       for (let e = 0; e < CHUNK_WORDS; e += DIR_WORDS / 2) {
         const block = words[chunk + e]!, len = words[chunk + e + 1]!;
-        let kept = 0;
-        for (let i = 0; i < len; i++) if (live(block + i * ADJ_WORDS)) kept++;
+        const kept = liveEntries(words, block, len);
         if (kept === 0) continue; // no block: offset and length stay 0
         const moved = next + 1;
         out[next] = kept;
         let w = moved;
-        for (let i = 0; i < len; i++) {
-          const p = block + i * ADJ_WORDS;
-          if (!live(p)) continue;
-          out.set(words.subarray(p, p + ADJ_WORDS), w);
+        for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+          if (words[p + A_DELETED] !== 0) continue;
+          for (let j = 0; j < ADJ_WORDS; j++) out[w + j] = words[p + j]!;
           w += ADJ_WORDS;
         }
         out[w + A_CREATED] = NEVER;
