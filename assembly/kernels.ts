@@ -23,8 +23,9 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
 }
 
 // Node state of src/exec/shortest-path.ts: STATE_WORDS words per node, [0] forward reach,
-// [1] backward reach.
+// [1] backward reach, [2] mark (BAD_MARK = settled: leads nowhere).
 const STATE_SHIFT: u32 = 2;
+const BAD_MARK: u32 = 2;
 
 /**
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
@@ -151,4 +152,36 @@ function siftDown(at: u32, root: u32, n: u32): void {
     root = child;
   }
   setWord(at + root, value);
+}
+
+/**
+ * The successors of `node` (directions `dirs`, snapshot `at`, label or any when < 0) for
+ * the shortest-path walk. `side` 1: returns 1 when one has backward reach `reach`, else 0.
+ * `side` 0: writes those with forward reach `reach` and no BAD mark to out[..] and returns
+ * how many (out must hold the node's entry count).
+ */
+export function successorsAt(node: u32, dirs: u32, label: i32, at: u32, state: u32, side: u32, reach: u32, out: u32): u32 {
+  const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+  let count: u32 = 0;
+  for (let d: u32 = 0; d < 2; d++) {
+    if ((dirs & (1 << d)) == 0) continue;
+    const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
+    const block = word(dir + 2 * d);
+    const stop = block + len * ADJ_WORDS;
+    for (let p = block; p < stop; p += ADJ_WORDS) {
+      const created = word(p + A_CREATED);
+      const deleted = word(p + A_DELETED);
+      if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
+      if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
+      const next = word(p + A_NEIGHBOR);
+      const slot = state + (next << STATE_SHIFT);
+      if (side == 1) {
+        if (word(slot + 1) == reach) return 1;
+      } else if (word(slot) == reach && word(slot + 2) != BAD_MARK) {
+        setWord(out + count, next);
+        count++;
+      }
+    }
+  }
+  return count;
 }

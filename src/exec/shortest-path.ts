@@ -151,31 +151,15 @@ function markGood(topo: Topology, s: Scratch, source: number, a: number, b: numb
     let list = candidates[top]!;
     if (list === null) {
       // First visit: the successors that could continue a shortest path.
-      list = [];
-      let good = false;
-      const dir = topo.dir(node);
-      for (const w of fwd) {
-        const len = topo.length(dir, w), off = topo.entries(dir, w, len);
-        const adj = topo.words;
-        for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-          const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-          if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-          if (label >= 0 && adj[p + A_LABEL] !== label) continue;
-          const successor = adj[p + A_NEIGHBOR]!;
-          const slot = successor * STATE_WORDS;
-          if (position === a) {
-            if (state[slot + REACH_B] === b + 1) { good = true; break; }
-          } else if (state[slot + REACH_F] === position + 2 && state[slot + MARK] !== BAD) {
-            list.push(successor);
-          }
-        }
-        if (good) break;
-      }
+      const found = traversalKernelsOn()
+        ? successorsKernel(topo, s, node, position === a, position === a ? b + 1 : position + 2, fwd, label, at)
+        : successorsJs(topo, s, node, position === a, position === a ? b + 1 : position + 2, fwd, label, at);
       if (position === a) {
-        state[node * STATE_WORDS + MARK] = good ? GOOD : BAD;
+        state[node * STATE_WORDS + MARK] = found === true ? GOOD : BAD;
         nodes.pop(); positions.pop(); candidates.pop(); next.pop();
         continue;
       }
+      list = found as number[];
       list.sort((x, y) => x - y);
       candidates[top] = list;
     }
@@ -192,6 +176,47 @@ function markGood(topo: Topology, s: Scratch, source: number, a: number, b: numb
     }
     nodes.pop(); positions.pop(); candidates.pop(); next.pop();
   }
+}
+
+/**
+ * `node`'s forward successors for markGood: with `backward`, whether one has backward reach
+ * `reach`; otherwise those with forward reach `reach` that are not settled BAD (unsorted).
+ */
+function successorsJs(topo: Topology, s: Scratch, node: number, backward: boolean, reach: number, fwd: readonly DirWord[], label: number, at: number): boolean | number[] {
+  const state = s.state, list: number[] = [];
+  const dir = topo.dir(node);
+  for (const w of fwd) {
+    const len = topo.length(dir, w), off = topo.entries(dir, w, len);
+    const adj = topo.words;
+    for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+      const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
+      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
+      if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+      const slot = adj[p + A_NEIGHBOR]! * STATE_WORDS;
+      if (backward) {
+        if (state[slot + REACH_B] === reach) return true;
+      } else if (state[slot + REACH_F] === reach && state[slot + MARK] !== BAD) {
+        list.push(adj[p + A_NEIGHBOR]!);
+      }
+    }
+  }
+  return backward ? false : list;
+}
+
+/** The same on the successorsAt kernel. */
+function successorsKernel(topo: Topology, s: Scratch, node: number, backward: boolean, reach: number, fwd: readonly DirWord[], label: number, at: number): boolean | number[] {
+  let dirs = 0, entries = 0;
+  const dir = topo.dir(node);
+  for (const w of fwd) {
+    dirs |= w === DIR_OUT ? 1 : 2;
+    entries += topo.length(dir, w);
+  }
+  const kernels = topo.kernels();
+  if (backward) return kernels.successorsAt(node, dirs, label, at, s.at.state, 1, reach, 0) === 1;
+  const out = topo.scratch('shortest_path.successors', Math.max(entries, 64));
+  const count = kernels.successorsAt(node, dirs, label, at, s.at.state, 0, reach, out);
+  const found = new Uint32Array(topo.memory.buffer, out * 4, count);
+  return Array.from(found);
 }
 
 /** The node IDs of the path the protocol's BFS finds, source first; [] when none. */
