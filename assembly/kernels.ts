@@ -22,6 +22,20 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
   store<u32>(<usize>index << 2, value);
 }
 
+/** Word offset of a node's directory entry (topology.ts `dir`). */
+// @ts-ignore: decorator
+@inline function directory(node: u32): u32 {
+  return word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+}
+
+/** Entry at word `p` visible at `at` with label `label` (any when < 0): topology.ts `entryVisible`. */
+// @ts-ignore: decorator
+@inline function visible(p: u32, at: u32, label: i32): bool {
+  const created = word(p + A_CREATED);
+  const deleted = word(p + A_DELETED);
+  return created != 0 && created <= at && (deleted == 0 || at < deleted) && (label < 0 || word(p + A_LABEL) == <u32>label);
+}
+
 // Node state of src/exec/shortest-path.ts: STATE_WORDS words per node, [0] forward reach,
 // [1] backward reach, [2] mark (BAD_MARK = settled: leads nowhere).
 const STATE_SHIFT: u32 = 2;
@@ -40,7 +54,7 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
   let end = to;
   for (let i = from; i < to; i++) {
     const node = word(queue + i);
-    const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+    const dir = directory(node);
     for (let d: u32 = 0; d < 2; d++) {
       if ((dirs & (1 << d)) == 0) continue;
       // Length before block offset: see topology.ts on why no fence is needed.
@@ -48,10 +62,7 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
       const block = word(dir + 2 * d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
-        const created = word(p + A_CREATED);
-        const deleted = word(p + A_DELETED);
-        if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
-        if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
+        if (!visible(p, at, label)) continue;
         const next = word(p + A_NEIGHBOR);
         const slot = next << STATE_SHIFT;
         if (word(reach + slot) != 0) continue;
@@ -71,7 +82,7 @@ export function entryCount(queue: u32, count: u32, dirs: u32): u32 {
   let total: u32 = 0;
   for (let i: u32 = 0; i < count; i++) {
     const node = word(queue + i);
-    const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+    const dir = directory(node);
     if ((dirs & 1) != 0) total += word(dir + 1);
     if ((dirs & 2) != 0) total += word(dir + 3);
   }
@@ -89,7 +100,7 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
   let end: u32 = 0;
   for (let i: u32 = 0; i < count; i++) {
     const node = word(rows + i);
-    const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+    const dir = directory(node);
     const start = end;
     let ordered = true;
     let previous: u32 = 0;
@@ -99,10 +110,7 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
       const block = word(dir + 2 * d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
-        const created = word(p + A_CREATED);
-        const deleted = word(p + A_DELETED);
-        if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
-        if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
+        if (!visible(p, at, label)) continue;
         const next = word(p + A_NEIGHBOR);
         if (end > start && next < previous) ordered = false;
         previous = next;
@@ -161,7 +169,7 @@ function siftDown(at: u32, root: u32, n: u32): void {
  * how many (out must hold the node's entry count).
  */
 export function successorsAt(node: u32, dirs: u32, label: i32, at: u32, state: u32, side: u32, reach: u32, out: u32): u32 {
-  const dir = word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+  const dir = directory(node);
   let count: u32 = 0;
   for (let d: u32 = 0; d < 2; d++) {
     if ((dirs & (1 << d)) == 0) continue;
@@ -169,10 +177,7 @@ export function successorsAt(node: u32, dirs: u32, label: i32, at: u32, state: u
     const block = word(dir + 2 * d);
     const stop = block + len * ADJ_WORDS;
     for (let p = block; p < stop; p += ADJ_WORDS) {
-      const created = word(p + A_CREATED);
-      const deleted = word(p + A_DELETED);
-      if (created == 0 || created > at || (deleted != 0 && at >= deleted)) continue;
-      if (label >= 0 && word(p + A_LABEL) != <u32>label) continue;
+      if (!visible(p, at, label)) continue;
       const next = word(p + A_NEIGHBOR);
       const slot = state + (next << STATE_SHIFT);
       if (side == 1) {

@@ -7,7 +7,7 @@ import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
 import type { PropertyRecord } from '../store/record-codec.js';
 import { dirWord, type Direction } from '../store/store.js';
-import { A_CREATED, A_DELETED, A_EDGE, A_LABEL, A_NEIGHBOR, ADJ_WORDS } from '../store/topology.js';
+import { A_EDGE, A_NEIGHBOR, ADJ_WORDS, entryVisible } from '../store/topology.js';
 import { compareSortKeys, valuesEqual } from './compare.js';
 import { evalExpr, evalPredicate, paramValue, resolveProperty, type ExecCtx } from './context.js';
 import {
@@ -134,9 +134,7 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
     }
     let previous = -1;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
-      const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
-      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-      if (label >= 0 && words[p + A_LABEL] !== label) continue;
+      if (!entryVisible(words, p, at, label)) continue;
       const neighbor = words[p + A_NEIGHBOR]!;
       if (neighbor < previous) ordered = false;
       previous = neighbor;
@@ -160,9 +158,7 @@ export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction
     const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
-      const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
-      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-      if (label >= 0 && words[p + A_LABEL] !== label) continue;
+      if (!entryVisible(words, p, at, label)) continue;
       // A self-loop sits in both lists; keep it once.
       if (direction === 'in' && dirs.length === 2 && words[p + A_NEIGHBOR] === id) continue;
       out.push(words[p + A_EDGE]!);

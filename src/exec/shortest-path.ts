@@ -20,7 +20,7 @@ import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
 import { traversalKernelsOn } from '../store/kernels.js';
-import { A_CREATED, A_DELETED, A_LABEL, A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, type DirWord, type Topology } from '../store/topology.js';
+import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, type DirWord, type Topology } from '../store/topology.js';
 
 export type PathDirection = 'out' | 'in' | 'both';
 
@@ -119,9 +119,7 @@ function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to
       const len = topo.length(dir, w), off = topo.entries(dir, w, len);
       const adj = topo.words;
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-        const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-        if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-        if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+        if (!entryVisible(adj, p, at, label)) continue;
         const next = adj[p + A_NEIGHBOR]!;
         const slot = next * STATE_WORDS;
         if (state[slot + reach] !== 0) continue;
@@ -196,9 +194,7 @@ function successorsJs(topo: Topology, s: Scratch, node: number, backward: boolea
     const len = topo.length(dir, w), off = topo.entries(dir, w, len);
     const adj = topo.words;
     for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-      const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-      if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-      if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+      if (!entryVisible(adj, p, at, label)) continue;
       const slot = adj[p + A_NEIGHBOR]! * STATE_WORDS;
       if (backward) {
         if (state[slot + REACH_B] === reach) return true;
@@ -289,9 +285,7 @@ function search(q: PathSearch, s: Scratch): number[] {
       const len = topo.length(dir, w), off = topo.entries(dir, w, len);
       const adj = topo.words;
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-        const created = adj[p + A_CREATED]!, deleted = adj[p + A_DELETED]!;
-        if (created === 0 || created > at || (deleted !== 0 && at >= deleted)) continue;
-        if (label >= 0 && adj[p + A_LABEL] !== label) continue;
+        if (!entryVisible(adj, p, at, label)) continue;
         const next = adj[p + A_NEIGHBOR]!;
         if (best !== -1 && next >= best) continue;
         const slot = next * STATE_WORDS;

@@ -45,6 +45,15 @@ const ADJ_BLOCK_MIN = 4;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
 const NEVER = 0xffffffff;
 
+/**
+ * Whether the entry at word `p` is visible at snapshot `at` and has label `label` (any when
+ * < 0). The one definition of an entry's visibility; the kernels repeat it in AssemblyScript.
+ */
+export function entryVisible(words: Uint32Array, p: number, at: number, label: number): boolean {
+  const created = words[p + A_CREATED]!, deleted = words[p + A_DELETED]!;
+  return created !== 0 && created <= at && (deleted === 0 || at < deleted) && (label < 0 || words[p + A_LABEL] === label);
+}
+
 /** Entries of a block not deleted (at any epoch). */
 function liveEntries(words: Uint32Array, block: number, len: number): number {
   let kept = 0;
