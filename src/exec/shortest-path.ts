@@ -54,6 +54,9 @@ class Scratch {
   readonly queueB: Uint32Array;
   endF = 0;
   endB = 0;
+  /** Forward layer a of the last search (orderedPath). */
+  layerStartF = 0;
+  layerEndF = 0;
 
   constructor(topo: Topology, capacity: number) {
     this.capacity = capacity;
@@ -78,7 +81,7 @@ class Scratch {
   }
 }
 
-const STATE_WORDS = 4, REACH_F = 0, REACH_B = 1, MARK = 2;
+const STATE_WORDS = 4, REACH_F = 0, REACH_B = 1, MARK = 2, PRED_F = 3;
 
 const scratches = new WeakMap<Topology, Scratch>();
 
@@ -128,6 +131,49 @@ function expandJs(topo: Topology, s: Scratch, forward: boolean, from: number, to
         if (state[slot + other] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
       }
     }
+  }
+  return end;
+}
+
+/** Reused by expandForwardOrdered: one node's unreached neighbours before sorting. */
+let fresh = new Uint32Array(256);
+
+/**
+ * A forward layer in the protocol's own BFS order: nodes in queue order, each one's new
+ * neighbours ascending, each remembering the node that found it (PRED_F). The forward tree
+ * then holds, for every node, the lexicographically smallest shortest path to it.
+ */
+function expandForwardOrdered(topo: Topology, s: Scratch, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number): number {
+  const queue = s.queueF, state = s.state;
+  let end = to, met = 0;
+  for (let i = from; i < to; i++) {
+    const node = queue[i]!;
+    const dir = topo.dir(node);
+    let n = 0;
+    for (const w of words) {
+      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
+      const adj = topo.words;
+      if (n + len > fresh.length) {
+        const bigger = new Uint32Array(Math.max(fresh.length * 2, n + len));
+        bigger.set(fresh.subarray(0, n));
+        fresh = bigger;
+      }
+      for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+        if (!entryVisible(adj, p, at, label)) continue;
+        const next = adj[p + A_NEIGHBOR]!;
+        if (state[next * STATE_WORDS + REACH_F] === 0) fresh[n++] = next;
+      }
+    }
+    if (n > 1) fresh.subarray(0, n).sort();
+    for (let k = 0; k < n; k++) {
+      const next = fresh[k]!, slot = next * STATE_WORDS;
+      if (state[slot + REACH_F] !== 0) continue; // a parallel edge: already appended
+      state[slot + REACH_F] = mark;
+      state[slot + PRED_F] = node;
+      queue[end++] = next;
+      if (state[slot + REACH_B] !== 0) met = MET;
+    }
+    if (met !== 0) return (end | MET) >>> 0; // this node's list is whole; the rest is not needed
   }
   return end;
 }
@@ -222,6 +268,52 @@ function successorsKernel(topo: Topology, s: Scratch, node: number, backward: bo
   return Array.from(found);
 }
 
+export const ORDERED = { on: true };
+
+/**
+ * With forward layers in the protocol's order: the answer's node at position a is the first
+ * node of forward layer a (queue order = lexicographic order of tree paths) with a forward
+ * neighbour at backward distance b; its tree path is the prefix; the suffix is the greedy
+ * walk over backward distances.
+ */
+function orderedPath(topo: Topology, s: Scratch, source: number, a: number, b: number, fwd: readonly DirWord[], bwd: readonly DirWord[], label: number, at: number): number[] {
+  const state = s.state, queue = s.queueF;
+  const total = a + b + 1;
+  let pivot = -1;
+  for (let i = s.layerStartF; i < s.layerEndF && pivot === -1; i++) {
+    const node = queue[i]!;
+    const good = traversalKernelsOn() ? successorsKernel(topo, s, node, true, b + 1, fwd, label, at) : successorsJs(topo, s, node, true, b + 1, fwd, label, at);
+    if (good === true) pivot = node;
+  }
+  if (pivot === -1) throw queryError('internal error: shortest_path lost its way');
+  const path: number[] = [];
+  for (let node = pivot, k = a; k >= 0; k--) {
+    path.push(node);
+    node = state[node * STATE_WORDS + PRED_F]!;
+  }
+  path.reverse();
+  let node = pivot;
+  for (let position = a + 1; position <= total; position++) {
+    let best = -1;
+    const dir = topo.dir(node);
+    for (const w of fwd) {
+      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
+      const adj = topo.words;
+      for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+        if (!entryVisible(adj, p, at, label)) continue;
+        const next = adj[p + A_NEIGHBOR]!;
+        if (best !== -1 && next >= best) continue;
+        if (state[next * STATE_WORDS + REACH_B] === total - position + 1) best = next;
+      }
+    }
+    if (best === -1) throw queryError('internal error: shortest_path lost its way');
+    path.push(best);
+    node = best;
+  }
+  void bwd;
+  return path;
+}
+
 /** The node IDs of the path the protocol's BFS finds, source first; [] when none. */
 export function shortestPathJs(q: PathSearch): number[] {
   if (q.source === q.target) return [q.source];
@@ -253,9 +345,11 @@ function search(q: PathSearch, s: Scratch): number[] {
     const words = forward ? fwd : bwd;
     const depth = forward ? a : b;
     const from = layers[depth]!, to = layers[depth + 1]!;
-    const end = traversalKernelsOn()
-      ? expandKernel(topo, s, forward, from, to, words, label, at, depth + 2)
-      : expandJs(topo, s, forward, from, to, words, label, at, depth + 2);
+    const end = forward && ORDERED.on
+      ? expandForwardOrdered(topo, s, from, to, words, label, at, depth + 2)
+      : traversalKernelsOn()
+        ? expandKernel(topo, s, forward, from, to, words, label, at, depth + 2)
+        : expandJs(topo, s, forward, from, to, words, label, at, depth + 2);
     if (forward) s.endF = end & ~MET; else s.endB = end & ~MET;
     if (s.endF + s.endB > limits.shortestPathVisitedMax) throw queryError(`shortest_path visited more than ${limits.shortestPathVisitedMax} nodes`);
     // The expansion stops at the first node the other side reached: that layer stays
@@ -268,11 +362,12 @@ function search(q: PathSearch, s: Scratch): number[] {
   }
   if (!met) return [];
   const total = a + b + 1;
-  const queueF = s.queueF;
+  s.layerStartF = layerF[a]!; s.layerEndF = layerF[a + 1]!;
 
   // 2. Which forward nodes lead on to the target: a depth-first search from the source that
   // tries successors in ascending ID order and remembers every verdict, so it settles the
   // smallest good successor of each node on the answer and rarely much more.
+  if (ORDERED.on) return orderedPath(topo, s, source, a, b, fwd, bwd, label, at);
   if (a > 0) markGood(topo, s, source, a, b, fwd, label, at);
 
   // 3. The smallest-ID admissible neighbour at every step.
