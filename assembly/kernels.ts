@@ -37,9 +37,8 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
 }
 
 // Node state of src/exec/shortest-path.ts: STATE_WORDS words per node, [0] forward reach,
-// [1] backward reach, [2] mark (BAD_MARK = settled: leads nowhere).
+// [1] backward reach, [3] forward predecessor.
 const STATE_SHIFT: u32 = 2;
-const BAD_MARK: u32 = 2;
 
 /**
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
@@ -163,14 +162,52 @@ function siftDown(at: u32, root: u32, n: u32): void {
 }
 
 /**
- * The successors of `node` (directions `dirs`, snapshot `at`, label or any when < 0) for
- * the shortest-path walk. `side` 1: returns 1 when one has backward reach `reach`, else 0.
- * `side` 0: writes those with forward reach `reach` and no BAD mark to out[..] and returns
- * how many (out must hold the node's entry count).
+ * One forward BFS layer in the protocol's own order: for the nodes of queue[from..to) in
+ * order, each one's visible neighbours (as expandLayer) with forward reach 0, ascending,
+ * get reach `mark` and predecessor `node` (state words 0 and 3) and are appended at
+ * queue[to..). `temp` must hold the largest entry count of those nodes. Returns the new end;
+ * after a node whose list reached a node with a backward reach, returns it plus 2^31.
  */
-export function successorsAt(node: u32, dirs: u32, label: i32, at: u32, state: u32, side: u32, reach: u32, out: u32): u32 {
+export function expandOrdered(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, state: u32, mark: u32, temp: u32): u32 {
+  let end = to;
+  for (let i = from; i < to; i++) {
+    const node = word(queue + i);
+    const dir = directory(node);
+    let n: u32 = 0;
+    for (let d: u32 = 0; d < 2; d++) {
+      if ((dirs & (1 << d)) == 0) continue;
+      const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
+      const block = word(dir + 2 * d);
+      const stop = block + len * ADJ_WORDS;
+      for (let p = block; p < stop; p += ADJ_WORDS) {
+        if (!visible(p, at, label)) continue;
+        const next = word(p + A_NEIGHBOR);
+        if (word(state + (next << STATE_SHIFT)) == 0) {
+          setWord(temp + n, next);
+          n++;
+        }
+      }
+    }
+    if (n > 1) sortWords(temp, n);
+    let met = false;
+    for (let k: u32 = 0; k < n; k++) {
+      const next = word(temp + k);
+      const slot = state + (next << STATE_SHIFT);
+      if (word(slot) != 0) continue; // a parallel edge: already appended
+      setWord(slot, mark);
+      setWord(slot + 3, node);
+      setWord(queue + end, next);
+      end++;
+      if (word(slot + 1) != 0) met = true;
+    }
+    if (met) return end | (1 << 31);
+  }
+  return end;
+}
+
+/** 1 when one of `node`'s visible successors (as expandLayer) has backward reach `reach`. */
+export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, state: u32, reach: u32): u32 {
   const dir = directory(node);
-  let count: u32 = 0;
   for (let d: u32 = 0; d < 2; d++) {
     if ((dirs & (1 << d)) == 0) continue;
     const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
@@ -178,15 +215,8 @@ export function successorsAt(node: u32, dirs: u32, label: i32, at: u32, state: u
     const stop = block + len * ADJ_WORDS;
     for (let p = block; p < stop; p += ADJ_WORDS) {
       if (!visible(p, at, label)) continue;
-      const next = word(p + A_NEIGHBOR);
-      const slot = state + (next << STATE_SHIFT);
-      if (side == 1) {
-        if (word(slot + 1) == reach) return 1;
-      } else if (word(slot) == reach && word(slot + 2) != BAD_MARK) {
-        setWord(out + count, next);
-        count++;
-      }
+      if (word(state + (word(p + A_NEIGHBOR) << STATE_SHIFT) + 1) == reach) return 1;
     }
   }
-  return count;
+  return 0;
 }

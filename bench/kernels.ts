@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   await loadSvcdb(graph, (body) => db.queryRaw(body));
   const ids = Array.from(pickStartIds(graph, 512));
   const workloads: [string, string, string[]][] = [
-    ['shortest_path between start ids', 'expandLayer + successorsAt', ids.map((id, i) => q.shortestPath(id, ids[(i * 7 + 3) % ids.length]!))],
+    ['shortest_path between start ids', 'expandOrdered + expandLayer + hasSuccessorAt', ids.map((id, i) => q.shortestPath(id, ids[(i * 7 + 3) % ids.length]!))],
     ['3-hop repeat + dedup + count', 'entryCount + expandRows', ids.map(q.threeHopRepeatDedupCount)],
   ];
   const rows: string[][] = [];

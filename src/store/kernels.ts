@@ -10,7 +10,8 @@ export interface TraversalKernels {
   expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, side: number, mark: number): number;
   entryCount(queue: number, count: number, dirs: number): number;
   expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, stamps: number, stamp: number): number;
-  successorsAt(node: number, dirs: number, label: number, at: number, state: number, side: number, reach: number, out: number): number;
+  expandOrdered(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, mark: number, temp: number): number;
+  hasSuccessorAt(node: number, dirs: number, label: number, at: number, state: number, reach: number): number;
 }
 
 /** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
