@@ -136,9 +136,21 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
   return end;
 }
 
-/** Heapsort of words[at..at+n) ascending (in place, no allocation). */
+/** Sort words[at..at+n) ascending, in place: insertion sort for short lists, else heapsort. */
 function sortWords(at: u32, n: u32): void {
   if (n < 2) return;
+  if (n <= 16) {
+    for (let i: u32 = 1; i < n; i++) {
+      const value = word(at + i);
+      let j = i;
+      while (j > 0 && word(at + j - 1) > value) {
+        setWord(at + j, word(at + j - 1));
+        j--;
+      }
+      setWord(at + j, value);
+    }
+    return;
+  }
   for (let start = (n >> 1); start > 0; start--) siftDown(at, start - 1, n);
   for (let end = n - 1; end > 0; end--) {
     const top = word(at);
