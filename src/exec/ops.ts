@@ -150,7 +150,7 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
 }
 
 /** Distinct incident edge IDs of node `id`, ascending (operations.md §4.2). */
-export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
   const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
   const out: number[] = [];
   for (const direction of dirs) {

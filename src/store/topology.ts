@@ -4,7 +4,7 @@
 //
 // Layout (u32 words, offsets are word indexes; the kernels use byte address = word * 4):
 //   [0]                     HEAP_USED: words allocated so far (bump pointer, atomic)
-//   [1]                     SCRATCH_USED: words handed out as per-thread kernel scratch
+//   [1]                     reserved
 //   [CHUNK_TABLE ..+CHUNKS) directory chunk table: word offset of the directory chunk for
 //                           nodes k * CHUNK_NODES .. (k+1) * CHUNK_NODES - 1, 0 = none yet
 //   [HEAP_START ..)         heap: directory chunks and adjacency blocks, never freed
@@ -32,7 +32,6 @@ export const ADJ_WORDS = 5;
 export const A_EDGE = 0, A_NEIGHBOR = 1, A_LABEL = 2, A_CREATED = 3, A_DELETED = 4;
 
 const T_HEAP_USED = 0;
-const T_SCRATCH_USED = 1;
 const CHUNK_TABLE = 2;
 const CHUNK_SHIFT = 14;
 const CHUNK_NODES = 1 << CHUNK_SHIFT;
@@ -98,7 +97,6 @@ export class Topology {
     if (topo.words[T_HEAP_USED]! * 4 !== bytes.byteLength) {
       throw new SvcError('storage_error', 'storage error: topology section length does not match its header');
     }
-    topo.words[T_SCRATCH_USED] = 0;
     return topo;
   }
 
@@ -306,7 +304,6 @@ export class Topology {
     const at = Atomics.add(this.words, T_HEAP_USED, wordCount);
     const end = at + wordCount;
     if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
-    Atomics.add(this.words, T_SCRATCH_USED, wordCount);
     this.grow(end);
     this.words.fill(0, at, end);
     return at;
