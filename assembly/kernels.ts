@@ -28,6 +28,20 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
   return word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
 }
 
+/**
+ * A node's block in direction `d` (0 out, 1 in): its length, read before its offset (see
+ * topology.ts on why no fence is needed), and the word offset of its first entry.
+ */
+// @ts-ignore: decorator
+@inline function blockLength(dir: u32, d: u32): u32 {
+  return atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
+}
+
+// @ts-ignore: decorator
+@inline function blockStart(dir: u32, d: u32): u32 {
+  return word(dir + 2 * d);
+}
+
 /** Entry at word `p` visible at `at` with label `label` (any when < 0): topology.ts `entryVisible`. */
 // @ts-ignore: decorator
 @inline function visible(p: u32, at: u32, label: i32): bool {
@@ -56,9 +70,8 @@ export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i3
     const dir = directory(node);
     for (let d: u32 = 0; d < 2; d++) {
       if ((dirs & (1 << d)) == 0) continue;
-      // Length before block offset: see topology.ts on why no fence is needed.
-      const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
-      const block = word(dir + 2 * d);
+      const len = blockLength(dir, d);
+      const block = blockStart(dir, d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
         if (!visible(p, at, label)) continue;
@@ -82,8 +95,8 @@ export function entryCount(queue: u32, count: u32, dirs: u32): u32 {
   for (let i: u32 = 0; i < count; i++) {
     const node = word(queue + i);
     const dir = directory(node);
-    if ((dirs & 1) != 0) total += word(dir + 1);
-    if ((dirs & 2) != 0) total += word(dir + 3);
+    if ((dirs & 1) != 0) total += blockLength(dir, 0);
+    if ((dirs & 2) != 0) total += blockLength(dir, 1);
   }
   return total;
 }
@@ -105,8 +118,8 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
     let previous: u32 = 0;
     for (let d: u32 = 0; d < 2; d++) {
       if ((dirs & (1 << d)) == 0) continue;
-      const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
-      const block = word(dir + 2 * d);
+      const len = blockLength(dir, d);
+      const block = blockStart(dir, d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
         if (!visible(p, at, label)) continue;
@@ -188,8 +201,8 @@ export function expandOrdered(queue: u32, from: u32, to: u32, dirs: u32, label: 
     let n: u32 = 0;
     for (let d: u32 = 0; d < 2; d++) {
       if ((dirs & (1 << d)) == 0) continue;
-      const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
-      const block = word(dir + 2 * d);
+      const len = blockLength(dir, d);
+      const block = blockStart(dir, d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
         if (!visible(p, at, label)) continue;
@@ -222,8 +235,8 @@ export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, state:
   const dir = directory(node);
   for (let d: u32 = 0; d < 2; d++) {
     if ((dirs & (1 << d)) == 0) continue;
-    const len = atomic.load<u32>(<usize>(dir + 2 * d + 1) << 2);
-    const block = word(dir + 2 * d);
+    const len = blockLength(dir, d);
+    const block = blockStart(dir, d);
     const stop = block + len * ADJ_WORDS;
     for (let p = block; p < stop; p += ADJ_WORDS) {
       if (!visible(p, at, label)) continue;

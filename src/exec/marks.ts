@@ -1,4 +1,4 @@
-// A reusable "seen" set over row element keys (node ID * 2, edge ID * 2 + 1): one u32
+// Reusable per-thread scratch: growable typed buffers, and a "seen" set over row element keys (node ID * 2, edge ID * 2 + 1): one u32
 // stamp per key, and a generation counter so clearing is O(1) per use.
 import type { ExecCtx } from './context.js';
 
@@ -26,4 +26,12 @@ export class ElementMarks {
     this.stamps[key] = this.generation;
     return true;
   }
+}
+
+/** `buffer`, or a larger copy of its first `used` words, holding at least `needed` words. */
+export function withRoom(buffer: Uint32Array, used: number, needed: number): Uint32Array {
+  if (needed <= buffer.length) return buffer;
+  const bigger = new Uint32Array(Math.max(buffer.length * 2, needed));
+  bigger.set(buffer.subarray(0, used));
+  return bigger;
 }

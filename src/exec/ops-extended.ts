@@ -13,8 +13,8 @@ import {
 } from './rows.js';
 import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import { ElementMarks } from './marks.js';
-import type { Direction } from '../store/store.js';
-import { traversalKernelsOn } from '../store/kernels.js';
+import { dirWord, type Direction } from '../store/store.js';
+import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
 import type { Topology } from '../store/topology.js';
 import { shortestPathJs } from './shortest-path.js';
 
@@ -190,7 +190,7 @@ export function evalRepeat(ctx: ExecCtx, op: Extract<Op, { op: 'repeat' }>, inpu
   return c.emit === 'none' ? frontier : emitted;
 }
 
-interface NavigationStep { dirs: readonly Direction[]; label: number }
+interface NavigationStep { dirs: readonly Direction[]; kernelDirs: number; label: number }
 
 /**
  * The body as one out/in/both step from the context, when the rows are plain node rows
@@ -205,7 +205,7 @@ function navigationStep(ctx: ExecCtx, c: RepeatConfig, input: RowSet): Navigatio
   const dirs: readonly Direction[] = root.op === 'out' ? ['out'] : root.op === 'in' ? ['in'] : ['out', 'in'];
   // An unknown label matches no edge: -2 is no label ID (-1 would mean any label).
   const label = root.label === null ? -1 : ctx.store.names.idOf(root.label);
-  return { dirs, label: root.label !== null && label < 0 ? -2 : label };
+  return { dirs, kernelDirs: kernelDirections(dirs.map(dirWord)), label: root.label !== null && label < 0 ? -2 : label };
 }
 
 const levelMarks = new ElementMarks();
@@ -222,8 +222,7 @@ const levelStamps = new WeakMap<Topology, { nodes: number; stamp: number }>();
 function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
   const topo = ctx.store.topology, kernels = topo.kernels();
   const count = rows.length;
-  let dirs = 0;
-  for (const d of step.dirs) dirs |= d === 'out' ? 1 : 2;
+  const dirs = step.kernelDirs;
   const input = topo.scratch('repeat.rows', count);
   const ids = new Uint32Array(topo.memory.buffer, input * 4, count);
   for (let i = 0; i < count; i++) ids[i] = idOfKey(rows.el[i]!);

@@ -16,7 +16,7 @@ import {
 } from './rows.js';
 import { renderValueKey } from './render.js';
 import { evalExtendedOp, evalRepeat, isExtendedOp } from './ops-extended.js';
-import { ElementMarks } from './marks.js';
+import { ElementMarks, withRoom } from './marks.js';
 
 const elementMarks = new ElementMarks();
 
@@ -116,7 +116,7 @@ function window(input: Stream, start: number, end: number): Stream {
 // ---------------------------------------------------------------- navigation
 
 /** Reused per thread: neighbor IDs of one row before sort + dedup. */
-let scratch = new Uint32Array(1024);
+let scratch: Uint32Array = new Uint32Array(1024);
 
 /** Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1). */
 export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
@@ -127,11 +127,7 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
     const which = dirWord(dirs[d]!);
     const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
-    if (n + len > scratch.length) {
-      const bigger = new Uint32Array(Math.max(scratch.length * 2, n + len));
-      bigger.set(scratch.subarray(0, n));
-      scratch = bigger;
-    }
+    scratch = withRoom(scratch, n, n + len);
     let previous = -1;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
       if (!entryVisible(words, p, at, label)) continue;

@@ -20,7 +20,8 @@
 import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
-import { traversalKernelsOn } from '../store/kernels.js';
+import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
+import { withRoom } from './marks.js';
 import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, type DirWord, type Topology } from '../store/topology.js';
 
 export type PathDirection = 'out' | 'in' | 'both';
@@ -91,7 +92,6 @@ function scratchFor(topo: Topology, nodes: number): Scratch {
 
 const forwardWords = (d: PathDirection): readonly DirWord[] => (d === 'out' ? [DIR_OUT] : d === 'in' ? [DIR_IN] : [DIR_OUT, DIR_IN]);
 const backwardWords = (d: PathDirection): readonly DirWord[] => (d === 'out' ? [DIR_IN] : d === 'in' ? [DIR_OUT] : [DIR_OUT, DIR_IN]);
-const dirBits = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | (w === DIR_OUT ? 1 : 2), 0);
 
 /**
  * How much a forward frontier node counts against a backward one when choosing the side to
@@ -108,7 +108,7 @@ const MET = 0x80000000;
 type Expand = (topo: Topology, s: Scratch, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number) => number;
 
 /** Reused by expandForwardJs: one node's unreached neighbours before sorting. */
-let fresh = new Uint32Array(256);
+let fresh: Uint32Array = new Uint32Array(256);
 
 /**
  * A forward layer in the protocol's own order: nodes in queue order, each one's unreached
@@ -125,11 +125,7 @@ const expandForwardJs: Expand = (topo, s, from, to, words, label, at, mark) => {
     for (const w of words) {
       const len = topo.length(dir, w), off = topo.entries(dir, w, len);
       const adj = topo.words;
-      if (n + len > fresh.length) {
-        const bigger = new Uint32Array(Math.max(fresh.length * 2, n + len));
-        bigger.set(fresh.subarray(0, n));
-        fresh = bigger;
-      }
+      fresh = withRoom(fresh, n, n + len);
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
         if (!entryVisible(adj, p, at, label)) continue;
         const next = adj[p + A_NEIGHBOR]!;
@@ -154,7 +150,7 @@ const expandForwardJs: Expand = (topo, s, from, to, words, label, at, mark) => {
 /** The same on the expandOrdered kernel. */
 const expandForwardKernel: Expand = (topo, s, from, to, words, label, at, mark) => {
   const kernels = topo.kernels();
-  const dirs = dirBits(words);
+  const dirs = kernelDirections(words);
   // The largest list one node can contribute is at most the layer's whole entry count.
   const temp = topo.scratch('shortest_path.sort', Math.max(64, kernels.entryCount(s.at.queueF + from, to - from, dirs)));
   return kernels.expandOrdered(s.at.queueF, from, to, dirs, label, at, s.at.state, mark, temp) >>> 0;
@@ -185,11 +181,11 @@ const expandBackwardJs: Expand = (topo, s, from, to, words, label, at, mark) => 
 
 /** The same on the expandLayer kernel. */
 const expandBackwardKernel: Expand = (topo, s, from, to, words, label, at, mark) =>
-  topo.kernels().expandLayer(s.at.queueB, from, to, dirBits(words), label, at, s.at.state, REACH_B, mark) >>> 0;
+  topo.kernels().expandLayer(s.at.queueB, from, to, kernelDirections(words), label, at, s.at.state, REACH_B, mark) >>> 0;
 
 /** Whether one of `node`'s successors has backward reach `reach`. */
 function hasSuccessorAt(topo: Topology, s: Scratch, node: number, words: readonly DirWord[], label: number, at: number, reach: number): boolean {
-  if (traversalKernelsOn()) return topo.kernels().hasSuccessorAt(node, dirBits(words), label, at, s.at.state, reach) === 1;
+  if (traversalKernelsOn()) return topo.kernels().hasSuccessorAt(node, kernelDirections(words), label, at, s.at.state, reach) === 1;
   const dir = topo.dir(node);
   for (const w of words) {
     const len = topo.length(dir, w), off = topo.entries(dir, w, len);

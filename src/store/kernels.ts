@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from '../protocol/errors.js';
+import { DIR_OUT, type DirWord } from './topology.js';
 
 export interface TraversalKernels {
   expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, side: number, mark: number): number;
@@ -13,6 +14,9 @@ export interface TraversalKernels {
   expandOrdered(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, mark: number, temp: number): number;
   hasSuccessorAt(node: number, dirs: number, label: number, at: number, state: number, reach: number): number;
 }
+
+/** The kernels' `dirs` argument: bit 0 out, bit 1 in. */
+export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | (w === DIR_OUT ? 1 : 2), 0);
 
 /** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
 let kernelsOn = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
