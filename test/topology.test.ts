@@ -55,3 +55,24 @@ describe('topology snapshot form', () => {
     }), { numRuns: 150 });
   });
 });
+
+describe('topology section of a snapshot', () => {
+  const sectionsWith = (change: (bytes: Uint8Array) => Uint8Array) => {
+    const store = Store.create();
+    run(store, write([entry({ add_n: { label: 'N', properties: [] } }), entry({ add_n: { label: 'N', properties: [] } })]));
+    run(store, write([entry({ add_e: { input: { nodes: { reference: { ids: [0] } } }, label: 'X', to: { ids: [1] }, properties: [] } })]));
+    const sections = store.exportSections();
+    sections.set('topology', change(sections.get('topology')!));
+    return sections;
+  };
+  const codeOf = (f: () => unknown): string => {
+    try { f(); } catch (err) { return (err as { code?: string }).code ?? String(err); }
+    return 'no error';
+  };
+
+  it('a truncated section or one whose length disagrees with its header is storage_error', () => {
+    expect(codeOf(() => Store.fromSections(sectionsWith((b) => b.slice(0, 100))))).toBe('storage_error');
+    expect(codeOf(() => Store.fromSections(sectionsWith((b) => b.slice(0, b.byteLength - 4))))).toBe('storage_error');
+    expect(codeOf(() => Store.fromSections(sectionsWith((b) => b)))).toBe('no error');
+  });
+});
