@@ -2,7 +2,7 @@
 // any number of reader threads read it without locks.
 //
 // Layout (all u32, little-endian, in growable SharedArrayBuffers):
-//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, reserved]
+//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, VISIBLE, reserved]
 //   nodes  NODE_WORDS per node slot (slot = node ID): [label, labelSince, created, deleted, props]
 //   edges  EDGE_WORDS per edge slot (slot = edge ID): [label, src, dst, created, deleted, props]
 //   heap   property versions: [prev, epoch, label, byteLength] + msgpackr record bytes
@@ -10,8 +10,10 @@
 //
 // Visibility (MVCC): an element is visible at snapshot S when
 //   created != 0 && created <= S && (deleted == 0 || S < deleted).
-// The writer does every write of epoch E+1 first and then Atomics.stores EPOCH = E+1;
-// readers Atomics.load EPOCH once per request. Nothing a reader can reach is ever
+// The writer does every write of epoch E+1 first and then Atomics.stores EPOCH = E+1 (its
+// own committed epoch). Readers Atomics.load VISIBLE once per request: the newest epoch
+// that is published, which durable storage advances only once a batch is durable
+// (publish()), so no reader ever sees a batch that a crash could still take away. Nothing a reader can reach is ever
 // overwritten in place: property versions are immutable and chained newest-first,
 // adjacency blocks only grow (topology.ts), and a rolled-back element keeps created = 0.
 // An edge's label, created and deleted epochs are also in its two adjacency entries, so
@@ -28,7 +30,7 @@ export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PRO
 export const EDGE_WORDS = 6;
 export const E_LABEL = 0, E_SRC = 1, E_DST = 2, E_CREATED = 3, E_DELETED = 4, E_PROPS = 5;
 
-const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3;
+const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_VISIBLE = 4;
 const HEAP_HEADER_BYTES = 16;
 
 export type Direction = 'out' | 'in';
@@ -95,6 +97,11 @@ export class Store {
   private redo: RedoOp[] | null = null;
   private namesAtBegin = 0;
   captureRedo = false;
+  /**
+   * Writer only: commit() also publishes (memory storage, replay). Durable storage turns
+   * this off and calls publish() once a batch is durable.
+   */
+  publishOnCommit = true;
 
   private constructor(shared: StoreShared) {
     this.shared = shared;
@@ -120,6 +127,7 @@ export class Store {
     const store = new Store(shared);
     // Epoch 0 is "never": created = 0 marks a slot that is not (or no longer) a live element.
     Atomics.store(store.meta, M_EPOCH, 1);
+    Atomics.store(store.meta, M_VISIBLE, 1);
     store.meta[M_HEAP_USED] = HEAP_HEADER_BYTES; // heap pointer 0 means "no record"
     return store;
   }
@@ -169,22 +177,30 @@ export class Store {
       heap: fill(section('heap'), limits.propertyHeapBytesMax + 4096),
       names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
     };
-    return new Store(shared);
+    const store = new Store(shared);
+    // A loaded snapshot holds only committed (durable) batches: all of them are visible.
+    Atomics.store(store.meta, M_VISIBLE, store.committedEpoch());
+    return store;
   }
 
   // ------------------------------------------------------------ reading
 
-  /** The last committed epoch. */
+  /** The last committed epoch (the writer's own view; readers see visibleEpoch()). */
   committedEpoch(): number {
     return Atomics.load(this.meta, M_EPOCH);
   }
 
+  /** The newest epoch readers may see: committed and, on durable storage, durable. */
+  visibleEpoch(): number {
+    return Atomics.load(this.meta, M_VISIBLE);
+  }
+
   /**
-   * Start a read: the snapshot epoch, with views covering everything committed up to it
+   * Start a read: the snapshot epoch, with views covering everything published up to it
    * (the writer grows a buffer before it writes what a later epoch publishes).
    */
   beginRead(): number {
-    const at = Atomics.load(this.meta, M_EPOCH);
+    const at = Atomics.load(this.meta, M_VISIBLE);
     this.syncViews();
     return at;
   }
@@ -313,13 +329,24 @@ export class Store {
     return { epoch: this.pending, nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), names, ops: this.redo };
   }
 
-  /** Publish the batch: every reader that starts after this sees all of it. */
+  /**
+   * Commit the batch: later batches build on it. With publishOnCommit every reader that
+   * starts after this sees all of it; otherwise it waits for publish().
+   */
   commit(): void {
     this.assertWriting();
     Atomics.store(this.meta, M_EPOCH, this.pending);
+    if (this.publishOnCommit) Atomics.store(this.meta, M_VISIBLE, this.pending);
     this.pending = 0;
     this.undo.length = 0;
     this.redo = null;
+  }
+
+  /** Make every committed epoch up to `epoch` visible to readers (it is durable now). */
+  publish(epoch: number): void {
+    const committed = this.committedEpoch();
+    if (epoch > committed) throw new SvcError('internal_error', `internal error: publish of epoch ${epoch} beyond the committed ${committed}`);
+    if (epoch > this.visibleEpoch()) Atomics.store(this.meta, M_VISIBLE, epoch);
   }
 
   /** Undo every change of the batch, newest first. Allocated IDs stay consumed. */
