@@ -46,6 +46,16 @@ export const limits = {
   inlineSlowStrikes: 3,
   /** Bodies remembered as too slow to run inline (oldest forgotten). */
   slowReadBodiesMax: 4096,
+  /** Bytes of one write batch's WAL record; larger: 500 storage_error (the batch rolls back). */
+  walFrameBytesMax: 1024 * 1024 * 1024,
+  /** Bytes a snapshot is written and read in at a time (memory bound of snapshots). */
+  snapshotChunkBytes: 4 * 1024 * 1024,
+  /** Sections in one snapshot file; more: storage_error (a damaged section table). */
+  snapshotSectionsMax: 64,
+  /** First wait before a failed durability step (fsync, upload, snapshot) is retried. */
+  storageRetryFirstMs: 50,
+  /** Longest wait between retries of a failed durability step (backoff doubles up to it). */
+  storageRetryMaxMs: 5_000,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
 } as const;

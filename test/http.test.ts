@@ -9,7 +9,7 @@ import type { QueryJob, QuerySink } from '../src/server/job.js';
 import { runCli, spawnServer, startLine, type SpawnedServer } from './helpers/server.js';
 
 const BODY_BYTES_MAX = 16 * 1024 * 1024;
-const HEALTH_READY = '{"index_runtime":"ready","mode":"writer","ready":true}';
+const HEALTH_READY = '{"index_runtime":"ready","mode":"writer","ready":true,"storage":"ok"}';
 const BOOLEAN_HEADERS = ['x-svc-warm', 'x-svc-require-writer', 'x-svc-await-durable'] as const;
 
 let labelCounter = 0;
@@ -115,7 +115,7 @@ describe('HttpFrontEnd before the threads are up', () => {
     const port = await front.listen('127.0.0.1', 0);
     const url = `http://127.0.0.1:${port}`;
     try {
-      const notReady = '{"index_runtime":"ready","mode":"writer","ready":false}';
+      const notReady = '{"index_runtime":"ready","mode":"writer","ready":false,"storage":"ok"}';
       const readyz = await fetch(`${url}/readyz`);
       expect(readyz.status).toBe(503);
       expect(await readyz.text()).toBe(notReady);

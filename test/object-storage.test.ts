@@ -298,7 +298,7 @@ describe('svc serve --storage-uri', () => {
 
       for (const r of [fast, slow]) {
         const health = await fetch(`${r.url}/healthz`);
-        expect(await health.json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true });
+        expect(await health.json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true, storage: 'ok' });
         const ready = await fetch(`${r.url}/readyz`);
         expect(ready.status).toBe(200);
         expect(await ready.text()).toContain('"mode":"reader"');
@@ -341,7 +341,7 @@ describe('svc serve --mode reader --disk', () => {
       await eventually(async () => (await countOn(slow.url)) === 4, 'the slow disk reader sees 4 nodes');
       expect(slow.stderr()).toMatch(/reloaded from snapshot/);
       expect((await post(fast.url, addOne(9))).status).toBe(503);
-      expect(await (await fetch(`${fast.url}/readyz`)).json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true });
+      expect(await (await fetch(`${fast.url}/readyz`)).json()).toEqual({ index_runtime: 'ready', mode: 'reader', ready: true, storage: 'ok' });
     } finally {
       await Promise.all([fast.stop(), slow.stop(), writer.stop()]);
       rmSync(dir, { recursive: true, force: true });

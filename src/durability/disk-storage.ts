@@ -1,61 +1,100 @@
-// Disk storage for one database directory: the single-writer lock, recovery (newest whole
-// snapshot + replay of later WAL records), the WAL append that precedes every commit,
-// group fsync, snapshot rotation, and read-only followers of the same directory.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+// Disk storage for one database directory: the single-writer lock, recovery (newest
+// snapshot that verifies + replay of every later WAL frame), the WAL append that precedes
+// every commit, group commit with retry, verified snapshot rotation, and read-only
+// followers of the same directory. The rules are in docs/durability.md.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
+import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import { listSnapshots, readSnapshot, writeSnapshot } from './snapshot.js';
-import { listSegments, readSegment, WalWriter } from './wal.js';
+import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
+import { fsyncDir } from './format.js';
+import { listSnapshots, readSnapshotFile, writeSnapshot } from './snapshot.js';
+import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
+
+export type { RecoveryReport } from './durable.js';
 
 export interface DiskOptions {
-  /** Snapshot once the current WAL segment holds this many bytes. */
+  /** Snapshot once this many WAL bytes were written since the last snapshot. */
   snapshotWalBytes: number;
 }
 
 export const defaultDiskOptions: DiskOptions = { snapshotWalBytes: 64 * 1024 * 1024 };
 
-export interface RecoveryReport {
-  snapshotEpoch: number;
-  replayedBatches: number;
-  truncatedBytes: number;
-  epoch: number;
+// ---------------------------------------------------------------- recovery
+
+interface Recovered {
+  store: Store;
+  report: RecoveryReport;
+  /** The last segment and where its good frames end (the writer continues or rotates). */
+  tail: { file: string; firstEpoch: number; end: number; lastEpoch: number; tornBytes: number } | null;
 }
 
-/** Load the newest readable snapshot, then apply every later WAL record. */
-function recover(dir: string, readOnly: boolean): { store: Store; report: RecoveryReport; segmentEnds: Map<string, number> } {
+/**
+ * The store as the directory holds it: the newest snapshot that verifies, then every later
+ * WAL frame in epoch order. Damage is refused with the file and offset (storage_error),
+ * except a torn tail of the last segment (the last write of a crash), which is reported in
+ * `tail.tornBytes` for the writer to cut. A corrupt newest snapshot is gone around only
+ * when an older one and the WAL after it reach at least the corrupt one's epoch. Changes
+ * nothing on disk.
+ */
+function recover(dir: string): Recovered {
+  const warnings: string[] = [];
   let store: Store | null = null;
   let snapshotEpoch = 0;
+  /** Epoch recovery must reach: the newest snapshot that failed to verify. */
+  let mustReach = 0;
+  let firstDamage: SvcError | null = null;
   for (const snap of listSnapshots(dir)) {
     try {
-      store = readSnapshot(snap.file);
+      store = readSnapshotFile(snap.file).store;
       snapshotEpoch = snap.epoch;
       break;
     } catch (err) {
-      if (err instanceof SvcError && err.code !== 'storage_error') throw err; // version errors are final
-      // A damaged snapshot: fall back to an older one (its WAL may still be there).
+      // Format version errors and anything that is not a storage_error (a bug, a local
+      // failure such as EMFILE) stop recovery: never fall back on an unknown error.
+      if (!(err instanceof SvcError) || err.code !== 'storage_error') throw err;
+      firstDamage ??= err;
+      mustReach = Math.max(mustReach, snap.epoch);
+      warnings.push(err.msg);
     }
   }
   store ??= Store.create();
   store.captureRedo = false;
-  let replayedBatches = 0, truncatedBytes = 0;
-  const segmentEnds = new Map<string, number>();
-  for (const segment of listSegments(dir)) {
-    const { batches, end, truncatedBytes: torn } = readSegment(segment.file, readOnly);
-    segmentEnds.set(segment.file, end);
-    truncatedBytes += torn;
-    for (const batch of batches) {
-      if (batch.epoch <= store.committedEpoch()) continue;
-      if (batch.epoch !== store.committedEpoch() + 1) {
-        throw new SvcError('storage_error', `storage error: WAL gap: expected epoch ${store.committedEpoch() + 1}, found ${batch.epoch} in ${segment.file}`);
-      }
-      store.applyRedo(batch);
-      replayedBatches++;
+  let replayed = 0;
+  const segments = listSegments(dir);
+  let tail: Recovered['tail'] = null;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const next = segments[i + 1];
+    const last = next === undefined;
+    // A segment whose successor starts at or before the next epoch we need holds nothing new.
+    if (next !== undefined && next.firstEpoch <= store.committedEpoch() + 1) continue;
+    if (segment.firstEpoch > store.committedEpoch() + 1) {
+      throw corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}`);
+    }
+    const target = store;
+    const scan = scanSegment(segment.file, 0, 0, (batch) => {
+      if (batch.epoch <= target.committedEpoch()) return;
+      target.applyRedo(batch);
+      replayed++;
+    });
+    if (scan.ending === 'corrupt') throw scan.problem!;
+    if (scan.ending === 'torn' && !last) throw corruption(segment.file, scan.end, 'a damaged frame in a segment that is not the newest');
+    if (last) {
+      tail = { file: segment.file, firstEpoch: segment.firstEpoch, end: scan.end, lastEpoch: scan.lastEpoch, tornBytes: scan.size - scan.end };
     }
   }
-  return { store, report: { snapshotEpoch, replayedBatches, truncatedBytes, epoch: store.committedEpoch() }, segmentEnds };
+  if (store.committedEpoch() < mustReach) {
+    throw new SvcError('storage_error', `${firstDamage!.msg}; the older snapshots and the WAL reach only epoch ${store.committedEpoch()}, so recovery stops here (see svc repair)`);
+  }
+  const report: RecoveryReport = {
+    snapshotEpoch, replayedBatches: replayed, truncatedBytes: tail?.tornBytes ?? 0, epoch: store.committedEpoch(),
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
+  return { store, report, tail };
 }
 
 // ---------------------------------------------------------------- single-writer lock
@@ -110,28 +149,79 @@ export function processAlive(pid: number): boolean {
   }
 }
 
+// ---------------------------------------------------------------- retry timing
+
+/** Bounded exponential backoff with jitter (limits.storageRetryFirstMs .. storageRetryMaxMs). */
+export class Backoff {
+  private attempt = 0;
+  /** The wait before the next retry; each call doubles the next one, up to the maximum. */
+  next(): number {
+    const ceiling = Math.min(limits.storageRetryMaxMs, limits.storageRetryFirstMs * 2 ** this.attempt);
+    this.attempt = Math.min(this.attempt + 1, 30);
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+  reset(): void {
+    this.attempt = 0;
+  }
+}
+
 // ---------------------------------------------------------------- writer
 
-export class DiskWriter {
+interface Waiter { epoch: number; resolve: () => void; reject: (err: SvcError) => void }
+
+export class DiskWriter implements DurableStorage {
   readonly store: Store;
   readonly report: RecoveryReport;
+  onHealthChange: ((health: StorageHealth) => void) | null = null;
   private wal: WalWriter;
   private releaseLock: (() => void) | null;
-  /** After a failed fsync nothing more is acknowledged as durable (like a database panic). */
-  private failed: SvcError | null = null;
+  /** Newest epoch logged, and newest made durable (fsynced). */
+  private loggedEpoch: number;
+  private durableEpoch: number;
+  private waiters: Waiter[] = [];
+  private flushScheduled = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private readonly flushBackoff = new Backoff();
+  /** Set while fsync fails (new writes are refused) or after the lock was lost (for good). */
+  private unavailable: SvcError | null = null;
+  private fenced: SvcError | null = null;
+  private walBytesSinceSnapshot = 0;
+  private lastSnapshotEpoch: number;
+  private snapshotProblem: string | null = null;
+  private snapshotNotBefore = 0;
+  private readonly snapshotBackoff = new Backoff();
+  private closed = false;
 
   private constructor(readonly dir: string, readonly options: DiskOptions) {
     mkdirSync(dir, { recursive: true });
     this.releaseLock = acquireLock(dir, (err) => {
-      // Someone removed or took over the lock: stop acknowledging writes from this process.
-      this.failed = new SvcError('storage_error', `storage error: lost the writer lock on ${dir}: ${err.message}`);
+      // Someone removed or took over the lock: nothing more is acknowledged from here.
+      this.fence(new SvcError('writer_fenced_commit_outcome_unknown', `writer fenced: lost the writer lock on ${dir}: ${err.message}`));
     });
     try {
-      const { store, report } = recover(dir, false);
+      const { store, report, tail } = recover(dir);
+      for (const warning of report.warnings ?? []) process.stderr.write(`svcdb: recovery: ${warning}\n`);
+      if (tail !== null && tail.tornBytes > 0) {
+        // The one thing recovery may drop: the last frame of the last segment, cut short.
+        truncateTornTail(tail.file, tail.end);
+        process.stderr.write(`svcdb: recovery dropped a torn tail of ${tail.tornBytes} bytes (an unacknowledged write cut short by a crash)\n`);
+      }
       this.store = store;
       this.report = report;
       store.captureRedo = true;
-      this.wal = new WalWriter(dir, store.committedEpoch() + 1);
+      store.publishOnCommit = false;
+      const epoch = store.committedEpoch();
+      // Continue the last segment when its frames end exactly where the store is; else
+      // start a new one (its predecessors stay until a snapshot covers them).
+      if (tail !== null && (tail.lastEpoch === epoch || (tail.lastEpoch === 0 && tail.firstEpoch === epoch + 1))) {
+        this.wal = new WalWriter(dir, tail.firstEpoch, tail.end, tail.lastEpoch);
+      } else {
+        this.wal = new WalWriter(dir, epoch + 1);
+      }
+      this.loggedEpoch = this.durableEpoch = epoch;
+      this.lastSnapshotEpoch = report.snapshotEpoch;
+      this.walBytesSinceSnapshot = tail?.end ?? 0;
+      this.cleanStaleTemps();
     } catch (err) {
       this.releaseLock();
       this.releaseLock = null;
@@ -143,95 +233,304 @@ export class DiskWriter {
     return new DiskWriter(dir, options);
   }
 
-  /** Called with the batch before it is published: a failed append rolls the batch back. */
-  logBatch(batch: RedoBatch): void {
-    if (this.failed) throw this.failed;
-    this.wal.append(batch);
+  /** Snapshot temp files left by a writer killed while writing one. */
+  private cleanStaleTemps(): void {
+    for (const name of readdirSync(this.dir)) if (/^snapshot-\d{10}\.bin\.tmp$/.test(name)) rmSync(join(this.dir, name), { force: true });
   }
 
-  /** Make every logged batch durable (one fsync for the whole group). */
-  sync(): void {
-    if (this.failed) throw this.failed;
+  health(): StorageHealth {
+    if (this.fenced) return { ready: false, problem: this.fenced.msg };
+    if (this.unavailable) return { ready: false, problem: this.unavailable.msg };
+    return this.snapshotProblem === null ? healthy : { ready: true, problem: this.snapshotProblem };
+  }
+
+  private healthChanged(): void {
+    const h = this.health();
+    process.stderr.write(`svcdb: storage ${h.ready ? 'ready' : 'NOT READY'}${h.problem ? `: ${h.problem}` : ''}\n`);
+    this.onHealthChange?.(h);
+  }
+
+  logBatch(batch: RedoBatch): void {
+    if (this.closed) throw new SvcError('database_closed', 'database is closed');
+    if (this.fenced) throw this.fenced;
+    if (this.unavailable) {
+      throw new SvcError('storage_error', `storage error: storage unavailable, the write was not applied (${this.unavailable.msg})`);
+    }
+    const before = this.wal.bytes;
+    this.wal.append(batch);
+    this.walBytesSinceSnapshot += this.wal.bytes - before;
+    this.loggedEpoch = batch.epoch;
+  }
+
+  sync(): Promise<void> {
+    if (this.fenced) return Promise.reject(this.fenced);
+    const epoch = this.loggedEpoch;
+    if (epoch <= this.durableEpoch) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ epoch, resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  /** Group commit: everything logged until the flush runs shares its fsync. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.retryTimer !== null) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  /** fsync, publish and answer; on failure refuse new writes and retry with backoff. */
+  private flush(): void {
+    if (this.fenced) return;
+    const epoch = this.loggedEpoch;
     try {
       this.wal.sync();
     } catch (err) {
-      this.failed = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${(err as Error).message}`);
-      throw this.failed;
+      const first = this.unavailable === null;
+      this.unavailable = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
+      if (first) this.healthChanged();
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.flush();
+      }, this.flushBackoff.next());
+      return;
+    }
+    this.flushBackoff.reset();
+    this.markDurable(epoch);
+    if (this.unavailable !== null) {
+      this.unavailable = null;
+      this.healthChanged();
+    }
+    this.maybeSnapshot();
+  }
+
+  private markDurable(epoch: number): void {
+    this.durableEpoch = Math.max(this.durableEpoch, epoch);
+    this.store.publish(this.durableEpoch);
+    const still: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (w.epoch <= this.durableEpoch) w.resolve();
+      else still.push(w);
+    }
+    this.waiters = still;
+  }
+
+  private fence(err: SvcError): void {
+    if (this.fenced) return;
+    this.fenced = err;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w.reject(err);
+    this.healthChanged();
+  }
+
+  /** Snapshot when enough WAL accumulated, unless a failed one is waiting out its backoff. */
+  private maybeSnapshot(): void {
+    if (this.walBytesSinceSnapshot < this.options.snapshotWalBytes || Date.now() < this.snapshotNotBefore) return;
+    this.trySnapshot();
+  }
+
+  /** Snapshot now (between batches, everything durable). False if it failed (kept for retry). */
+  private trySnapshot(): boolean {
+    try {
+      this.snapshot();
+      this.snapshotBackoff.reset();
+      if (this.snapshotProblem !== null) {
+        this.snapshotProblem = null;
+        this.healthChanged();
+      }
+      return true;
+    } catch (err) {
+      const problem = `snapshot failed, retrying later (the WAL keeps every write): ${(err as Error).message}`;
+      const changed = this.snapshotProblem !== problem;
+      this.snapshotProblem = problem;
+      this.snapshotNotBefore = Date.now() + this.snapshotBackoff.next();
+      if (changed) this.healthChanged();
+      return false;
     }
   }
 
-  /** Snapshot when the WAL segment has grown past the threshold (between batches). */
-  maybeSnapshot(): void {
-    if (this.wal.bytesWritten >= this.options.snapshotWalBytes) this.snapshot();
-  }
-
-  /** Write a snapshot, start a new WAL segment and drop the files the snapshot covers. */
-  snapshot(): void {
-    this.sync();
-    const epoch = writeSnapshot(this.dir, this.store);
-    this.wal.close();
-    this.wal = new WalWriter(this.dir, epoch + 1);
-    for (const segment of listSegments(this.dir)) if (segment.firstEpoch <= epoch) unlinkSync(segment.file);
-    for (const snap of listSnapshots(this.dir)) if (snap.epoch < epoch) unlinkSync(snap.file);
-  }
-
-  close(): void {
-    if (this.releaseLock === null) return;
-    try {
-      // A clean shutdown snapshots; if that fails (disk full) the WAL still holds everything.
-      if (this.failed === null) {
-        try { this.snapshot(); } catch { /* keep the WAL */ }
-      }
+  /**
+   * Write and verify a snapshot of the committed (and durable) store, start a new WAL
+   * segment, then delete what the PREVIOUS snapshot covers: the newest two snapshots and
+   * the WAL after the older one stay, so recovery can fall back past a damaged newest one.
+   */
+  private snapshot(): void {
+    if (this.store.committedEpoch() !== this.durableEpoch) throw new SvcError('internal_error', 'internal error: snapshot of a store that is not durable');
+    const epoch = this.store.committedEpoch();
+    if (epoch === this.lastSnapshotEpoch) return;
+    writeSnapshot(this.dir, this.store); // fsynced, renamed and read back whole
+    const previous = this.lastSnapshotEpoch;
+    this.lastSnapshotEpoch = epoch;
+    this.walBytesSinceSnapshot = 0;
+    if (this.wal.lastEpoch !== 0) {
       this.wal.close();
+      this.wal = new WalWriter(this.dir, epoch + 1);
+    }
+    this.prune(previous);
+  }
+
+  /** Remove snapshots older than `keep` and WAL segments holding only epochs <= `keep`. */
+  private prune(keep: number): void {
+    try {
+      const segments = listSegments(this.dir);
+      for (let i = 0; i + 1 < segments.length; i++) {
+        if (segments[i + 1]!.firstEpoch - 1 <= keep) unlinkSync(segments[i]!.file);
+      }
+      for (const snap of listSnapshots(this.dir)) if (snap.epoch < keep) unlinkSync(snap.file);
+      fsyncDir(this.dir);
+    } catch (err) {
+      // Leftovers are harmless: recovery skips what a newer snapshot covers.
+      process.stderr.write(`svcdb: removing files older snapshots cover failed: ${(err as Error).message}\n`);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.releaseLock === null) return;
+    this.closed = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    let problem: SvcError | null = this.fenced;
+    try {
+      if (problem === null) {
+        // One last try to make the waiting writes durable; otherwise their outcome is unknown.
+        try {
+          this.wal.sync();
+          this.markDurable(this.loggedEpoch);
+        } catch (err) {
+          problem = new SvcError('writer_fenced_commit_outcome_unknown',
+            `writer stopped before every write was durable: ${(err as Error).message}`);
+          this.fence(problem);
+        }
+      }
+      if (problem === null && !this.trySnapshot()) {
+        problem = new SvcError('storage_error', `storage error: the snapshot at stop failed (the WAL keeps every write): ${this.snapshotProblem ?? ''}`);
+      }
+      if (this.fenced === null) this.wal.close();
+      else this.wal.abandon();
     } finally {
       try { this.releaseLock(); } catch { /* lock already gone */ }
       this.releaseLock = null;
     }
+    if (problem !== null) throw problem;
   }
 }
 
 // ---------------------------------------------------------------- read-only follower
+
+/** Attempts to open a directory whose writer is rotating files meanwhile. */
+const FOLLOWER_OPEN_ATTEMPTS = 5;
+const FOLLOWER_OPEN_RETRY_MS = 100;
+/** Refreshes that must find the same damage before a follower believes it (a frame in flight). */
+const FOLLOWER_DAMAGE_STRIKES = 3;
 
 /** A read-only copy of a directory that another process writes; `refresh()` catches up. */
 export class DiskFollower {
   store: Store;
   /** What the first load found. */
   readonly report: RecoveryReport;
-  private segmentEnds: Map<string, number>;
+  /** Where the next frame is read: segment, offset and the epoch it must follow. */
+  private position: { file: string; firstEpoch: number; end: number } | null;
+  private stopped: SvcError | null = null;
+  private damage: { at: string; strikes: number } | null = null;
 
-  private constructor(readonly dir: string) {
+  private constructor(readonly dir: string, loaded: Recovered) {
+    this.store = loaded.store;
+    this.report = loaded.report;
+    this.position = loaded.tail === null ? null : { file: loaded.tail.file, firstEpoch: loaded.tail.firstEpoch, end: loaded.tail.end };
+  }
+
+  /** Open (retrying while the writer rotates files under us). */
+  static async open(dir: string): Promise<DiskFollower> {
     if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
-    const { store, segmentEnds, report } = recover(dir, true);
-    this.store = store;
-    this.report = report;
-    this.segmentEnds = segmentEnds;
+    return new DiskFollower(dir, await loadRetrying(dir));
   }
 
-  static open(dir: string): DiskFollower {
-    return new DiskFollower(dir);
+  health(): StorageHealth {
+    return this.stopped === null ? healthy : { ready: false, problem: this.stopped.msg };
   }
 
-  /** Apply WAL records written since the last refresh; reload if a snapshot replaced them. */
-  refresh(): void {
-    const epoch = this.store.committedEpoch();
-    const segments = listSegments(this.dir);
-    const newest = listSnapshots(this.dir)[0];
-    const covered = segments.length > 0 && segments[0]!.firstEpoch <= epoch + 1;
-    if (!covered && newest !== undefined && newest.epoch > epoch) {
-      const { store, segmentEnds } = recover(this.dir, true);
-      this.store = store;
-      this.segmentEnds = segmentEnds;
-      return;
+  /**
+   * Apply WAL frames written since the last refresh. Returns true when the store was
+   * replaced (the writer already deleted the WAL this follower needed: reloaded from the
+   * newest snapshot). A batch that cannot be applied stops the follower for good: it keeps
+   * serving its last epoch and reports the problem; it never skips a batch.
+   */
+  async refresh(): Promise<boolean> {
+    if (this.stopped !== null) return false;
+    try {
+      return await this.catchUp();
+    } catch (err) {
+      this.stopped = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
+      process.stderr.write(`svcdb: follower stopped at epoch ${this.store.committedEpoch()}: ${this.stopped.msg}\n`);
+      throw this.stopped;
     }
-    for (const segment of segments) {
-      const from = this.segmentEnds.get(segment.file) ?? 0;
-      const { batches, end } = readSegment(segment.file, true, from);
-      this.segmentEnds.set(segment.file, end);
-      for (const batch of batches) {
-        if (batch.epoch <= this.store.committedEpoch()) continue;
-        if (batch.epoch !== this.store.committedEpoch() + 1) return; // a later refresh will find the gap filled or a snapshot
-        this.store.applyRedo(batch);
+  }
+
+  private async catchUp(): Promise<boolean> {
+    for (;;) {
+      const epoch = this.store.committedEpoch();
+      const segments = listSegments(this.dir);
+      const current = this.position === null ? undefined : segments.find((s) => s.file === this.position!.file);
+      if (current === undefined) {
+        // Our segment is gone (or we had none): continue in the one holding epoch + 1.
+        const holder = [...segments].reverse().find((s) => s.firstEpoch <= epoch + 1);
+        if (holder === undefined || (segments.length > 0 && segments[0]!.firstEpoch > epoch + 1)) {
+          const newest = listSnapshots(this.dir)[0];
+          if (newest === undefined || newest.epoch <= epoch) return false; // nothing newer yet
+          const loaded = await loadRetrying(this.dir);
+          this.store = loaded.store;
+          this.position = loaded.tail === null ? null : { file: loaded.tail.file, firstEpoch: loaded.tail.firstEpoch, end: loaded.tail.end };
+          return true;
+        }
+        this.position = { file: holder.file, firstEpoch: holder.firstEpoch, end: 0 };
       }
+      const position = this.position!;
+      const store = this.store;
+      let scan;
+      try {
+        scan = scanSegment(position.file, position.end, position.end === 0 ? 0 : store.committedEpoch(), (batch) => {
+          if (batch.epoch <= store.committedEpoch()) return;
+          if (batch.epoch !== store.committedEpoch() + 1) throw corruption(position.file, position.end, `WAL gap: epoch ${batch.epoch} after ${store.committedEpoch()}`);
+          store.applyRedo(batch);
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code === 'ENOENT') continue; // rotated away meanwhile
+        throw err;
+      }
+      position.end = scan.end;
+      if (scan.ending === 'corrupt') {
+        // A frame still being written can look damaged for a moment: believe it only when
+        // the same damage is there on several refreshes.
+        const at = `${position.file}:${scan.end}`;
+        this.damage = this.damage?.at === at ? { at, strikes: this.damage.strikes + 1 } : { at, strikes: 1 };
+        if (this.damage.strikes >= FOLLOWER_DAMAGE_STRIKES) throw scan.problem!;
+        return false;
+      }
+      this.damage = null;
+      // Move on when a newer segment continues right after what we applied.
+      const after = segments.find((s) => s.firstEpoch === store.committedEpoch() + 1 && s.file !== position.file);
+      if (after === undefined) return false;
+      this.position = { file: after.file, firstEpoch: after.firstEpoch, end: 0 };
+    }
+  }
+}
+
+/** recover(), retried while a writer rotates snapshots and segments under it. */
+async function loadRetrying(dir: string): Promise<Recovered> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const loaded = recover(dir);
+      loaded.store.publishOnCommit = true;
+      return loaded;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      const transient = code === 'ENOENT' || (err instanceof SvcError && err.code === 'storage_error');
+      if (!transient || attempt >= FOLLOWER_OPEN_ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, FOLLOWER_OPEN_RETRY_MS * attempt));
     }
   }
 }

@@ -1,10 +1,14 @@
 // The on-disk format version shared by snapshots and WAL segments. A layout change is a
 // versioned format change (STYLE.md): older files need a migration, newer ones are refused.
-import { readdirSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcError } from '../protocol/errors.js';
 
-export const storageFormatVersion = 2;
+/**
+ * 3: checksummed WAL frame headers and segment headers, snapshot header and section table
+ * checksums, 64-bit section offsets and lengths. 2: adjacency in the topology memory.
+ */
+export const storageFormatVersion = 3;
 
 export function checkFormatVersion(found: number, file: string): void {
   if (found > storageFormatVersion) {
@@ -29,4 +33,10 @@ export function listEpochFiles(dir: string, prefix: string, ext: string): { file
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ file: join(dir, m[0]), epoch: Number(m[1]) }))
     .sort((a, b) => a.epoch - b.epoch);
+}
+
+/** fsync a directory, so that names created, renamed or removed in it survive a crash. */
+export function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try { fsyncSync(fd); } finally { closeSync(fd); }
 }

@@ -23,10 +23,9 @@ import { randomUUID } from 'node:crypto';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
 import type { RecoveryReport } from './disk-storage.js';
-import { storageFormatVersion } from './format.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
 import { readSnapshot, snapshotName, writeSnapshot } from './snapshot.js';
-import { encodeFrame, readSegment } from './wal.js';
+import { encodeFrame, readSegment, segmentHeader } from './wal.js';
 
 export { parseStorageUri, type ObjectStorageOptions } from './object-bucket.js';
 
@@ -57,14 +56,6 @@ const INCOMPLETE_RETRY_MS = 40;
 const LOAD_ATTEMPTS = 3;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** The 16-byte wal.ts segment header: "SVCDBWAL" [u32 formatVersion][u32 reserved]. */
-function walHeader(): Buffer {
-  const header = Buffer.alloc(16);
-  header.write('SVCDBWAL', 0, 'latin1');
-  header.writeUInt32LE(storageFormatVersion, 8);
-  return header;
-}
 
 /** The working directory: the given one, or a fresh temp dir removed on close. */
 function workDir(options: ObjectStorageOptions): { dir: string; owned: boolean } {
@@ -349,7 +340,7 @@ export class ObjectWriter {
     while (this.frames.length > 0 && this.failed === null) {
       const first = this.framesFirst;
       const last = this.framesLast;
-      const body = Buffer.concat([walHeader(), ...this.frames]);
+      const body = Buffer.concat([segmentHeader(first), ...this.frames]);
       this.frames = [];
       try {
         await this.putImmutable(this.bucket.walKey(first, last), body);

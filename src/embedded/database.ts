@@ -1,13 +1,12 @@
 // The embedded handle: the same decode/plan/exec/store as the server, in the caller's
 // thread, without HTTP. Answers are exactly what the server would send.
 import { parseJson, type JsonValue } from '../protocol/json.js';
-import { errorBody, SvcError } from '../protocol/errors.js';
+import { SvcError } from '../protocol/errors.js';
 import { defaultExecOptions, executeRequest, type RequestFlags } from '../exec/request.js';
-import { Store } from '../store/store.js';
-import { defaultDiskOptions, DiskFollower, DiskWriter } from '../durability/disk-storage.js';
-import {
-  defaultObjectWriterOptions, ObjectFollower, ObjectWriter, type ObjectStorageOptions,
-} from '../durability/object-storage.js';
+import { DiskFollower } from '../durability/disk-storage.js';
+import { Committer } from '../durability/durable.js';
+import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
+import { openWriterStorage } from '../durability/open.js';
 
 export interface OpenOptions {
   /**
@@ -71,18 +70,15 @@ export function toPlain(v: JsonValue): unknown {
   return v;
 }
 
-/** Where a handle's store lives and how its writes become durable. */
+/** Where a handle's store lives: a writer (memory, disk or bucket) or a read-only follower. */
 type Backing =
-  | { kind: 'memory'; store: Store }
-  | { kind: 'disk'; writer: DiskWriter }
+  | { kind: 'writer'; committer: Committer }
   | { kind: 'follower'; follower: DiskFollower }
-  | { kind: 'object'; writer: ObjectWriter }
   | { kind: 'object-follower'; follower: ObjectFollower; refreshMs: number; refreshedAt: number };
 
 export class Database {
   private backing: Backing | null;
   private readonly queryTimeoutMs: number;
-  private syncScheduled = false;
 
   constructor(backing: Backing, queryTimeoutMs: number) {
     this.backing = backing;
@@ -101,72 +97,21 @@ export class Database {
     const flags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: options.awaitDurable ?? null };
     const queryTimeoutMs = options.timeoutMs ?? this.queryTimeoutMs;
     const body = requestText(request);
+    if (backing.kind === 'writer') return backing.committer.execute(body, flags, queryTimeoutMs);
     if (backing.kind === 'follower') {
-      backing.follower.refresh();
+      await backing.follower.refresh();
       return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
     }
-    if (backing.kind === 'object-follower') {
-      if (Date.now() - backing.refreshedAt >= backing.refreshMs) {
-        await backing.follower.refresh();
-        backing.refreshedAt = Date.now();
-      }
-      return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
+    if (Date.now() - backing.refreshedAt >= backing.refreshMs) {
+      await backing.follower.refresh();
+      backing.refreshedAt = Date.now();
     }
-    if (backing.kind === 'memory') return this.finish(executeRequest(backing.store, body, flags, 'writer', { queryTimeoutMs }));
-    if (backing.kind === 'object') return this.objectWrite(backing.writer, body, flags, options, queryTimeoutMs);
-    const writer = backing.writer;
-    const epoch = writer.store.committedEpoch();
-    const outcome = this.finish(executeRequest(writer.store, body, flags, 'writer', { queryTimeoutMs, logBatch: (b) => writer.logBatch(b) }));
-    if (writer.store.committedEpoch() !== epoch) {
-      // A write committed: acknowledge after fsync unless the caller opted out.
-      if (options.awaitDurable === false) this.scheduleSync(writer);
-      else {
-        try {
-          writer.sync();
-        } catch (err) {
-          const e = err instanceof SvcError ? err : new SvcError('storage_error', String(err));
-          return { status: e.status, body: errorBody(e) };
-        }
-      }
-      writer.maybeSnapshot();
-    }
-    return outcome;
-  }
-
-  /** Object storage: acknowledge a committed write once its group's PUT succeeded. */
-  private async objectWrite(
-    writer: ObjectWriter, body: string, flags: RequestFlags, options: QueryOptions, queryTimeoutMs: number,
-  ): Promise<{ status: number; body: string }> {
-    const epoch = writer.store.committedEpoch();
-    const outcome = this.finish(executeRequest(writer.store, body, flags, 'writer', { queryTimeoutMs, logBatch: (b) => writer.logBatch(b) }));
-    if (writer.store.committedEpoch() === epoch) return outcome;
-    // Concurrent queries share one upload (group commit inside ObjectWriter.sync).
-    const durable = writer.sync();
-    if (options.awaitDurable === false) {
-      durable.catch(() => undefined); // the next acknowledged write reports a failure
-      return outcome;
-    }
-    try {
-      await durable;
-    } catch (err) {
-      const e = err instanceof SvcError ? err : new SvcError('storage_error', String(err));
-      return { status: e.status, body: errorBody(e) };
-    }
-    return outcome;
+    return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
   }
 
   private finish(outcome: ReturnType<typeof executeRequest>): { status: number; body: string } {
     if ('forward' in outcome) throw new SvcError('internal_error', 'internal error: embedded handle asked to forward');
     return outcome;
-  }
-
-  private scheduleSync(writer: DiskWriter): void {
-    if (this.syncScheduled) return;
-    this.syncScheduled = true;
-    setImmediate(() => {
-      this.syncScheduled = false;
-      try { writer.sync(); } catch { /* the next acknowledged write reports the failure */ }
-    });
   }
 
   /** Parsed response object; failures throw SvcError with `error`, `msg` and `status`. */
@@ -180,12 +125,11 @@ export class Database {
     return toPlain(parsed) as Record<string, unknown>;
   }
 
-  /** Writers: snapshot, close the WAL and release the writer lock. */
+  /** Writers: make everything durable, snapshot, release the writer lock (throws if the stop was not clean). */
   async close(): Promise<void> {
     const backing = this.backing;
     this.backing = null;
-    if (backing?.kind === 'disk') backing.writer.close();
-    else if (backing?.kind === 'object') await backing.writer.close();
+    if (backing?.kind === 'writer') await backing.committer.storage.close();
     else if (backing?.kind === 'object-follower') backing.follower.close();
   }
 }
@@ -193,31 +137,33 @@ export class Database {
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
   const storage = options.storage ?? 'memory';
   const timeout = options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs;
-  if (storage === 'memory') return new Database({ kind: 'memory', store: Store.create() }, timeout);
-  if (storage === 's3') return openObjectStorage(options, timeout);
-  if (storage !== 'disk') throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory', 'disk' or 's3'`);
-  if (!options.path) throw new SvcError('invalid_configuration', "disk storage needs a `path`");
-  if ((options.mode ?? 'writer') === 'reader') return new Database({ kind: 'follower', follower: DiskFollower.open(options.path) }, timeout);
-  const writer = DiskWriter.open(options.path, { ...defaultDiskOptions, snapshotWalBytes: options.snapshotWalBytes ?? defaultDiskOptions.snapshotWalBytes });
-  return new Database({ kind: 'disk', writer }, timeout);
+  if (storage !== 'memory' && storage !== 'disk' && storage !== 's3') {
+    throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory', 'disk' or 's3'`);
+  }
+  if (storage === 'disk' && !options.path) throw new SvcError('invalid_configuration', "disk storage needs a `path`");
+  const objectStorage = storage === 's3' ? objectStorageOptions(options) : null;
+  if ((options.mode ?? 'writer') === 'reader') {
+    if (objectStorage !== null) {
+      const follower = await ObjectFollower.open(objectStorage);
+      return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, timeout);
+    }
+    if (storage === 'disk') return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, timeout);
+  }
+  const durable = await openWriterStorage({
+    diskPath: storage === 'disk' ? options.path! : null,
+    objectStorage,
+    ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+  });
+  return new Database({ kind: 'writer', committer: new Committer(durable, timeout) }, timeout);
 }
 
-async function openObjectStorage(options: OpenOptions, timeout: number): Promise<Database> {
+function objectStorageOptions(options: OpenOptions): ObjectStorageOptions {
   if (!options.uri) throw new SvcError('invalid_configuration', 's3 storage needs a `uri` (s3://bucket/prefix)');
-  const storage: ObjectStorageOptions = {
+  return {
     uri: options.uri,
     ...(options.endpointUrl !== undefined ? { endpointUrl: options.endpointUrl } : {}),
     ...(options.region !== undefined ? { region: options.region } : {}),
     ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
   };
-  if ((options.mode ?? 'writer') === 'reader') {
-    const follower = await ObjectFollower.open(storage);
-    return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, timeout);
-  }
-  const writer = await ObjectWriter.open(storage, {
-    ...defaultObjectWriterOptions,
-    snapshotWalBytes: options.snapshotWalBytes ?? defaultObjectWriterOptions.snapshotWalBytes,
-  });
-  return new Database({ kind: 'object', writer }, timeout);
 }

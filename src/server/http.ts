@@ -194,14 +194,11 @@ export class HttpFrontEnd {
   /** Query requests accepted and neither answered nor aborted. */
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
-  private readonly healthReady: string;
-  private readonly healthNotReady: string;
+  /** False while the storage cannot make writes durable (the writer thread says so). */
+  storageReady = true;
 
   constructor(options: FrontEndOptions) {
     this.mode = options.mode;
-    // Key order is byte-wise ascending like every response (envelope.md §7).
-    this.healthReady = `{"index_runtime":"ready","mode":"${this.mode}","ready":true}`;
-    this.healthNotReady = `{"index_runtime":"ready","mode":"${this.mode}","ready":false}`;
     const app = uws.App();
     // One `any` handler per known path, dispatching on the method: no reliance on how
     // the router orders method-specific and `any` routes.
@@ -223,9 +220,9 @@ export class HttpFrontEnd {
     this.app = app;
   }
 
-  /** Ready = the threads are attached and we are not shutting down. */
+  /** Ready = the threads are attached, the storage can make writes durable, not shutting down. */
   get ready(): boolean {
-    return this.routes !== null && !this.closing;
+    return this.routes !== null && !this.closing && this.storageReady;
   }
 
   /** Requests accepted and not yet answered or aborted. */
@@ -336,8 +333,10 @@ export class HttpFrontEnd {
   }
 
   private health(res: HttpResponse, status: number): void {
-    res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE)
-      .end(this.ready ? this.healthReady : this.healthNotReady);
+    // Key order is byte-wise ascending like every response (envelope.md §7). `storage`
+    // says whether writes can be made durable; details go to the server log.
+    const body = `{"index_runtime":"ready","mode":"${this.mode}","ready":${this.ready},"storage":"${this.storageReady ? 'ok' : 'unavailable'}"}`;
+    res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body);
   }
 }
 

@@ -64,7 +64,7 @@ export interface RunningServer {
   readonly mode: ServerMode;
   /** What recovery found (disk or object storage; a reader server: its first load). */
   readonly recovery: RecoveryReport | null;
-  /** Graceful stop; idempotent. */
+  /** Graceful stop; idempotent. Rejects when the stop was not clean (e.g. the final snapshot failed). */
   close(): Promise<void>;
 }
 
@@ -112,7 +112,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       follow: mode === 'reader' ? { refreshMs } : null,
       onSwap: (shared) => onSwap(shared),
+      onHealth: (health) => { front.storageReady = health.ready; },
     });
+    front.storageReady = writer.health.ready;
     const startShared = writer.shared;
     pool = await ReaderPool.start({
       shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer,
@@ -143,6 +145,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     front.closeAllSockets();
     await startedPool.close();
     await startedWriter.close();
+    if (startedWriter.closeProblem !== null) throw new Error(`the stop was not clean: ${startedWriter.closeProblem}`);
   };
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,

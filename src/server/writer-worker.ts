@@ -10,13 +10,12 @@
 // follower had to reload from a newer snapshot it posts the new store's buffers
 // ('swap') and the main thread moves the reader pool onto them.
 import { parentPort, workerData } from 'node:worker_threads';
-import { executeRequest, type ExecOptions } from '../exec/request.js';
+import { executeRequest } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
-import { defaultDiskOptions, DiskFollower, DiskWriter, type RecoveryReport } from '../durability/disk-storage.js';
-import {
-  defaultObjectWriterOptions, ObjectFollower, ObjectWriter, type ObjectStorageOptions,
-} from '../durability/object-storage.js';
-import { errorBody, SvcError } from '../protocol/errors.js';
+import { DiskFollower, type RecoveryReport } from '../durability/disk-storage.js';
+import { openWriterStorage } from '../durability/open.js';
+import { Committer, healthy, type DurableStorage, type StorageHealth } from '../durability/durable.js';
+import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
 import { decodeFlags } from './job.js';
 
 /** `workerData` of the writer thread (structured-cloned: plain data only). */
@@ -39,12 +38,15 @@ export type WriterRequest =
 
 /** Writer -> main thread. */
 export type WriterReply =
-  | { kind: 'ready'; shared: StoreShared; recovery: RecoveryReport | null }
+  | { kind: 'ready'; shared: StoreShared; recovery: RecoveryReport | null; health: StorageHealth }
   /** `body` is UTF-8 JSON; its buffer is transferred. */
   | { kind: 'result'; id: number; status: number; body: Uint8Array }
   /** Follower only: the store was replaced (reloaded from a newer snapshot). */
   | { kind: 'swap'; shared: StoreShared; epoch: number }
-  | { kind: 'closed' };
+  /** The storage's health changed (not ready: writes are refused; /readyz answers 503). */
+  | { kind: 'health'; health: StorageHealth }
+  /** `problem`: the stop was not clean (e.g. the final snapshot failed). */
+  | { kind: 'closed'; problem: string | null };
 
 const port = parentPort;
 if (port === null) throw new Error('writer-worker.ts must run in a worker thread');
@@ -61,134 +63,42 @@ function sendResult(id: number, status: number, text: string): void {
   reply({ kind: 'result', id, status, body }, [body.buffer as ArrayBuffer]);
 }
 
-function asStorageError(err: unknown): SvcError {
-  return err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
-}
-
 const snapshotWalBytes = data.snapshotWalBytes;
 if (data.follow) await runFollower(data.follow.refreshMs);
-else if (data.objectStorage) await runObjectWriter(data.objectStorage);
-else runWriter();
+else await runWriter(await openWriterStorage({ diskPath: data.diskPath, objectStorage: data.objectStorage ?? null, ...(snapshotWalBytes !== undefined ? { snapshotWalBytes } : {}) }));
 
-// ---------------------------------------------------------------- memory or disk writer
+// ---------------------------------------------------------------- writer (memory, disk, object storage)
 
-function runWriter(): void {
-  const disk = data.diskPath === null ? null
-    : DiskWriter.open(data.diskPath, { ...defaultDiskOptions, snapshotWalBytes: snapshotWalBytes ?? defaultDiskOptions.snapshotWalBytes });
-  const store = disk?.store ?? Store.create();
-  const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs, ...(disk ? { logBatch: (b) => disk.logBatch(b) } : {}) };
-
-  // Group commit: answers of committed writes wait here until one fsync covers all of them.
-  // Message events are delivered back to back, so everything that arrived while the last
-  // fsync ran commits in memory first and then shares the next fsync (scheduled with
-  // setImmediate, which runs after the queued messages).
-  const awaitingDurable: { id: number; status: number; text: string }[] = [];
-  let flushScheduled = false;
-
-  function flush(): void {
-    flushScheduled = false;
-    if (disk === null) return;
-    const waiting = awaitingDurable.splice(0);
-    try {
-      disk.sync();
-      for (const w of waiting) sendResult(w.id, w.status, w.text);
-    } catch (err) {
-      const e = asStorageError(err);
-      for (const w of waiting) sendResult(w.id, e.status, errorBody(e));
-    }
-    try {
-      disk.maybeSnapshot();
-    } catch (err) {
-      process.stderr.write(`svcdb: snapshot failed (the WAL keeps every write): ${String(err)}\n`);
-    }
-  }
-
-  port!.on('message', (message: WriterRequest) => {
-    if (message.kind === 'close') {
-      flush();
-      disk?.close();
-      reply({ kind: 'closed' });
-      port!.close(); // nothing else keeps this thread alive: it exits
-      return;
-    }
-    const flags = decodeFlags(message.flags);
-    const epoch = store.committedEpoch();
-    const { status, text } = execute(store, message, flags, exec);
-    const committed = store.committedEpoch() !== epoch;
-    if (disk !== null && committed) {
-      if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flush);
-      }
-      // x-svc-await-durable: false acknowledges after apply; otherwise after fsync.
-      if (flags.awaitDurable !== false) {
-        awaitingDurable.push({ id: message.id, status, text });
-        return;
-      }
-    }
-    sendResult(message.id, status, text);
-  });
-
-  reply({ kind: 'ready', shared: store.shared, recovery: disk?.report ?? null });
-}
-
-function execute(store: Store, message: { body: Uint8Array }, flags: ReturnType<typeof decodeFlags>, exec: ExecOptions): { status: number; text: string } {
-  const outcome = executeRequest(store, message.body, flags, 'writer', exec);
-  if ('forward' in outcome) {
-    return { status: 500, text: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };
-  }
-  return { status: outcome.status, text: outcome.body };
-}
-
-// ---------------------------------------------------------------- object storage writer
-
-async function runObjectWriter(storage: ObjectStorageOptions): Promise<void> {
-  const writer = await ObjectWriter.open(storage, {
-    ...defaultObjectWriterOptions,
-    snapshotWalBytes: snapshotWalBytes ?? defaultObjectWriterOptions.snapshotWalBytes,
-  });
-  const store = writer.store;
-  const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs, logBatch: (b) => writer.logBatch(b) };
+/**
+ * Every request in arrival order through one Committer: writes are answered once durable
+ * (group commit inside the storage), reads at once. Message events are delivered one by
+ * one and execution is synchronous, so batches are serial by construction.
+ */
+async function runWriter(storage: DurableStorage): Promise<void> {
+  const committer = new Committer(storage, data.queryTimeoutMs);
+  storage.onHealthChange = (health) => reply({ kind: 'health', health });
   let closing = false;
 
   port!.on('message', (message: WriterRequest) => {
     if (message.kind === 'close') {
       if (closing) return;
       closing = true;
-      // Answers still waiting for their upload are sent as it completes, before 'closed'.
-      void writer.close().catch((err: unknown) => {
-        process.stderr.write(`svcdb: closing object storage failed: ${String(err)}\n`);
-      }).then(() => {
-        reply({ kind: 'closed' });
-        port!.close();
-      });
+      // Answers still waiting for durability are sent as close() settles them, before 'closed'.
+      void storage.close().then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)))
+        .then(async (problem) => {
+          await new Promise((resolve) => setImmediate(resolve));
+          if (problem !== null) process.stderr.write(`svcdb: ${problem}\n`);
+          reply({ kind: 'closed', problem });
+          port!.close(); // nothing else keeps this thread alive: it exits
+        });
       return;
     }
-    const flags = decodeFlags(message.flags);
-    const epoch = store.committedEpoch();
-    const { status, text } = execute(store, message, flags, exec);
-    if (store.committedEpoch() === epoch) {
-      sendResult(message.id, status, text);
-      return;
-    }
-    // Group commit: writer.sync() resolves once the PUT of the group holding this batch
-    // succeeded; writes committed while a PUT runs share the next one.
-    const durable = writer.sync();
-    if (flags.awaitDurable === false) {
-      durable.catch(() => undefined); // the next acknowledged write reports a failure
-      sendResult(message.id, status, text);
-      return;
-    }
-    durable.then(
-      () => sendResult(message.id, status, text),
-      (err: unknown) => {
-        const e = asStorageError(err);
-        sendResult(message.id, e.status, errorBody(e));
-      },
-    );
+    const answer = committer.execute(message.body, decodeFlags(message.flags));
+    if ('then' in answer) void answer.then((a) => sendResult(message.id, a.status, a.body));
+    else sendResult(message.id, answer.status, answer.body);
   });
 
-  reply({ kind: 'ready', shared: store.shared, recovery: writer.report });
+  reply({ kind: 'ready', shared: storage.store.shared, recovery: storage.report, health: storage.health() });
 }
 
 // ---------------------------------------------------------------- follower (reader server)
@@ -198,6 +108,8 @@ interface Following {
   readonly report: RecoveryReport | null;
   /** Catch up; true when the store was replaced. */
   refresh(): Promise<boolean>;
+  /** Not ready once the follower stopped at a batch it cannot apply. */
+  health(): StorageHealth;
   close(): void;
 }
 
@@ -208,19 +120,17 @@ async function openFollowing(): Promise<Following> {
       get store() { return f.store; },
       report: f.report,
       refresh: () => f.refresh(),
+      health: () => healthy,
       close: () => f.close(),
     };
   }
   if (data.diskPath === null) throw new Error('a reader server needs --disk or --storage-uri to follow');
-  const f = DiskFollower.open(data.diskPath);
+  const f = await DiskFollower.open(data.diskPath);
   return {
     get store() { return f.store; },
     report: f.report,
-    refresh: () => {
-      const before = f.store;
-      f.refresh();
-      return Promise.resolve(f.store !== before);
-    },
+    refresh: () => f.refresh(),
+    health: () => f.health(),
     close: () => undefined,
   };
 }
@@ -231,6 +141,7 @@ async function runFollower(refreshMs: number): Promise<void> {
   let running: Promise<void> | null = null;
   let closing = false;
   let lastProblem = '';
+  let health = following.health();
 
   const tick = async (): Promise<void> => {
     try {
@@ -246,6 +157,11 @@ async function runFollower(refreshMs: number): Promise<void> {
       const problem = err instanceof Error ? err.message : String(err);
       if (problem !== lastProblem) process.stderr.write(`svcdb: refresh failed (serving epoch ${following.store.committedEpoch()}): ${problem}\n`);
       lastProblem = problem;
+    }
+    const now = following.health();
+    if (now.ready !== health.ready || now.problem !== health.problem) {
+      health = now;
+      reply({ kind: 'health', health });
     }
   };
   const schedule = (): void => {
@@ -266,7 +182,7 @@ async function runFollower(refreshMs: number): Promise<void> {
       if (timer !== null) clearTimeout(timer);
       void Promise.resolve(running).then(() => {
         following.close();
-        reply({ kind: 'closed' });
+        reply({ kind: 'closed', problem: null });
         port!.close();
       });
       return;
@@ -277,6 +193,6 @@ async function runFollower(refreshMs: number): Promise<void> {
     else sendResult(message.id, outcome.status, outcome.body);
   });
 
-  reply({ kind: 'ready', shared: following.store.shared, recovery: following.report });
+  reply({ kind: 'ready', shared: following.store.shared, recovery: following.report, health });
   schedule();
 }

@@ -7,6 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import type { StoreShared } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
+import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
@@ -26,6 +27,8 @@ export interface WriterOptions {
   onSwap?: (shared: StoreShared) => void;
   /** The writer thread died after start-up: the server cannot take writes any more. */
   onFatal: (err: Error) => void;
+  /** The storage's health changed (not ready: /readyz answers 503, writes are refused). */
+  onHealth?: (health: StorageHealth) => void;
   startTimeoutMs?: number;
 }
 
@@ -37,6 +40,10 @@ export class WriterThread implements QuerySink {
   shared: StoreShared;
   /** What recovery found when the writer opened disk storage. */
   readonly recovery: RecoveryReport | null;
+  /** The storage's health as the writer thread last reported it. */
+  health: StorageHealth;
+  /** Set when the writer's stop was not clean (e.g. its final snapshot failed). */
+  closeProblem: string | null = null;
   private readonly worker: Worker;
   private readonly pending = new Map<number, QueryJob>();
   private nextId = 1;
@@ -44,10 +51,11 @@ export class WriterThread implements QuerySink {
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
 
-  private constructor(worker: Worker, shared: StoreShared, recovery: RecoveryReport | null, options: WriterOptions) {
+  private constructor(worker: Worker, shared: StoreShared, recovery: RecoveryReport | null, health: StorageHealth, options: WriterOptions) {
     this.worker = worker;
     this.shared = shared;
     this.recovery = recovery;
+    this.health = health;
     worker.on('message', (reply: WriterReply) => this.onReply(reply, options));
     worker.on('error', (err: Error) => this.onStopped(`writer thread failed: ${err.message}`, options));
     worker.on('exit', (code: number) => this.onStopped(`writer thread exited with code ${code}`, options));
@@ -76,7 +84,7 @@ export class WriterThread implements QuerySink {
       const onMessage = (reply: WriterReply): void => {
         if (reply.kind !== 'ready') return;
         cleanup();
-        resolve(new WriterThread(worker, reply.shared, reply.recovery, options));
+        resolve(new WriterThread(worker, reply.shared, reply.recovery, reply.health, options));
       };
       const onError = (err: Error): void => fail(new Error(`writer thread failed to start: ${err.message}`));
       const onExit = (code: number): void => fail(new Error(`writer thread exited during start-up with code ${code}`));
@@ -123,6 +131,15 @@ export class WriterThread implements QuerySink {
   }
 
   private onReply(reply: WriterReply, options: WriterOptions): void {
+    if (reply.kind === 'health') {
+      this.health = reply.health;
+      options.onHealth?.(reply.health);
+      return;
+    }
+    if (reply.kind === 'closed') {
+      this.closeProblem = reply.problem;
+      return;
+    }
     if (reply.kind === 'swap') {
       this.shared = reply.shared;
       options.onSwap?.(reply.shared);

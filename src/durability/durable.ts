@@ -1,0 +1,94 @@
+// Commit -> durable -> acknowledge, once, for memory, disk and object storage. The server's
+// writer thread and the embedded handle both run writes through a Committer over a
+// DurableStorage; only the storage differs.
+//
+// The rule (docs/durability.md): a batch is logged before it commits (a failed log rolls
+// it back, so it is never visible); readers see it once it is durable (the storage
+// publishes durable epochs), and its answer waits for that too. `x-svc-await-durable:
+// false` is the documented exception: answered and published right after commit.
+import { errorBody, SvcError } from '../protocol/errors.js';
+import { executeRequest, type ExecOptions, type RequestFlags } from '../exec/request.js';
+import type { RedoBatch, Store } from '../store/store.js';
+
+export interface RecoveryReport {
+  snapshotEpoch: number;
+  replayedBatches: number;
+  truncatedBytes: number;
+  epoch: number;
+  /** Damage recovery went around without losing anything (e.g. a corrupt newest snapshot). */
+  warnings?: string[];
+}
+
+export interface StorageHealth {
+  /** False while committed batches cannot be made durable: new writes are refused. */
+  ready: boolean;
+  /** What is wrong (also when ready: e.g. snapshots failing while the WAL keeps everything). */
+  problem: string | null;
+}
+
+export const healthy: StorageHealth = { ready: true, problem: null };
+
+/** How committed batches become durable and visible. */
+export interface DurableStorage {
+  readonly store: Store;
+  readonly report: RecoveryReport | null;
+  /** Record the batch before it commits; a throw rolls it back, so it is never visible. */
+  logBatch(batch: RedoBatch): void;
+  /**
+   * Resolves once every batch logged so far is durable and published to readers. Failures
+   * of the storage are retried inside; it rejects only when the outcome can no longer be
+   * known (the writer was fenced or closed first).
+   */
+  sync(): Promise<void>;
+  health(): StorageHealth;
+  /** Told about every change of health(). */
+  onHealthChange: ((health: StorageHealth) => void) | null;
+  /** Make everything durable, snapshot, release the storage. Throws if the stop was not clean. */
+  close(): Promise<void>;
+}
+
+/** Memory: nothing to log, durable at commit. */
+export class MemoryStorage implements DurableStorage {
+  readonly report = null;
+  onHealthChange: ((health: StorageHealth) => void) | null = null;
+  constructor(readonly store: Store) {}
+  logBatch(): void { /* nothing survives a stop anyway */ }
+  sync(): Promise<void> { return Promise.resolve(); }
+  health(): StorageHealth { return healthy; }
+  close(): Promise<void> { return Promise.resolve(); }
+}
+
+export interface Answer { status: number; body: string }
+
+/** Executes requests on the writer's store and answers writes once they are durable. */
+export class Committer {
+  private readonly exec: ExecOptions;
+
+  constructor(readonly storage: DurableStorage, queryTimeoutMs: number) {
+    this.exec = { queryTimeoutMs, logBatch: (batch) => storage.logBatch(batch) };
+  }
+
+  /** The answer now (reads, failures, memory) or once the write is durable. */
+  execute(body: Uint8Array | string, flags: RequestFlags, timeoutMs?: number): Answer | Promise<Answer> {
+    const store = this.storage.store;
+    const before = store.committedEpoch();
+    const exec = timeoutMs === undefined ? this.exec : { ...this.exec, queryTimeoutMs: timeoutMs };
+    const outcome = executeRequest(store, body, flags, 'writer', exec);
+    if ('forward' in outcome) {
+      return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };
+    }
+    const epoch = store.committedEpoch();
+    if (epoch === before) return outcome;
+    const durable = this.storage.sync();
+    if (flags.awaitDurable === false) {
+      // Answered before it is durable: visible now as well (the documented exception).
+      store.publish(epoch);
+      durable.catch(() => undefined); // a later acknowledged write reports the failure
+      return outcome;
+    }
+    return durable.then(() => outcome, (err: unknown) => {
+      const e = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
+      return { status: e.status, body: errorBody(e) };
+    });
+  }
+}
