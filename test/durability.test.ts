@@ -4,6 +4,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
@@ -124,6 +125,7 @@ describe('disk storage', () => {
     const bytes = readFileSync(join(dir, snap));
     for (const [version, code] of [[99, 'unsupported_index_storage_version'], [0, 'migration_required']] as const) {
       bytes.writeUInt32LE(version, 8);
+      bytes.writeUInt32LE(crc32(bytes.subarray(0, 28)), 28); // a genuine file of that version
       writeFileSync(join(dir, snap), bytes);
       const err = await openDatabase({ storage: 'disk', path: dir }).then(() => null, (e: unknown) => e);
       expect((err as SvcError).code).toBe(code);
@@ -182,6 +184,8 @@ describe('crash recovery', () => {
       const exited = new Promise((r) => child.once('exit', r));
       let acked = -1;
       let buffered = '';
+      let firstAck: () => void = () => undefined;
+      const acking = new Promise<void>((r) => { firstAck = r; });
       child.stdout.on('data', (chunk: Buffer) => {
         buffered += chunk.toString();
         const lines = buffered.split('\n');
@@ -190,10 +194,13 @@ describe('crash recovery', () => {
           if (line.startsWith('ack ')) {
             acked = Number(line.slice(4));
             acknowledged.push(acked);
+            firstAck();
           }
         }
       });
-      await new Promise((r) => setTimeout(r, 150 + Math.random() * 250));
+      // Kill at a random moment of the write load (start-up time varies with machine load).
+      await Promise.race([acking, exited]);
+      await new Promise((r) => setTimeout(r, Math.random() * 250));
       child.kill('SIGKILL');
       await exited;
       const db = await openDatabase({ storage: 'disk', path: dir, mode: 'reader' });

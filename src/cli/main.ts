@@ -4,6 +4,7 @@
 import { Command } from 'commander';
 import { registerInit } from './init.js';
 import { registerQuery } from './query.js';
+import { registerRepair } from './repair.js';
 import { registerStart } from './start.js';
 import { registerStatus } from './status.js';
 import { registerStop } from './stop.js';
@@ -28,6 +29,7 @@ registerStop(program);
 registerStatus(program);
 registerQuery(program);
 registerSync(program);
+registerRepair(program);
 registerUpdate(program);
 
 await program.parseAsync(process.argv);

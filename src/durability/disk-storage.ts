@@ -2,7 +2,7 @@
 // snapshot that verifies + replay of every later WAL frame), the WAL append that precedes
 // every commit, group commit with retry, verified snapshot rotation, and read-only
 // followers of the same directory. The rules are in docs/durability.md.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
@@ -39,8 +39,10 @@ interface Recovered {
  * `tail.tornBytes` for the writer to cut. A corrupt newest snapshot is gone around only
  * when an older one and the WAL after it reach at least the corrupt one's epoch. Changes
  * nothing on disk.
+ *
+ * `salvage` (svc repair): instead of refusing, stop at the first damage and report it.
  */
-function recover(dir: string): Recovered {
+function recover(dir: string, salvage = false): Recovered & { damage: SvcError | null; newestEpochSeen: number } {
   const warnings: string[] = [];
   let store: Store | null = null;
   let snapshotEpoch = 0;
@@ -64,16 +66,20 @@ function recover(dir: string): Recovered {
   store ??= Store.create();
   store.captureRedo = false;
   let replayed = 0;
+  let damage: SvcError | null = null;
   const segments = listSegments(dir);
+  // What the files' names and intact parts show was committed once (for svc repair's count).
+  let newestEpochSeen = Math.max(mustReach, store.committedEpoch(), ...segments.map((s) => s.firstEpoch - 1));
   let tail: Recovered['tail'] = null;
-  for (let i = 0; i < segments.length; i++) {
+  for (let i = 0; i < segments.length && damage === null; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
     const last = next === undefined;
     // A segment whose successor starts at or before the next epoch we need holds nothing new.
     if (next !== undefined && next.firstEpoch <= store.committedEpoch() + 1) continue;
     if (segment.firstEpoch > store.committedEpoch() + 1) {
-      throw corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}`);
+      damage = corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}`);
+      break;
     }
     const target = store;
     const scan = scanSegment(segment.file, 0, 0, (batch) => {
@@ -81,20 +87,61 @@ function recover(dir: string): Recovered {
       target.applyRedo(batch);
       replayed++;
     });
-    if (scan.ending === 'corrupt') throw scan.problem!;
-    if (scan.ending === 'torn' && !last) throw corruption(segment.file, scan.end, 'a damaged frame in a segment that is not the newest');
-    if (last) {
+    newestEpochSeen = Math.max(newestEpochSeen, scan.lastEpoch);
+    if (scan.ending === 'corrupt') damage = scan.problem!;
+    else if (scan.ending === 'torn' && !last) damage = corruption(segment.file, scan.end, 'a damaged frame in a segment that is not the newest');
+    else if (last) {
       tail = { file: segment.file, firstEpoch: segment.firstEpoch, end: scan.end, lastEpoch: scan.lastEpoch, tornBytes: scan.size - scan.end };
     }
   }
-  if (store.committedEpoch() < mustReach) {
-    throw new SvcError('storage_error', `${firstDamage!.msg}; the older snapshots and the WAL reach only epoch ${store.committedEpoch()}, so recovery stops here (see svc repair)`);
+  if (damage === null && store.committedEpoch() < mustReach) {
+    damage = new SvcError('storage_error', `${firstDamage!.msg}; the older snapshots and the WAL reach only epoch ${store.committedEpoch()}`);
+  }
+  if (damage !== null && !salvage) {
+    throw new SvcError('storage_error', `${damage.msg}. Every file was left as it is; \`svc repair --disk DIR\` keeps a copy and recovers what precedes the damage`);
   }
   const report: RecoveryReport = {
     snapshotEpoch, replayedBatches: replayed, truncatedBytes: tail?.tornBytes ?? 0, epoch: store.committedEpoch(),
     ...(warnings.length > 0 ? { warnings } : {}),
   };
-  return { store, report, tail };
+  return { store, report, tail, damage, newestEpochSeen };
+}
+
+export interface RepairReport {
+  /** Where the untouched copy of the damaged directory was put. */
+  copy: string;
+  /** The epoch the repaired directory holds. */
+  epoch: number;
+  /** The damage found, or null when there was none (nothing was changed then). */
+  damage: string | null;
+  /** The newest epoch any intact file or frame showed: lost = newestEpochSeen - epoch. */
+  newestEpochSeen: number;
+}
+
+/**
+ * `svc repair --disk DIR`: copy DIR aside whole, then rebuild it from what precedes the
+ * first damage: a new snapshot of the recovered store and an empty WAL. Takes the writer
+ * lock, so it cannot run beside a writer.
+ */
+export async function repairDirectory(dir: string, copyTo: string): Promise<RepairReport> {
+  if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
+  const release = acquireLock(dir, () => undefined);
+  try {
+    const recovered = recover(dir, true);
+    if (recovered.damage === null) {
+      return { copy: '', epoch: recovered.store.committedEpoch(), damage: null, newestEpochSeen: recovered.newestEpochSeen };
+    }
+    cpSync(dir, copyTo, { recursive: true, errorOnExist: true, filter: (src) => !src.endsWith('writer.lock') });
+    const store = recovered.store;
+    const epoch = store.committedEpoch();
+    writeSnapshot(dir, store);
+    for (const segment of listSegments(dir)) unlinkSync(segment.file);
+    for (const snap of listSnapshots(dir)) if (snap.epoch !== epoch) unlinkSync(snap.file);
+    fsyncDir(dir);
+    return { copy: copyTo, epoch, damage: recovered.damage?.msg ?? null, newestEpochSeen: recovered.newestEpochSeen };
+  } finally {
+    release();
+  }
 }
 
 // ---------------------------------------------------------------- single-writer lock

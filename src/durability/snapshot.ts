@@ -51,6 +51,9 @@ function readExactly(fd: number, buffer: Uint8Array, length: number, position: n
   return true;
 }
 
+/** Fault injection for tests: the next N snapshot writes fail part way, as a full disk would. */
+export const snapshotFaults = { failWrites: 0 };
+
 interface TableEntry { name: string; offset: number; byteLength: number; sum: number }
 
 /**
@@ -69,6 +72,10 @@ export function writeSnapshotFile(file: string, epoch: number, sections: Section
     for (const section of sections) {
       if (Buffer.byteLength(section.name) > NAME_BYTES) throw new SvcError('internal_error', `internal error: section name ${section.name} is too long`);
       let sum = 0, written = 0;
+      if (snapshotFaults.failWrites > 0 && section.name === 'heap') {
+        snapshotFaults.failWrites--;
+        throw new Error('injected snapshot write failure (ENOSPC)');
+      }
       for (const chunk of section.chunks()) {
         writeAll(fd, chunk, at + written);
         sum = crc32(chunk, sum);
@@ -126,8 +133,12 @@ function openSnapshot(file: string): { fd: number; epoch: number; entries: Table
     const header = Buffer.alloc(HEADER_BYTES);
     if (!readExactly(fd, header, HEADER_BYTES, 0)) throw damaged(file, 0, `${size} bytes is shorter than the header`);
     if (!header.subarray(0, 8).equals(MAGIC)) throw damaged(file, 0, 'not a svcdb snapshot (bad magic)');
-    checkFormatVersion(header.readUInt32LE(8), file); // before the checksum: older formats have none
+    // An older format has no header checksum: its version decides first. A newer version
+    // is believed only with a valid checksum (else it is a damaged byte).
+    const version = header.readUInt32LE(8);
+    if (version < storageFormatVersion) checkFormatVersion(version, file);
     if (crc32(header.subarray(0, 28)) !== header.readUInt32LE(28)) throw damaged(file, 0, 'the header fails its checksum');
+    checkFormatVersion(version, file);
     const count = header.readUInt32LE(16);
     if (count > limits.snapshotSectionsMax) throw damaged(file, 16, `${count} sections`);
     const table = Buffer.alloc(count * ENTRY_BYTES);

@@ -173,13 +173,16 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
       scan.problem = corruption(file, 0, 'not a svcdb WAL segment (bad magic)');
       return scan;
     }
-    // The version first: an older format has no header checksum to check.
-    checkFormatVersion(header.readUInt32LE(8), file);
+    // An older format has no header checksum: its version decides first. A newer version
+    // is believed only with a valid checksum (else it is a damaged byte).
+    const version = header.readUInt32LE(8);
+    if (version < storageFormatVersion) checkFormatVersion(version, file);
     if (crc32(header.subarray(0, 28)) !== header.readUInt32LE(28)) {
       scan.ending = 'corrupt';
       scan.problem = corruption(file, 0, 'the segment header fails its checksum');
       return scan;
     }
+    checkFormatVersion(version, file);
     scan.firstEpoch = header.readUInt32LE(12);
     let expected = afterEpoch === 0 ? scan.firstEpoch : afterEpoch + 1;
     let at = Math.max(from, SEGMENT_HEADER_BYTES);
@@ -237,6 +240,9 @@ export function truncateTornTail(file: string, end: number): void {
 }
 
 // ---------------------------------------------------------------- writing
+
+/** Fault injection for tests: the next N fsyncs / appends fail as a failing disk would. */
+export const walFaults = { failSyncs: 0, failAppends: 0 };
 
 /**
  * Appends frames to one segment at explicit offsets. `sync()` makes everything appended
@@ -297,6 +303,11 @@ export class WalWriter {
     }
     const frame = encodeFrame(batch);
     try {
+      if (walFaults.failAppends > 0) {
+        walFaults.failAppends--;
+        writeAll(this.fd, frame.subarray(0, frame.length >>> 1), this.end); // half a frame lands
+        throw new Error('injected append failure');
+      }
       writeAll(this.fd, frame, this.end);
     } catch (err) {
       // Whatever part of the frame landed lies beyond `end`: the next frame overwrites it,
@@ -313,6 +324,10 @@ export class WalWriter {
   sync(): void {
     if (this.unsynced.length === 0) return;
     try {
+      if (walFaults.failSyncs > 0) {
+        walFaults.failSyncs--;
+        throw new Error('injected fsync failure (EIO)');
+      }
       fsyncSync(this.fd);
     } catch (err) {
       // Write the frames again so the retry's fsync covers bytes we know are in the cache.

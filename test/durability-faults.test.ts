@@ -1,0 +1,291 @@
+// Fault injection on disk storage: damage is refused with every file intact (or gone
+// around without loss), a torn tail is the only thing dropped, svc repair keeps a copy and
+// says what it lost, a failing fsync makes the writer refuse new writes and retry until
+// every waiting write is durable, and failed snapshots are retried and reported.
+import { createHash } from 'node:crypto';
+import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase, SvcError, type Database } from '../src/index.js';
+import { repairDirectory } from '../src/durability/disk-storage.js';
+import { snapshotFaults } from '../src/durability/snapshot.js';
+import { walFaults } from '../src/durability/wal.js';
+import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svcdb-faults-'));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => {
+  walFaults.failSyncs = walFaults.failAppends = 0;
+  snapshotFaults.failWrites = 0;
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const countAll = read([q('c', count(nodes('all')))], ['c']);
+const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
+const dataFiles = (dir: string) => readdirSync(dir).filter((f) => /^(wal|snapshot)-/.test(f)).sort();
+const walFiles = (dir: string) => dataFiles(dir).filter((f) => f.startsWith('wal-')).map((f) => join(dir, f));
+
+/** The files a crash would leave: the data files, without the lock (its holder is gone). */
+function crashCopy(dir: string): string {
+  const copy = tempDir();
+  for (const f of dataFiles(dir)) copyFileSync(join(dir, f), join(copy, f));
+  return copy;
+}
+
+function hashes(dir: string): Map<string, string> {
+  return new Map(dataFiles(dir).map((f) => [f, createHash('sha256').update(readFileSync(join(dir, f))).digest('hex')]));
+}
+
+async function openFails(dir: string): Promise<SvcError> {
+  const err = await openDatabase({ storage: 'disk', path: dir }).then(async (db) => { await db.close(); return null; }, (e: unknown) => e);
+  expect(err, 'the damaged directory opened').toBeInstanceOf(SvcError);
+  return err as SvcError;
+}
+
+async function values(db: Database): Promise<number[]> {
+  const out = await db.query(read([q('v', { values: { input: nodes('all'), properties: ['n'] } })], ['v'])) as { v: { n: number }[] };
+  return out.v.map((r) => r.n).sort((a, b) => a - b);
+}
+
+/** A directory whose newest segment holds `n` frames after a snapshot (writes 0..n-1). */
+async function walWith(n: number, options: { snapshotWalBytes?: number } = {}): Promise<string> {
+  const dir = tempDir();
+  let db = await openDatabase({ storage: 'disk', path: dir });
+  await db.close(); // a snapshot first, so the next frames sit alone in one segment
+  db = await openDatabase({ storage: 'disk', path: dir, ...options });
+  for (let i = 0; i < n; i++) await db.query(addOne(i));
+  return crashCopy(dir);
+}
+
+/** Byte offsets of the frames of a segment (16-byte headers, payload padded to 8). */
+function frameOffsets(file: string): number[] {
+  const bytes = readFileSync(file);
+  const out: number[] = [];
+  for (let at = 32; at + 16 <= bytes.length;) {
+    out.push(at);
+    at += 16 + ((bytes.readUInt32LE(at) + 7) & ~7);
+  }
+  return out;
+}
+
+describe('WAL damage', () => {
+  it('a flipped byte in a frame followed by intact frames is refused, naming the file and offset, and changes no file', async () => {
+    const dir = await walWith(50);
+    const wal = walFiles(dir).at(-1)!;
+    const frames = frameOffsets(wal);
+    expect(frames.length).toBe(50);
+    for (const [where, offset] of [['header', frames[20]! + 1], ['payload', frames[20]! + 20]] as const) {
+      const copy = crashCopy(dir);
+      const target = join(copy, wal.split('/').at(-1)!);
+      const bytes = readFileSync(target);
+      bytes[offset] ^= 0x40;
+      writeFileSync(target, bytes);
+      const before = hashes(copy);
+      const err = await openFails(copy);
+      expect(err.code, where).toBe('storage_error');
+      expect(err.msg).toContain(wal.split('/').at(-1)!);
+      expect(err.msg).toContain(`byte ${frames[20]}`);
+      expect(err.msg).toContain('svc repair');
+      expect(hashes(copy)).toEqual(before);
+    }
+  });
+
+  it('a zero-filled region after the last frame is refused, not mistaken for a torn tail', async () => {
+    const dir = await walWith(5);
+    appendFileSync(walFiles(dir).at(-1)!, Buffer.alloc(4096));
+    const before = hashes(dir);
+    expect((await openFails(dir)).msg).toMatch(/zero bytes/);
+    expect(hashes(dir)).toEqual(before);
+  });
+
+  it('a zero-filled last frame is refused too', async () => {
+    const dir = await walWith(5);
+    const wal = walFiles(dir).at(-1)!;
+    const frames = frameOffsets(wal);
+    const bytes = readFileSync(wal);
+    bytes.fill(0, frames[4]!);
+    writeFileSync(wal, bytes);
+    expect((await openFails(dir)).msg).toContain(`byte ${frames[4]}`);
+  });
+
+  it('a tail cut anywhere inside the last frame drops exactly that frame', async () => {
+    const dir = await walWith(6);
+    const wal = walFiles(dir).at(-1)!;
+    const frames = frameOffsets(wal);
+    const size = statSync(wal).size;
+    for (const cut of [frames[5]! + 1, frames[5]! + 15, frames[5]! + 17, size - 1]) {
+      const copy = crashCopy(dir);
+      truncateSync(join(copy, wal.split('/').at(-1)!), cut);
+      const db = await openDatabase({ storage: 'disk', path: copy });
+      expect(await values(db)).toEqual([0, 1, 2, 3, 4]);
+      await db.query(addOne(9)); // appends after the cut and survives
+      await db.close();
+      const again = await openDatabase({ storage: 'disk', path: copy });
+      expect(await values(again)).toEqual([0, 1, 2, 3, 4, 9]);
+      await again.close();
+    }
+  });
+
+  it('damage at the end of a segment that is not the newest is refused', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 600 });
+    for (let i = 0; i < 30; i++) await db.query(addOne(i));
+    const copy = crashCopy(dir);
+    await db.close();
+    const segments = walFiles(copy);
+    expect(segments.length).toBeGreaterThanOrEqual(2); // the previous generation's WAL is kept
+    // Damage the last frame of the older segment: a later segment proves it is not a torn tail.
+    const older = segments[0]!;
+    const frames = frameOffsets(older);
+    const bytes = readFileSync(older);
+    bytes[frames.at(-1)! + 18] ^= 0x01;
+    writeFileSync(older, bytes);
+    // The newest snapshot covers that segment, so it is not needed: recovery still opens.
+    const opened = await openDatabase({ storage: 'disk', path: copy });
+    expect(await values(opened)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    await opened.close();
+  });
+});
+
+describe('snapshot damage', () => {
+  /** Two snapshot generations and the WAL after the older one; writes 0..n-1. */
+  async function twoGenerations(n: number): Promise<string> {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 900 });
+    for (let i = 0; i < n; i++) await db.query(addOne(i));
+    const copy = crashCopy(dir);
+    await db.close();
+    expect(dataFiles(copy).filter((f) => f.startsWith('snapshot-')).length).toBe(2);
+    return copy;
+  }
+
+  it('a damaged newest snapshot is gone around through the previous one and the WAL, losing nothing', async () => {
+    for (const offset of [3, 9, 20, 40, 200, -10]) {
+      const dir = await twoGenerations(40);
+      const newest = join(dir, dataFiles(dir).filter((f) => f.startsWith('snapshot-')).at(-1)!);
+      const bytes = readFileSync(newest);
+      bytes[offset < 0 ? bytes.length + offset : offset] ^= 0x10;
+      writeFileSync(newest, bytes);
+      const db = await openDatabase({ storage: 'disk', path: dir });
+      expect(await values(db), `flip at ${offset}`).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      await db.close();
+    }
+  });
+
+  it('when no older generation reaches its epoch, a damaged snapshot is refused with every file intact', async () => {
+    const dir = await twoGenerations(40);
+    const snaps = dataFiles(dir).filter((f) => f.startsWith('snapshot-'));
+    // Without the older snapshot's WAL, nothing reaches the newest snapshot's epoch.
+    for (const wal of walFiles(dir)) rmSync(wal);
+    const newest = join(dir, snaps.at(-1)!);
+    const bytes = readFileSync(newest);
+    bytes[bytes.length - 5] ^= 0x01;
+    writeFileSync(newest, bytes);
+    const before = hashes(dir);
+    const err = await openFails(dir);
+    expect(err.msg).toContain(snaps.at(-1)!);
+    expect(err.msg).toMatch(/fails its checksum/);
+    expect(hashes(dir)).toEqual(before);
+  });
+});
+
+describe('svc repair', () => {
+  it('keeps a copy, recovers what precedes the damage and counts what it lost', async () => {
+    const dir = await walWith(50);
+    const wal = walFiles(dir).at(-1)!;
+    const frames = frameOffsets(wal);
+    const bytes = readFileSync(wal);
+    bytes[frames[30]! + 20] ^= 0xff;
+    writeFileSync(wal, bytes);
+    const before = hashes(dir);
+    await openFails(dir);
+    const copy = join(tempDir(), 'copy');
+    const report = await repairDirectory(dir, copy);
+    expect(hashes(copy)).toEqual(before);
+    expect(report.damage).toContain(`byte ${frames[30]}`);
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    expect(await values(db)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    // The lost count is at least what the damage hid: epochs of writes 30..49 at most.
+    expect(report.newestEpochSeen - report.epoch).toBeLessThanOrEqual(20);
+    await db.query(addOne(99));
+    await db.close();
+    const again = await openDatabase({ storage: 'disk', path: dir });
+    expect((await values(again)).at(-1)).toBe(99);
+    await again.close();
+  });
+
+  it('leaves a healthy directory alone', async () => {
+    const dir = await walWith(3);
+    const before = hashes(dir);
+    const report = await repairDirectory(dir, join(tempDir(), 'copy'));
+    expect(report.damage).toBeNull();
+    expect(hashes(dir)).toEqual(before);
+  });
+});
+
+describe('failing storage', () => {
+  it('a failing fsync refuses new writes, retries, and acknowledges the waiting writes once durable', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    await db.query(addOne(0));
+    walFaults.failSyncs = 3;
+    // Both commit in memory and wait for the fsync that keeps failing.
+    const waiting = [db.queryRaw(addOne(1)), db.queryRaw(addOne(2))];
+    await new Promise((r) => setTimeout(r, 5));
+    // Not durable: readers do not see them yet, and a new write is refused before it applies.
+    expect(await db.query(countAll)).toEqual({ c: 1 });
+    const refused = await db.queryRaw(addOne(3));
+    expect(refused.status).toBe(500);
+    expect(JSON.parse(refused.body).error).toBe('storage_error');
+    expect(JSON.parse(refused.body).msg).toMatch(/not applied/);
+    const answers = await Promise.all(waiting);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(walFaults.failSyncs).toBe(0);
+    expect(await values(db)).toEqual([0, 1, 2]);
+    await db.query(addOne(4));
+    const copy = crashCopy(dir);
+    await db.close();
+    const again = await openDatabase({ storage: 'disk', path: copy });
+    expect(await values(again)).toEqual([0, 1, 2, 4]);
+    await again.close();
+  });
+
+  it('a failed append rolls the batch back and leaves the log appendable', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    await db.query(addOne(0));
+    walFaults.failAppends = 1;
+    const failed = await db.queryRaw(addOne(1));
+    expect(failed.status).toBe(500);
+    expect(JSON.parse(failed.body).error).toBe('storage_error');
+    await db.query(addOne(2));
+    expect(await values(db)).toEqual([0, 2]);
+    const copy = crashCopy(dir);
+    await db.close();
+    const again = await openDatabase({ storage: 'disk', path: copy });
+    expect(await values(again)).toEqual([0, 2]);
+    await again.close();
+  });
+
+  it('a failed snapshot is retried with backoff, not on every commit, and a failed stop snapshot is reported', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
+    snapshotFaults.failWrites = 1000;
+    for (let i = 0; i < 40; i++) await db.query(addOne(i));
+    // 40 commits past the threshold, but retries wait out their backoff.
+    expect(1000 - snapshotFaults.failWrites).toBeLessThan(10);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    const err = await db.close().then(() => null, (e: unknown) => e);
+    expect((err as SvcError).code).toBe('storage_error');
+    expect((err as SvcError).msg).toMatch(/snapshot at stop failed/);
+    snapshotFaults.failWrites = 0;
+    const again = await openDatabase({ storage: 'disk', path: dir });
+    expect(await values(again)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    await again.close();
+  });
+});
