@@ -11,7 +11,8 @@ import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
 import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
-import { listSnapshots, readSnapshotFile, writeSnapshot } from './snapshot.js';
+import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot, writeSnapshotFile } from './snapshot.js';
+import { sectionsAt, storeCut, type StoreCut } from '../store/snapshot-sections.js';
 import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 
 export type { RecoveryReport } from './durable.js';
@@ -235,6 +236,8 @@ export class DiskWriter implements DurableStorage {
   private walBytesSinceSnapshot = 0;
   private lastSnapshotEpoch: number;
   private snapshotProblem: string | null = null;
+  /** The snapshot being written, if any (one at a time). */
+  private snapshotRunning: Promise<boolean> | null = null;
   private snapshotNotBefore = 0;
   private readonly snapshotBackoff = new Backoff();
   private closed = false;
@@ -374,50 +377,60 @@ export class DiskWriter implements DurableStorage {
     this.healthChanged();
   }
 
-  /** Snapshot when enough WAL accumulated, unless a failed one is waiting out its backoff. */
+  /** Snapshot when enough WAL accumulated, unless one runs or a failed one waits out its backoff. */
   private maybeSnapshot(): void {
+    if (this.snapshotRunning !== null || this.closed) return;
     if (this.walBytesSinceSnapshot < this.options.snapshotWalBytes || Date.now() < this.snapshotNotBefore) return;
-    this.trySnapshot();
+    void this.snapshot();
   }
 
-  /** Snapshot now (between batches, everything durable). False if it failed (kept for retry). */
-  private trySnapshot(): boolean {
-    try {
-      this.snapshot();
+  /**
+   * Snapshot the store as of now (between batches, right after a flush: everything
+   * committed is durable). The writer thread only cuts the store and starts a new WAL
+   * segment; the snapshot itself is written and read back elsewhere while writes go on.
+   * Once it verified, what the PREVIOUS snapshot covers is deleted: the newest two
+   * snapshots and the WAL after the older one stay, so recovery can fall back past a
+   * damaged newest one. Resolves false when it failed (retried later with backoff).
+   */
+  private snapshot(): Promise<boolean> {
+    const epoch = this.store.committedEpoch();
+    if (epoch === this.lastSnapshotEpoch) return Promise.resolve(true);
+    if (epoch !== this.durableEpoch) throw new SvcError('internal_error', 'internal error: snapshot of a store that is not durable');
+    const cut = storeCut(this.store);
+    const job = (async () => {
+      if (this.wal.lastEpoch !== 0) {
+        // The new segment first: if it cannot be made, the old one goes on.
+        const next = new WalWriter(this.dir, epoch + 1);
+        this.wal.close();
+        this.wal = next;
+      }
+      this.walBytesSinceSnapshot = 0;
+      await this.writeSnapshotFile(cut, join(this.dir, snapshotName(epoch)));
+      const previous = this.lastSnapshotEpoch;
+      this.lastSnapshotEpoch = epoch;
+      this.prune(previous);
+    })();
+    this.snapshotRunning = job.then(() => {
       this.snapshotBackoff.reset();
       if (this.snapshotProblem !== null) {
         this.snapshotProblem = null;
         this.healthChanged();
       }
       return true;
-    } catch (err) {
+    }, (err: unknown) => {
       const problem = `snapshot failed, retrying later (the WAL keeps every write): ${(err as Error).message}`;
       const changed = this.snapshotProblem !== problem;
       this.snapshotProblem = problem;
       this.snapshotNotBefore = Date.now() + this.snapshotBackoff.next();
       if (changed) this.healthChanged();
       return false;
-    }
+    }).finally(() => { this.snapshotRunning = null; });
+    return this.snapshotRunning;
   }
 
-  /**
-   * Write and verify a snapshot of the committed (and durable) store, start a new WAL
-   * segment, then delete what the PREVIOUS snapshot covers: the newest two snapshots and
-   * the WAL after the older one stay, so recovery can fall back past a damaged newest one.
-   */
-  private snapshot(): void {
-    if (this.store.committedEpoch() !== this.durableEpoch) throw new SvcError('internal_error', 'internal error: snapshot of a store that is not durable');
-    const epoch = this.store.committedEpoch();
-    if (epoch === this.lastSnapshotEpoch) return;
-    writeSnapshot(this.dir, this.store); // fsynced, renamed and read back whole
-    const previous = this.lastSnapshotEpoch;
-    this.lastSnapshotEpoch = epoch;
-    this.walBytesSinceSnapshot = 0;
-    if (this.wal.lastEpoch !== 0) {
-      this.wal.close();
-      this.wal = new WalWriter(this.dir, epoch + 1);
-    }
-    this.prune(previous);
+  /** Write and verify the snapshot file of `cut`. */
+  private writeSnapshotFile(cut: StoreCut, file: string): Promise<number> {
+    return Promise.resolve(writeSnapshotFile(file, cut.epoch, sectionsAt(this.store.shared, cut)));
   }
 
   /** Remove snapshots older than `keep` and WAL segments holding only epochs <= `keep`. */
@@ -453,7 +466,8 @@ export class DiskWriter implements DurableStorage {
           this.fence(problem);
         }
       }
-      if (problem === null && !this.trySnapshot()) {
+      if (this.snapshotRunning !== null) await this.snapshotRunning;
+      if (problem === null && !(await this.snapshot())) {
         problem = new SvcError('storage_error', `storage error: the snapshot at stop failed (the WAL keeps every write): ${this.snapshotProblem ?? ''}`);
       }
       if (this.fenced === null) this.wal.close();

@@ -1,0 +1,54 @@
+// Main side of the snapshot thread (snapshot-worker.ts), started on first use and owned
+// by one writer (disk or object storage).
+import { Worker } from 'node:worker_threads';
+import { SvcError } from '../protocol/errors.js';
+import type { StoreCut } from '../store/snapshot-sections.js';
+import type { StoreShared } from '../store/store.js';
+import type { SnapshotJob, SnapshotJobResult } from './snapshot-worker.js';
+
+export class SnapshotThread {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (bytes: number) => void; reject: (err: SvcError) => void }>();
+
+  /** Write snapshot file `file` of the store as of `cut` (fsynced, renamed, read back). Resolves with its size. */
+  write(shared: StoreShared, cut: StoreCut, file: string): Promise<number> {
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.ref(); // a running job keeps the process alive; an idle thread does not
+      const job: SnapshotJob = { id, shared, cut, file };
+      worker.postMessage(job);
+    });
+  }
+
+  private start(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = new Worker(new URL('./snapshot-worker.js', import.meta.url), { name: 'svcdb-snapshot' });
+    worker.on('message', (result: SnapshotJobResult) => {
+      const waiter = this.pending.get(result.id);
+      this.pending.delete(result.id);
+      if (this.pending.size === 0) worker.unref();
+      if (result.error === null) waiter?.resolve(result.bytes);
+      else waiter?.reject(new SvcError('storage_error', `storage error: ${result.error}`));
+    });
+    const failAll = (why: string): void => {
+      this.worker = null;
+      const waiters = [...this.pending.values()];
+      this.pending.clear();
+      for (const w of waiters) w.reject(new SvcError('storage_error', `storage error: the snapshot thread ${why}`));
+    };
+    worker.on('error', (err) => failAll(`failed: ${err.message}`));
+    worker.on('exit', (code) => failAll(`exited with code ${code}`));
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker !== null) await worker.terminate();
+  }
+}

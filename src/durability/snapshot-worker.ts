@@ -1,0 +1,22 @@
+// The snapshot thread: writes a snapshot of the LIVE shared store as of one epoch while
+// the writer thread goes on committing (sectionsAt reads the store like a reader at that
+// epoch), so a snapshot never stalls writes. One job at a time, in bounded memory.
+import { parentPort } from 'node:worker_threads';
+import { sectionsAt, type StoreCut } from '../store/snapshot-sections.js';
+import type { StoreShared } from '../store/store.js';
+import { writeSnapshotFile } from './snapshot.js';
+
+export interface SnapshotJob { id: number; shared: StoreShared; cut: StoreCut; file: string }
+export type SnapshotJobResult = { id: number; bytes: number; error: null } | { id: number; bytes: 0; error: string };
+
+const port = parentPort;
+if (port === null) throw new Error('snapshot-worker.ts must run in a worker thread');
+port.on('message', (job: SnapshotJob) => {
+  let result: SnapshotJobResult;
+  try {
+    result = { id: job.id, bytes: writeSnapshotFile(job.file, job.cut.epoch, sectionsAt(job.shared, job.cut)), error: null };
+  } catch (err) {
+    result = { id: job.id, bytes: 0, error: err instanceof Error ? err.message : String(err) };
+  }
+  port.postMessage(result);
+});
