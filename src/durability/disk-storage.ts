@@ -521,7 +521,7 @@ export class DiskFollower {
    * serving its last epoch and reports the problem; it never skips a batch.
    */
   async refresh(): Promise<boolean> {
-    if (this.stopped !== null) return false;
+    if (this.stopped !== null) throw this.stopped;
     try {
       return await this.catchUp();
     } catch (err) {
