@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
+import { acquireWriterLock } from './disk-lock.js';
 import { listSnapshots, readSnapshot, writeSnapshot } from './snapshot.js';
 import { listSegments, readSegment, WalWriter } from './wal.js';
 
@@ -122,8 +123,8 @@ export class DiskWriter {
 
   private constructor(readonly dir: string, readonly options: DiskOptions) {
     mkdirSync(dir, { recursive: true });
-    this.releaseLock = acquireLock(dir, (err) => {
-      // Someone removed or took over the lock: stop acknowledging writes from this process.
+    this.releaseLock = acquireWriterLock(dir, (err) => {
+      // Someone removed or replaced the lock file: stop acknowledging writes from this process.
       this.failed = new SvcError('storage_error', `storage error: lost the writer lock on ${dir}: ${err.message}`);
     });
     try {
