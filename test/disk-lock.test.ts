@@ -1,9 +1,9 @@
 // The disk writer lock: one writer per directory while the holder lives, however long its
 // thread is blocked, and free the moment it dies (kill -9 included). Holders and probes run
 // in child processes (test/fixtures/lock-holder.mjs) on the built dist/ code.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +19,10 @@ const probeEveryMs = 250;
 const takeoverMs = 1_000;
 /** How long a line from a fixture may take (process start + build imports). */
 const lineTimeoutMs = 15_000;
+/** How long the writer may take to notice that its lock file was replaced (check every 1 s). */
+const lossNoticedMs = 3_000;
+/** A pid above Linux's pid_max (2^22): never a running process. */
+const deadPid = 2 ** 22 + 7;
 
 const dirs: string[] = [];
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -94,6 +98,10 @@ for (const thread of ['main', 'worker'] as const) {
       const dir = tempDir();
       const h = await holder(dir, thread);
       const tries = await probe(dir, 0, 0);
+      // The kernel holds the lock for the writer's own descriptor: no helper process that
+      // could be killed (or outlive it) runs beside it.
+      const helpers = spawnSync('pgrep', ['-P', String(h.child.pid)], { encoding: 'utf8' });
+      expect(helpers.stdout, 'child processes of the holder').toBe('');
       expect(tries).toEqual([expect.stringMatching(`^refused .*locked by a writer: process ${h.child.pid} on `), 'done']);
       const err = (() => { try { DiskWriter.open(dir).close(); return null; } catch (e) { return e; } })();
       expect(err).toBeInstanceOf(SvcError);
@@ -134,3 +142,85 @@ for (const thread of ['main', 'worker'] as const) {
     });
   });
 }
+
+/** DiskWriter.open's error, or null if it opened (then closed again). */
+function openError(dir: string): SvcError | null {
+  try {
+    DiskWriter.open(dir).close();
+    return null;
+  } catch (err) {
+    expect(err).toBeInstanceOf(SvcError);
+    return err as SvcError;
+  }
+}
+
+describe('disk writer lock', () => {
+  it('reports the loss when the lock file is replaced while held, and the writer stops acknowledging', async () => {
+    const dir = tempDir();
+    const writer = DiskWriter.open(dir);
+    writer.sync();
+    // A new inode at the path is no longer the one we locked: a second writer could lock it.
+    writeFileSync(join(dir, 'writer.lock.new'), '');
+    renameSync(join(dir, 'writer.lock.new'), join(dir, 'writer.lock'));
+    const since = Date.now();
+    let err: unknown = null;
+    while (err === null && Date.now() - since < lossNoticedMs) {
+      await new Promise((r) => setTimeout(r, 100));
+      try { writer.sync(); } catch (e) { err = e; }
+    }
+    expect(err, `no loss reported within ${lossNoticedMs} ms`).toBeInstanceOf(SvcError);
+    expect((err as SvcError).msg).toContain('lost the writer lock');
+    writer.close();
+  });
+
+  it('a process the writer spawned does not keep the lock after the writer releases it', async () => {
+    const dir = tempDir();
+    const writer = DiskWriter.open(dir);
+    const child = spawn('sleep', ['30']);
+    try {
+      expect(openError(dir)?.msg).toContain(`process ${process.pid}`);
+      writer.close();
+      expect(child.exitCode).toBeNull();
+      expect(openError(dir)).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('waits briefly for a holder whose recorded process is gone, then opens', async () => {
+    const dir = tempDir();
+    mkdirSync(dir, { recursive: true });
+    // A lock held by an exiting process (here: flock(1) about to finish) whose record is stale.
+    const exiting = spawn('flock', ['--exclusive', join(dir, 'writer.lock'), 'sleep', '0.3']);
+    children.push(exiting as unknown as ChildProcessWithoutNullStreams);
+    while (spawnSync('flock', ['--exclusive', '--nonblock', join(dir, 'writer.lock'), 'true']).status === 0) { /* not locked yet */ }
+    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: deadPid, host: hostname(), since: 'test' }));
+    expect(openError(dir)).toBeNull();
+  });
+
+  it('refuses, after the retry, a lock whose holder left no record of itself', async () => {
+    const dir = tempDir();
+    const stranger = spawn('flock', ['--exclusive', join(dir, 'writer.lock'), 'sleep', '30']);
+    children.push(stranger as unknown as ChildProcessWithoutNullStreams);
+    while (spawnSync('flock', ['--exclusive', '--nonblock', join(dir, 'writer.lock'), 'true']).status === 0) { /* not locked yet */ }
+    expect(openError(dir)?.msg).toContain('locked by a writer: another process (it has not recorded itself');
+    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: deadPid, host: hostname(), since: 'test' }));
+    expect(openError(dir)?.msg).toContain(`writer.pid names process ${deadPid} on ${hostname()}, which is not running`);
+  });
+
+  it('removes the lock directory an older version (proper-lockfile) left behind, unless its holder runs', () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'writer.lock'));
+    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: process.pid, host: hostname(), since: 'test' }));
+    expect(openError(dir)?.msg).toContain(`process ${process.pid}`);
+    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: deadPid, host: hostname(), since: 'test' }));
+    expect(openError(dir)).toBeNull();
+    expect(statSync(join(dir, 'writer.lock')).isFile()).toBe(true);
+  });
+
+  it('without flock(1) on PATH, refuses with a storage_error saying what to install', async () => {
+    const dir = tempDir();
+    const h = run(['hold', dir], { PATH: '' });
+    expect(await h.next()).toMatch(/^refused storage error: .*flock\(1\).*install util-linux/);
+  });
+});
