@@ -73,7 +73,11 @@ export function acquireWriterLock(dir: string, onLost: (err: Error) => void): ()
     // Locked, and still the file the path names (not one replaced while we opened it).
     if (locked && sameFile(fd, lockPath)) break;
     closeSync(fd);
-    if (locked) continue;
+    if (locked) {
+      // Replaced between our open and flock: lock the new file instead, within the same bound.
+      if (Date.now() >= deadline) throw new SvcError('storage_error', `storage error: ${lockPath} keeps being replaced; nothing may remove or replace it`);
+      continue;
+    }
     const holder = readHolder(holderPath);
     // Another host's pid cannot be checked here: treat it as running.
     const running = holder !== null && (holder.host !== hostname() || pidRunning(holder.pid));
