@@ -8,6 +8,7 @@ import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { dropWriterLock } from './helpers/writer-lock.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -42,8 +43,8 @@ describe('disk storage', () => {
     const dir = tempDir();
     const db = await openDatabase({ storage: 'disk', path: dir });
     for (let i = 0; i < 5; i++) await db.query(addOne(i));
-    // No close(): simulate the process dying by letting go of the lock holder record.
-    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname(), since: 'test' }));
+    // No close(): simulate the process dying by letting go of the lock as the kernel would.
+    dropWriterLock(dir);
     const again = await openDatabase({ storage: 'disk', path: dir });
     expect(await again.query(countAll)).toEqual({ c: 5 });
     await again.close();
@@ -75,7 +76,7 @@ describe('disk storage', () => {
     await db.close();
     db = await openDatabase({ storage: 'disk', path: dir });
     for (let i = 0; i < 3; i++) await db.query(addOne(i));
-    writeFileSync(join(dir, 'writer.pid'), JSON.stringify({ pid: 2 ** 22 + 7, host: (await import('node:os')).hostname(), since: 'test' }));
+    dropWriterLock(dir);
     const wal = walFiles(dir).at(-1)!;
     const bytes = readFileSync(wal);
     bytes[bytes.length - 3] ^= 0xff;

@@ -2,13 +2,12 @@
 // snapshot that verifies + replay of every later WAL frame), the WAL append that precedes
 // every commit, group commit with retry, verified snapshot rotation, and read-only
 // followers of the same directory. The rules are in docs/durability.md.
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
+import { acquireWriterLock, processAlive } from './disk-lock.js';
 import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot, writeSnapshotFile } from './snapshot.js';
@@ -16,6 +15,7 @@ import { sectionsAt, storeCut, type StoreCut } from '../store/snapshot-sections.
 import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 
 export type { RecoveryReport } from './durable.js';
+export { processAlive };
 
 export interface DiskOptions {
   /** Snapshot once this many WAL bytes were written since the last snapshot. */
@@ -126,7 +126,7 @@ export interface RepairReport {
  */
 export async function repairDirectory(dir: string, copyTo: string): Promise<RepairReport> {
   if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
-  const release = acquireLock(dir, () => undefined);
+  const release = acquireWriterLock(dir, () => undefined);
   try {
     const recovered = recover(dir, true);
     if (recovered.damage === null) {
@@ -142,58 +142,6 @@ export async function repairDirectory(dir: string, copyTo: string): Promise<Repa
     return { copy: copyTo, epoch, damage: recovered.damage?.msg ?? null, newestEpochSeen: recovered.newestEpochSeen };
   } finally {
     release();
-  }
-}
-
-// ---------------------------------------------------------------- single-writer lock
-
-interface Holder { pid: number; host: string; since: string }
-
-function acquireLock(dir: string, onLost: (err: Error) => void): () => void {
-  const lockPath = join(dir, 'writer.lock');
-  const holderFile = join(dir, 'writer.pid');
-  const tryLock = () => lockfile.lockSync(dir, { lockfilePath: lockPath, stale: 10_000, update: 2_000, realpath: false, onCompromised: onLost });
-  let release: () => void;
-  try {
-    release = tryLock();
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ELOCKED') throw err;
-    const holder = readHolder(holderFile);
-    const alive = holder !== null && holder.host === hostname() && processAlive(holder.pid);
-    if (alive || holder === null) {
-      const who = holder ? `process ${holder.pid} on ${holder.host} (since ${holder.since})` : 'another process';
-      throw new SvcError('storage_error', `storage error: ${dir} is locked by a writer: ${who}`);
-    }
-    // The holder died without releasing (kill -9): its lock is ours to take.
-    rmSync(lockPath, { recursive: true, force: true });
-    release = tryLock();
-  }
-  const holder: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
-  // Written whole or not at all: a process killed here must not leave half a file behind.
-  writeFileSync(`${holderFile}.tmp`, JSON.stringify(holder));
-  renameSync(`${holderFile}.tmp`, holderFile);
-  return () => {
-    try { unlinkSync(holderFile); } catch { /* gone */ }
-    release();
-  };
-}
-
-function readHolder(file: string): Holder | null {
-  if (!existsSync(file)) return null;
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Holder;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether a process with this id runs on this host (EPERM: it does, as another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === 'EPERM';
   }
 }
 
@@ -244,7 +192,7 @@ export class DiskWriter implements DurableStorage {
 
   private constructor(readonly dir: string, readonly options: DiskOptions) {
     mkdirSync(dir, { recursive: true });
-    this.releaseLock = acquireLock(dir, (err) => {
+    this.releaseLock = acquireWriterLock(dir, (err) => {
       // Someone removed or took over the lock: nothing more is acknowledged from here.
       this.fence(new SvcError('writer_fenced_commit_outcome_unknown', `writer fenced: lost the writer lock on ${dir}: ${err.message}`));
     });
