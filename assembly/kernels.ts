@@ -29,8 +29,9 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
 }
 
 /**
- * A node's block in direction `d` (0 out, 1 in): its length, read before its offset (see
- * topology.ts on why no fence is needed), and the word offset of its first entry.
+ * A node's block in direction `d` (0 out, 1 in): its length, read before its offset, and
+ * the word offset of its first entry. Both are atomic loads (acquire), pairing with the
+ * writer's Atomics.store of each (topology.ts header); the entries are then plain loads.
  */
 // @ts-ignore: decorator
 @inline function blockLength(dir: u32, d: u32): u32 {
@@ -39,7 +40,7 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
 
 // @ts-ignore: decorator
 @inline function blockStart(dir: u32, d: u32): u32 {
-  return word(dir + 2 * d);
+  return atomic.load<u32>(<usize>(dir + 2 * d) << 2);
 }
 
 /** Entry at word `p` visible at `at` with label `label` (any when < 0): topology.ts `entryVisible`. */

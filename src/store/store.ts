@@ -18,6 +18,17 @@
 // adjacency blocks only grow (topology.ts), and a rolled-back element keeps created = 0.
 // An edge's label, created and deleted epochs are also in its two adjacency entries, so
 // navigation scans them sequentially; the writer keeps both copies equal.
+//
+// Memory ordering (JS memory model; plain loads may be reordered by the JIT or the CPU).
+// Whatever a reader at S reads of batches <= S happens before its Atomics.load of VISIBLE.
+// Words that later batches overwrite in place are written so that a reader on an older
+// snapshot stays exact: `created`/`deleted` only ever hold 0 or an epoch it does not hold;
+// a version pointer (N_PROPS, E_PROPS) is Atomics.stored after its version is written and
+// Atomics.loaded before the version is read; a relabel stores N_LABEL_SINCE and then
+// Atomics.stores N_LABEL, and a reader Atomics.loads N_LABEL before N_LABEL_SINCE, so a
+// label of a newer (or rolled-back) batch always comes with a labelSince the reader does
+// not hold. Rollback restores N_LABEL but never lowers N_LABEL_SINCE (a labelSince newer
+// than needed only sends readers to the version chain, which is always exact).
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
@@ -72,10 +83,19 @@ export interface RedoBatch {
   ops: RedoOp[];
 }
 
+// Every undo entry is recorded BEFORE the change it undoes, and undoing it is correct
+// whether the change was made, partly made (a failing allocation half-way) or not at all.
 type Undo =
-  | { kind: 'node-created' | 'edge-created' | 'node-deleted' | 'edge-deleted'; slot: number }
-  | { kind: 'node-version'; slot: number; props: number; label: number; labelSince: number }
+  | { kind: 'node-created' | 'node-deleted' | 'edge-deleted'; slot: number }
+  | { kind: 'edge-created'; slot: number; src: number; dst: number }
+  | { kind: 'node-version'; slot: number; props: number; label: number }
   | { kind: 'edge-version'; slot: number; props: number };
+
+const missingEntry = (edge: number, node: number) =>
+  new SvcError('internal_error', `internal error: edge ${edge} is missing from node ${node}'s adjacency`);
+
+const redoMismatch = (batch: RedoBatch | null, what: string) =>
+  new SvcError('storage_error', `storage error: redo${batch === null ? '' : ` of epoch ${batch.epoch}`} does not fit the store: ${what}`);
 
 export class Store {
   readonly shared: StoreShared;
@@ -95,7 +115,12 @@ export class Store {
   private readonly undo: Undo[] = [];
   /** When set (disk storage), every change of the open batch is also recorded for the WAL. */
   private redo: RedoOp[] | null = null;
-  private namesAtBegin = 0;
+  /**
+   * Dictionary entries covered by the redo of committed batches. Names are never rolled
+   * back (a failed batch keeps the ones it interned), so every redo carries the names from
+   * here on: whatever a committed batch refers to is in its own redo or an earlier one.
+   */
+  private namesLogged = 0;
   captureRedo = false;
   /**
    * Writer only: commit() also publishes (memory storage, replay). Durable storage turns
@@ -178,6 +203,8 @@ export class Store {
       names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
     };
     const store = new Store(shared);
+    // The snapshot carries the whole dictionary, so redo from here on needs no older name.
+    store.namesLogged = store.names.size();
     // A loaded snapshot holds only committed (durable) batches: all of them are visible.
     Atomics.store(store.meta, M_VISIBLE, store.committedEpoch());
     return store;
@@ -254,7 +281,10 @@ export class Store {
     return Number.isInteger(id) && id >= 0 && id < this.edgeSlots() && this.edgeVisible(id, at);
   }
 
-  /** The version pointer of an element visible at `at`. */
+  /**
+   * The version visible at `at` in the chain from `ptr`, which the caller Atomics.loaded
+   * (the header behind a pointer is written before the pointer is published).
+   */
   private versionAt(ptr: number, at: number): number {
     // The newest version may be younger than this reader's views (written after beginRead).
     if (ptr + HEAP_HEADER_BYTES > this.heap.length) this.syncViews();
@@ -264,9 +294,11 @@ export class Store {
 
   nodeLabel(slot: number, at: number): number {
     const base = slot * NODE_WORDS;
-    if (this.nodes[base + N_LABEL_SINCE]! <= at) return this.nodes[base + N_LABEL]!;
-    // Relabelled after `at`: the label of the version visible then.
-    const ptr = this.versionAt(this.nodes[base + N_PROPS]!, at);
+    // N_LABEL first (acquire): its labelSince is then at least the one stored with it.
+    const label = Atomics.load(this.nodes, base + N_LABEL);
+    if (this.nodes[base + N_LABEL_SINCE]! <= at) return label;
+    // Relabelled after `at` (or by a batch that rolled back): the label of the version visible then.
+    const ptr = this.versionAt(Atomics.load(this.nodes, base + N_PROPS), at);
     return this.heapWords[(ptr >>> 2) + 2]!;
   }
 
@@ -283,11 +315,11 @@ export class Store {
   }
 
   nodeRecord(slot: number, at: number): PropertyRecord {
-    return this.recordAt(this.nodes[slot * NODE_WORDS + N_PROPS]!, at);
+    return this.recordAt(Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS), at);
   }
 
   edgeRecord(slot: number, at: number): PropertyRecord {
-    return this.recordAt(this.edges[slot * EDGE_WORDS + E_PROPS]!, at);
+    return this.recordAt(Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS), at);
   }
 
   private recordAt(newest: number, at: number): PropertyRecord {
@@ -296,6 +328,8 @@ export class Store {
     let record = this.recordCache.get(ptr);
     if (record === undefined) {
       const length = this.heapWords[(ptr >>> 2) + 3]!;
+      // The header may fit the views while the record bytes do not yet (slice would cut them).
+      if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
       // slice() copies out of shared memory: msgpackr's native string extractor crashes
       // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
       record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
@@ -316,7 +350,6 @@ export class Store {
     this.pending = committed + 1;
     this.undo.length = 0;
     this.redo = this.captureRedo ? [] : null;
-    this.namesAtBegin = this.names.size();
     return this.pending;
   }
 
@@ -325,7 +358,7 @@ export class Store {
     this.assertWriting();
     if (this.redo === null) return null;
     const names: [number, string][] = [];
-    for (let id = this.namesAtBegin; id < this.names.size(); id++) names.push([id, this.names.nameOf(id)]);
+    for (let id = this.namesLogged; id < this.names.size(); id++) names.push([id, this.names.nameOf(id)]);
     return { epoch: this.pending, nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), names, ops: this.redo };
   }
 
@@ -337,6 +370,8 @@ export class Store {
     this.assertWriting();
     Atomics.store(this.meta, M_EPOCH, this.pending);
     if (this.publishOnCommit) Atomics.store(this.meta, M_VISIBLE, this.pending);
+    // Its redo (if one was taken) carried every name up to here.
+    this.namesLogged = this.names.size();
     this.pending = 0;
     this.undo.length = 0;
     this.redo = null;
@@ -358,20 +393,27 @@ export class Store {
         case 'node-created': this.nodes[u.slot * NODE_WORDS + N_CREATED] = 0; break;
         case 'edge-created': {
           this.edges[u.slot * EDGE_WORDS + E_CREATED] = 0;
-          this.topology.unappend(this.edgeSource(u.slot), DIR_OUT, u.slot);
-          this.topology.unappend(this.edgeTarget(u.slot), DIR_IN, u.slot);
+          // Each only if that append was made (it is then the newest entry of its block).
+          this.topology.unappend(u.src, DIR_OUT, u.slot);
+          this.topology.unappend(u.dst, DIR_IN, u.slot);
           break;
         }
+        // Deletions are only of elements live in this batch: 0 is the word before, set or not.
         case 'node-deleted': this.nodes[u.slot * NODE_WORDS + N_DELETED] = 0; break;
-        case 'edge-deleted': this.setEdgeDeleted(u.slot, 0); break;
-        case 'node-version': {
-          const base = u.slot * NODE_WORDS;
-          this.nodes[base + N_PROPS] = u.props;
-          this.nodes[base + N_LABEL] = u.label;
-          this.nodes[base + N_LABEL_SINCE] = u.labelSince;
+        case 'edge-deleted': {
+          this.edges[u.slot * EDGE_WORDS + E_DELETED] = 0;
+          this.topology.markDeleted(this.edgeSource(u.slot), DIR_OUT, u.slot, 0);
+          this.topology.markDeleted(this.edgeTarget(u.slot), DIR_IN, u.slot, 0);
           break;
         }
-        case 'edge-version': this.edges[u.slot * EDGE_WORDS + E_PROPS] = u.props; break;
+        case 'node-version': {
+          // N_LABEL_SINCE stays as it is (see the header on why it is never lowered).
+          const base = u.slot * NODE_WORDS;
+          Atomics.store(this.nodes, base + N_PROPS, u.props);
+          Atomics.store(this.nodes, base + N_LABEL, u.label);
+          break;
+        }
+        case 'edge-version': Atomics.store(this.edges, u.slot * EDGE_WORDS + E_PROPS, u.props); break;
       }
     }
     this.pending = 0;
@@ -410,6 +452,8 @@ export class Store {
     if (slot >= limits.nodesMax) throw new SvcError('storage_error', `storage error: node limit ${limits.nodesMax} reached`);
     this.ensure(this.shared.nodes, (slot + 1) * NODE_WORDS * 4, 'node table');
     const base = slot * NODE_WORDS;
+    this.undo.push({ kind: 'node-created', slot });
+    // A new slot: no reader looks at it before `created` is published with the epoch.
     this.nodes.fill(0, base, base + NODE_WORDS);
     this.nodes[base + N_LABEL] = label;
     this.nodes[base + N_LABEL_SINCE] = this.pending;
@@ -417,7 +461,6 @@ export class Store {
     this.topology.addNode(slot);
     this.nodes[base + N_CREATED] = this.pending;
     if (slot + 1 > this.meta[M_NODE_SLOTS]!) Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
-    this.undo.push({ kind: 'node-created', slot });
     this.redo?.push([RedoKind.AddNode, slot, label, bytes.slice()]);
     return slot;
   }
@@ -443,6 +486,7 @@ export class Store {
   private addEdgeEncoded(slot: number, label: number, src: number, dst: number, bytes: Uint8Array): void {
     this.assertWriting();
     const base = slot * EDGE_WORDS;
+    this.undo.push({ kind: 'edge-created', slot, src, dst });
     this.edges[base + E_LABEL] = label;
     this.edges[base + E_SRC] = src;
     this.edges[base + E_DST] = dst;
@@ -451,7 +495,6 @@ export class Store {
     this.edges[base + E_CREATED] = this.pending;
     this.topology.append(src, DIR_OUT, slot, dst, label, this.pending);
     this.topology.append(dst, DIR_IN, slot, src, label, this.pending);
-    this.undo.push({ kind: 'edge-created', slot });
     this.redo?.push([RedoKind.AddEdge, slot, label, src, dst, bytes.slice()]);
   }
 
@@ -468,11 +511,12 @@ export class Store {
     this.assertWriting();
     const base = slot * NODE_WORDS;
     const props = this.nodes[base + N_PROPS]!;
-    this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]!, labelSince: this.nodes[base + N_LABEL_SINCE]! });
-    this.nodes[base + N_PROPS] = this.appendVersion(props, label, bytes);
+    this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]! });
+    Atomics.store(this.nodes, base + N_PROPS, this.appendVersion(props, label, bytes));
     if (label !== this.nodes[base + N_LABEL]) {
+      // labelSince before the label it qualifies (see the header).
       this.nodes[base + N_LABEL_SINCE] = this.pending;
-      this.nodes[base + N_LABEL] = label;
+      Atomics.store(this.nodes, base + N_LABEL, label);
     }
     this.redo?.push([RedoKind.NodeVersion, slot, label, bytes.slice()]);
   }
@@ -486,7 +530,7 @@ export class Store {
     const base = slot * EDGE_WORDS;
     const props = this.edges[base + E_PROPS]!;
     this.undo.push({ kind: 'edge-version', slot, props });
-    this.edges[base + E_PROPS] = this.appendVersion(props, this.edges[base + E_LABEL]!, bytes);
+    Atomics.store(this.edges, base + E_PROPS, this.appendVersion(props, this.edges[base + E_LABEL]!, bytes));
     this.redo?.push([RedoKind.EdgeVersion, slot, bytes.slice()]);
   }
 
@@ -505,55 +549,90 @@ export class Store {
   }
 
   private markNodeDeleted(slot: number): void {
-    this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
     this.undo.push({ kind: 'node-deleted', slot });
+    this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
     this.redo?.push([RedoKind.NodeDeleted, slot]);
   }
 
-  /** Delete an edge visible in this batch. */
+  /** Delete an edge visible in this batch: its table row and both adjacency entries. */
   deleteEdge(slot: number): void {
     this.assertWriting();
-    this.setEdgeDeleted(slot, this.pending);
     this.undo.push({ kind: 'edge-deleted', slot });
+    this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
+    const src = this.edgeSource(slot), dst = this.edgeTarget(slot);
+    if (!this.topology.markDeleted(src, DIR_OUT, slot, this.pending)) throw missingEntry(slot, src);
+    if (!this.topology.markDeleted(dst, DIR_IN, slot, this.pending)) throw missingEntry(slot, dst);
     this.redo?.push([RedoKind.EdgeDeleted, slot]);
   }
 
-  /** The deleted epoch of an edge, in its table row and both adjacency entries. */
-  private setEdgeDeleted(slot: number, deleted: number): void {
-    this.edges[slot * EDGE_WORDS + E_DELETED] = deleted;
-    this.topology.markDeleted(this.edgeSource(slot), DIR_OUT, slot, deleted);
-    this.topology.markDeleted(this.edgeTarget(slot), DIR_IN, slot, deleted);
-  }
-
-  /** Replay a batch recorded by pendingRedo() (recovery, replicas). Epochs must follow on. */
+  /**
+   * Replay a batch recorded by pendingRedo() (recovery, replicas). Epochs must follow on. A
+   * batch that does not fit this store (its names, slots or elements) is storage_error and
+   * leaves the store as it was.
+   */
   applyRedo(batch: RedoBatch): void {
     const epoch = this.beginWrite();
-    if (epoch !== batch.epoch) {
-      this.rollback();
-      throw new SvcError('internal_error', `internal error: redo batch for epoch ${batch.epoch} applied at epoch ${epoch}`);
-    }
-    for (const [id, name] of batch.names) {
-      if (this.names.intern(name) !== id) throw new SvcError('internal_error', `internal error: dictionary id mismatch for \`${name}\``);
-    }
-    for (const op of batch.ops) {
-      switch (op[0]) {
-        case RedoKind.AddNode: this.addNodeEncoded(op[1], op[2], op[3]); break;
-        case RedoKind.AddEdge: this.reserveEdgeSlotAt(op[1]); this.addEdgeEncoded(op[1], op[2], op[3], op[4], op[5]); break;
-        case RedoKind.NodeVersion: this.writeNodeVersion(op[1], op[2], op[3]); break;
-        case RedoKind.EdgeVersion: this.writeEdgeVersion(op[1], op[2]); break;
-        case RedoKind.NodeDeleted: this.markNodeDeleted(op[1]); break;
-        case RedoKind.EdgeDeleted: this.deleteEdge(op[1]); break;
+    try {
+      if (epoch !== batch.epoch) throw new SvcError('internal_error', `internal error: redo batch for epoch ${batch.epoch} applied at epoch ${epoch}`);
+      this.replayNames(batch);
+      for (const op of batch.ops) this.replayOp(op);
+      // IDs consumed by failed work inside the batch stay consumed after replay too.
+      if (batch.nodeSlots > this.nodeSlots()) {
+        this.ensure(this.shared.nodes, batch.nodeSlots * NODE_WORDS * 4, 'node table');
+        Atomics.store(this.meta, M_NODE_SLOTS, batch.nodeSlots);
       }
-    }
-    // IDs consumed by failed work inside the batch stay consumed after replay too.
-    if (batch.nodeSlots > this.nodeSlots()) {
-      this.ensure(this.shared.nodes, batch.nodeSlots * NODE_WORDS * 4, 'node table');
-      Atomics.store(this.meta, M_NODE_SLOTS, batch.nodeSlots);
-    }
-    if (batch.edgeSlots > this.edgeSlots()) {
-      this.ensure(this.shared.edges, batch.edgeSlots * EDGE_WORDS * 4, 'edge table');
-      Atomics.store(this.meta, M_EDGE_SLOTS, batch.edgeSlots);
+      if (batch.edgeSlots > this.edgeSlots()) {
+        this.ensure(this.shared.edges, batch.edgeSlots * EDGE_WORDS * 4, 'edge table');
+        Atomics.store(this.meta, M_EDGE_SLOTS, batch.edgeSlots);
+      }
+    } catch (err) {
+      this.rollback();
+      throw err;
     }
     this.commit();
+  }
+
+  /**
+   * The batch's names: ids this store already has must hold the same name (a snapshot may
+   * already hold names a failed batch interned), the rest must be the next new ids in order.
+   */
+  private replayNames(batch: RedoBatch): void {
+    for (const [id, name] of batch.names) {
+      const known = this.names.size();
+      const fits = id < known ? this.names.nameOf(id) === name : id === known && this.names.idOf(name) < 0;
+      if (!fits) throw redoMismatch(batch, `dictionary id ${id} (\`${name}\`) does not line up with the ${known} names replayed so far`);
+      if (id === known) this.names.intern(name);
+    }
+  }
+
+  private replayOp(op: RedoOp): void {
+    const names = this.names.size();
+    const checkLabel = (label: number) => {
+      if (!(label >= 0 && label < names)) throw redoMismatch(null, `label id ${label} is not in the dictionary`);
+    };
+    const checkNode = (slot: number) => {
+      if (!this.nodeExists(slot, this.pending)) throw redoMismatch(null, `node ${slot} does not exist`);
+    };
+    const checkEdge = (slot: number) => {
+      if (!this.edgeExists(slot, this.pending)) throw redoMismatch(null, `edge ${slot} does not exist`);
+    };
+    switch (op[0]) {
+      case RedoKind.AddNode:
+        if (!(op[1] >= this.nodeSlots())) throw redoMismatch(null, `node slot ${op[1]} is already allocated`);
+        checkLabel(op[2]);
+        this.addNodeEncoded(op[1], op[2], op[3]);
+        break;
+      case RedoKind.AddEdge:
+        if (!(op[1] >= this.edgeSlots())) throw redoMismatch(null, `edge slot ${op[1]} is already allocated`);
+        checkLabel(op[2]); checkNode(op[3]); checkNode(op[4]);
+        this.reserveEdgeSlotAt(op[1]);
+        this.addEdgeEncoded(op[1], op[2], op[3], op[4], op[5]);
+        break;
+      case RedoKind.NodeVersion: checkNode(op[1]); checkLabel(op[2]); this.writeNodeVersion(op[1], op[2], op[3]); break;
+      case RedoKind.EdgeVersion: checkEdge(op[1]); this.writeEdgeVersion(op[1], op[2]); break;
+      case RedoKind.NodeDeleted: checkNode(op[1]); this.markNodeDeleted(op[1]); break;
+      case RedoKind.EdgeDeleted: checkEdge(op[1]); this.deleteEdge(op[1]); break;
+      default: throw redoMismatch(null, `unknown redo op kind ${String((op as unknown[])[0])}`);
+    }
   }
 }

@@ -13,15 +13,19 @@
 // a block's offset names its first entry.
 // Adjacency entry (ADJ_WORDS): [edge, neighbor, label, created, deleted], in edge ID order.
 //
-// Concurrency (one writer, many readers), without atomics or fences on the read path. A
-// reader reads a length, then the block offset. The writer fills a new block before it
-// publishes its offset, and writes an entry before it raises the length. A full block is
-// copied into a larger one and left as it is, so an old offset still names a valid block;
-// a reader that pairs a new length with the old offset reads at most one entry past the
-// old block's end, which is that block's sentinel (created = never). Besides lengths only
-// the `deleted` word of an entry is ever overwritten (one aligned u32). Entries of a
-// rolled-back batch are cut off by lowering the length again: their `created` is an epoch
-// no reader holds.
+// Concurrency (one writer, many readers). The writer publishes with Atomics.store (a
+// release under the JS memory model) and readers take a block's length and then its offset
+// with Atomics.load (an acquire), two atomic loads per block scan; the entries themselves
+// are plain loads, ordered after those acquires. The writer fills a new block (copy +
+// sentinel) before it publishes its offset, and writes an entry before it raises the
+// length. So a reader that sees a length also sees the entries below it and an offset at
+// least as new as the one current when that length was stored; a full block is copied into
+// a larger one and left as it is, so an older offset still names a valid block holding at
+// least as many entries as any length the reader can pair it with. Besides lengths and
+// offsets only the `deleted` word of an entry is overwritten (one aligned u32, always 0 or
+// an epoch no older reader holds). Entries of a rolled-back batch are cut off by lowering
+// the length again: their `created` is an epoch no reader holds, and a later append that
+// overwrites one writes the same unpublished epoch.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { instantiateKernels, type TraversalKernels } from './kernels.js';
@@ -43,6 +47,21 @@ const PAGES_MAX = 65536;
 const ADJ_BLOCK_MIN = 4;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
 const NEVER = 0xffffffff;
+
+/**
+ * Test-only fault injection: the writer's topology changes that can fail (block and chunk
+ * allocation, marking a deletion) throw storage_error once `topologyFaultAfter` of them
+ * succeeded, so tests can fail a batch half-way through adding or dropping edges.
+ */
+let topologyFaultAfter = -1;
+export function injectTopologyFault(succeedingCalls: number | null): void {
+  topologyFaultAfter = succeedingCalls ?? -1;
+}
+function faultPoint(): void {
+  if (topologyFaultAfter < 0) return;
+  if (topologyFaultAfter === 0) throw new SvcError('storage_error', 'storage error: injected topology fault');
+  topologyFaultAfter--;
+}
 
 /**
  * Whether the entry at word `p` is visible at snapshot `at` and has label `label` (any when
@@ -68,6 +87,8 @@ export class Topology {
   /** Refreshed when the memory grew (views over WebAssembly memory do not track growth). */
   words: Uint32Array;
   private kernelInstance: TraversalKernels | null = null;
+  /** HEAP_USED when kernels() last refreshed this thread's view of the memory. */
+  private kernelsCheckedUsed = 0;
   /** This thread's kernel scratch regions by purpose: word offset and size (see scratch()). */
   private readonly scratchRegions = new Map<string, { at: number; words: number }>();
 
@@ -154,10 +175,27 @@ export class Topology {
   /** Make `words` cover word `end` (exclusive); another thread may have grown the memory. */
   cover(end: number): Uint32Array {
     if (end > this.words.length) {
-      this.words = new Uint32Array(this.memory.buffer);
+      this.refresh();
       if (end > this.words.length) throw new SvcError('internal_error', `internal error: topology word ${end} is beyond the memory`);
     }
     return this.words;
+  }
+
+  /**
+   * Re-make `words` over the memory as it is now. When another thread grows a shared
+   * memory, V8 hands this thread the longer `memory.buffer` only once it handles the grow
+   * interrupt (at a later stack check), so right after the grow the getter can still
+   * return the old buffer; `grow(0)` refreshes it on this thread at once (verified on
+   * Node 20, test/concurrency.test.ts). It also interrupts the other threads, so it runs
+   * only when the plain getter came up short.
+   */
+  private refresh(): void {
+    const before = this.words.length;
+    this.words = new Uint32Array(this.memory.buffer);
+    if (this.words.length === before) {
+      this.memory.grow(0);
+      this.words = new Uint32Array(this.memory.buffer);
+    }
   }
 
   /** Word offset of node `node`'s directory entry (the node must have been added). */
@@ -168,20 +206,30 @@ export class Topology {
     return at;
   }
 
-  /** Entries in a node's block. Read it before the block offset (see the header). */
+  /** Entries in a node's block (acquire). Read it before the block offset (see the header). */
   length(dir: number, which: DirWord): number {
-    return this.words[dir + which + 1]!;
+    return Atomics.load(this.words, dir + which + 1);
   }
 
-  /** Word offset of a node's first entry, with `words` made to cover `length` entries. */
+  /** Word offset of a node's first entry (acquire), with `words` made to cover `length` entries. */
   entries(dir: number, which: DirWord, length: number): number {
-    const block = this.words[dir + which]!;
+    const block = Atomics.load(this.words, dir + which);
     if (block + (length + 1) * ADJ_WORDS > this.words.length) this.cover(block + (length + 1) * ADJ_WORDS);
     return block;
   }
 
-  /** The kernels, instantiated over this memory for this thread on first use. */
+  /**
+   * The kernels, instantiated over this memory for this thread on first use. Kernels read
+   * blocks JS never covered, so the memory this thread sees is first brought up to what
+   * the heap pointer says was allocated (refresh() on why), once per heap pointer value:
+   * one atomic load per call otherwise.
+   */
   kernels(): TraversalKernels {
+    const used = Atomics.load(this.words, T_HEAP_USED);
+    if (used > this.words.length && used !== this.kernelsCheckedUsed) {
+      this.kernelsCheckedUsed = used;
+      this.refresh();
+    }
     if (this.kernelInstance === null) this.kernelInstance = instantiateKernels(this.memory);
     return this.kernelInstance;
   }
@@ -203,14 +251,20 @@ export class Topology {
   // ------------------------------------------------------------ writer
 
   private allocate(wordCount: number): number {
+    faultPoint();
     // Atomic because reader threads take kernel scratch from the same heap.
     const at = Atomics.add(this.words, T_HEAP_USED, wordCount);
     const end = at + wordCount;
-    if (end > limits.topologyWordsMax) {
-      Atomics.sub(this.words, T_HEAP_USED, wordCount);
-      throw new SvcError('storage_error', 'storage error: adjacency heap is full');
+    try {
+      if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
+      this.grow(end);
+    } catch (err) {
+      // Give the words back unless a scratch allocation took words after them (then they
+      // stay a hole): the pointer must not stay beyond what the memory holds.
+      Atomics.compareExchange(this.words, T_HEAP_USED, end, at);
+      if (err instanceof SvcError) throw err;
+      throw new SvcError('storage_error', `storage error: adjacency memory could not grow: ${(err as Error).message}`);
     }
-    this.grow(end);
     return at;
   }
 
@@ -266,18 +320,24 @@ export class Topology {
     Atomics.store(words, slot + 1, len + 1);
   }
 
-  /** Roll back the newest append of a node's block. */
+  /**
+   * Roll back the append of edge `edge` to a node's block, if it was made: an append that
+   * failed (allocation) left nothing, and one that succeeded is the newest entry, because
+   * rollback undoes newest first and an edge is appended once per direction.
+   */
   unappend(node: number, which: DirWord, edge: number): void {
     const slot = this.dir(node) + which;
     const block = this.words[slot]!, len = this.words[slot + 1]!;
-    if (len === 0 || this.words[block + (len - 1) * ADJ_WORDS + A_EDGE] !== edge) {
-      throw new SvcError('internal_error', `internal error: rollback of edge ${edge} is not the newest adjacency entry`);
-    }
-    Atomics.store(this.words, slot + 1, len - 1);
+    if (len > 0 && this.words[block + (len - 1) * ADJ_WORDS + A_EDGE] === edge) Atomics.store(this.words, slot + 1, len - 1);
   }
 
-  /** Set the deleted epoch (0 = live again, for rollback) of edge `edge` in a node's block. */
-  markDeleted(node: number, which: DirWord, edge: number, deleted: number): void {
+  /**
+   * Set the deleted epoch (0 = live again, for rollback) of edge `edge` in a node's block.
+   * Returns false when the block has no such entry (rollback of an append that never
+   * happened); callers that expect the entry treat that as corruption.
+   */
+  markDeleted(node: number, which: DirWord, edge: number, deleted: number): boolean {
+    if (deleted !== 0) faultPoint();
     const words = this.words;
     const slot = this.dir(node) + which;
     const block = words[slot]!;
@@ -287,12 +347,12 @@ export class Topology {
       const e = words[block + mid * ADJ_WORDS + A_EDGE]!;
       if (e === edge) {
         words[block + mid * ADJ_WORDS + A_DELETED] = deleted;
-        return;
+        return true;
       }
       if (e < edge) lo = mid + 1;
       else hi = mid - 1;
     }
-    throw new SvcError('internal_error', `internal error: edge ${edge} is missing from node ${node}'s adjacency`);
+    return false;
   }
 
   /**
