@@ -6,29 +6,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
+import { defaultObjectWriterOptions, ObjectWriter, type StorageHealth } from '../src/durability/object-storage.js';
+import { executeRequest } from '../src/exec/request.js';
+import { errorBody, SvcError } from '../src/protocol/errors.js';
 import { cliPath } from './helpers/server.js';
+import { killS3rver, s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 
-const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const credentials = s3Credentials;
 const awsEnv = { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey };
 const countAll = read([q('c', count(nodes('all')))], ['c']);
 const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
-
-interface S3rverInstance {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-type S3rverClass = new (options: Record<string, unknown>) => S3rverInstance;
-
-/** s3rver ships no types: load it untyped and describe the little we use. */
-async function startS3rver(directory: string): Promise<{ server: S3rverInstance; port: number }> {
-  const { default: S3rver } = (await import('s3rver' as string)) as { default: S3rverClass };
-  const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bucket' }] });
-  const { port } = await server.run();
-  return { server, port };
-}
 
 let s3: S3rverInstance;
 let endpoint = '';
@@ -121,6 +111,33 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** One write through an ObjectWriter as the server's writer thread does it: apply (logBatch), then wait for durability. */
+async function writeThrough(writer: ObjectWriter, request: unknown): Promise<{ status: number; body: string }> {
+  const epoch = writer.store.committedEpoch();
+  const flags = { warm: null, requireWriter: null, awaitDurable: null };
+  const outcome = executeRequest(writer.store, JSON.stringify(request), flags, 'writer', { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+  if ('forward' in outcome) throw new Error('the writer was asked to forward');
+  if (writer.store.committedEpoch() === epoch) return outcome;
+  try {
+    await writer.sync();
+    return outcome;
+  } catch (err) {
+    const e = err as SvcError;
+    return { status: e.status, body: errorBody(e) };
+  }
+}
+
+/** Two nodes and an edge per write, so a half-applied write would show. */
+const pairBatch = (k: number) => write([
+  q('a', addN('B', [['k', i64(k)]])),
+  q('b', addN('B', [['k', i64(k)]])),
+  q(null, { add_e: { input: { nodes: { reference: { var: 'a' } } }, label: 'PAIR', to: { var: 'b' }, properties: [] } }),
+], []);
+const pairAudit = read([
+  q('k', { values: { input: nodes('all'), properties: ['k'] } }),
+  q('e', count({ edges: { reference: 'all' } })),
+], ['k', 'e']);
 
 // ---------------------------------------------------------------- embedded
 
@@ -216,22 +233,121 @@ describe('object storage, failures', () => {
     await expect(openDatabase(s3Options('torn-mid'))).rejects.toThrow(/cannot recover s3:\/\/bucket\/torn-mid: .*does not hold the epochs/);
   });
 
-  it('a failed upload answers 500 storage_error and nothing later is acknowledged; reads go on', async () => {
+  it('an outage of 1.5-4 s under a write load: not ready during it, ready after, no restart needed; 200s durable, errors absent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-down-'));
-    const { server: own, port } = await startS3rver(dir);
-    const db = await openDatabase({ ...s3Options('down'), endpointUrl: `http://127.0.0.1:${port}` });
+    let { server: own, port } = await startS3rver(dir);
+    const storage = { uri: 's3://bucket/outage', endpointUrl: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials };
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      logged.push(String(chunk));
+      return true;
+    });
+    const writer = await ObjectWriter.open(storage, { ...defaultObjectWriterOptions, snapshotWalBytes: 20_000 });
+    const changes: StorageHealth[] = [];
+    writer.onHealthChange((h) => changes.push(h));
+    const answers = new Map<number, { status: number; body: string; startedAt: number; answeredAt: number }>();
+    let next = 0;
+    let stopAt = Infinity;
+    let measured = '';
     try {
-      expect((await db.queryRaw(addOne(0))).status).toBe(200);
-      await own.close();
-      const failed = await db.queryRaw(addOne(1));
-      expect(failed.status).toBe(500);
-      expect(JSON.parse(failed.body).error).toBe('storage_error');
-      const later = await db.queryRaw(addOne(2));
-      expect(later.status).toBe(500);
-      expect(JSON.parse(later.body).error).toBe('storage_error');
-      expect((await db.queryRaw(countAll)).status).toBe(200);
-    } finally {
+      // Open loop, as many clients would send: a write every 4 ms whatever the answers so far.
+      const inFlight: Promise<void>[] = [];
+      const load = (async () => {
+        while (Date.now() < stopAt) {
+          const k = next++;
+          const startedAt = Date.now();
+          inFlight.push(writeThrough(writer, pairBatch(k)).then((res) => { answers.set(k, { ...res, startedAt, answeredAt: Date.now() }); }));
+          await new Promise((r) => setTimeout(r, 4));
+        }
+        await Promise.all(inFlight);
+      })();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(writer.health()).toEqual({ ready: true, problem: null });
+      const outageMs = 1500 + Math.random() * 2500;
+      const downAt = Date.now();
+      await killS3rver(own);
+      let sawNotReady = false;
+      while (Date.now() - downAt < outageMs) {
+        if (!writer.health().ready) sawNotReady = true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(sawNotReady, 'the writer reported not ready during the outage').toBe(true);
+      expect(writer.health().problem).toMatch(/ECONNREFUSED|failed/);
+      ({ server: own } = await startS3rver(dir, port));
+      const upAt = Date.now();
+      await eventually(async () => writer.health().ready, 'the writer is ready again', 10_000);
+      const readyAfterMs = Date.now() - upAt;
+      // Writes taken again: some started after recovery and were answered 200.
+      const before = next;
+      await eventually(async () => [...answers].some(([k, a]) => k >= before && a.status === 200), 'a new write succeeds', 10_000);
+      stopAt = Date.now() + 200;
+      await load;
+      measured = `outage ${Math.round(outageMs)} ms, ready ${readyAfterMs} ms after restart, ${answers.size} writes`;
+
+      const ok = [...answers].filter(([, a]) => a.status === 200).map(([k]) => k);
+      const refused = [...answers].filter(([, a]) => a.status !== 200);
+      for (const [k, a] of refused) {
+        expect(a.status, `write ${k}: ${a.body}`).toBe(500);
+        expect(JSON.parse(a.body).error, `write ${k}`).toBe('storage_error');
+        expect(JSON.parse(a.body).msg, `write ${k}`).toMatch(/storage unavailable .*the write was not applied/);
+      }
+      expect(refused.length, 'writes during the outage were refused').toBeGreaterThan(0);
+      // Writes pending when storage went away waited through the outage and then succeeded.
+      expect([...answers.values()].some((a) => a.status === 200 && a.startedAt < downAt + 200 && a.answeredAt > upAt)).toBe(true);
+      // One line when it went down, one when it came back: no line per retry.
+      expect(logged.filter((l) => /upload to s3:\/\/bucket\/outage failed/.test(l)).length).toBe(1);
+      expect(logged.filter((l) => /answers again after \d+ failed upload attempts/.test(l)).length).toBe(1);
+      expect(changes.some((h) => !h.ready)).toBe(true);
+      expect(changes.at(-1)).toEqual({ ready: true, problem: null });
+      expect(writer.durableEpoch).toBe(writer.store.committedEpoch());
+      expect(writer.store.visibleEpoch()).toBe(writer.durableEpoch);
+      await writer.close();
+
+      // After a restart: exactly the writes answered 200, each whole.
+      const db = await openDatabase({ storage: 's3', ...storage });
+      const { k, e } = await db.query(pairAudit) as { k: { k: number }[]; e: number };
       await db.close();
+      const perBatch = new Map<number, number>();
+      for (const row of k) perBatch.set(row.k, (perBatch.get(row.k) ?? 0) + 1);
+      for (const [b, n] of perBatch) expect(n, `batch ${b} is partly present`).toBe(2);
+      expect(e).toBe(perBatch.size);
+      expect([...perBatch.keys()].sort((a, b) => a - b)).toEqual(ok.sort((a, b) => a - b));
+    } finally {
+      stopAt = 0;
+      stderr.mockRestore();
+      if (measured !== '') console.log(measured);
+      await writer.close();
+      await own.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('close() during an outage answers the waiting writes writer_fenced_commit_outcome_unknown, never a failure', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-close-'));
+    const { server: own, port } = await startS3rver(dir);
+    const storage = { uri: 's3://bucket/close-down', endpointUrl: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials };
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const writer = await ObjectWriter.open(storage);
+      expect((await writeThrough(writer, pairBatch(0))).status).toBe(200);
+      await killS3rver(own);
+      const pending = writeThrough(writer, pairBatch(1));
+      await eventually(async () => !writer.health().ready, 'the writer notices the outage');
+      const refused = await writeThrough(writer, pairBatch(2));
+      expect(refused.status).toBe(500);
+      expect(JSON.parse(refused.body).msg).toMatch(/the write was not applied/);
+      // Still waiting: a retry may land it.
+      const raced = await Promise.race([pending, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+      expect(raced).toBe('waiting');
+      await writer.close();
+      const res = await pending;
+      expect(res.status).toBe(409);
+      expect(JSON.parse(res.body).error).toBe('writer_fenced_commit_outcome_unknown');
+      // Never published: readers of this store did not see the undurable batch.
+      expect(writer.store.visibleEpoch()).toBe(writer.durableEpoch);
+      expect(writer.store.committedEpoch()).toBeGreaterThan(writer.durableEpoch);
+    } finally {
+      stderr.mockRestore();
       rmSync(dir, { recursive: true, force: true });
     }
   });
