@@ -2,13 +2,16 @@
 // writer and reader, kill -9 of `svc serve --storage-uri`, reader servers following a
 // writer server (including a reload from a newer snapshot), and the writer lock.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
-import { defaultObjectWriterOptions, ObjectWriter, type StorageHealth } from '../src/durability/object-storage.js';
+import { defaultObjectWriterOptions, ObjectFollower, ObjectWriter, type StorageHealth } from '../src/durability/object-storage.js';
+import { storageFormatVersion } from '../src/durability/format.js';
+import { encodeFrame } from '../src/durability/wal.js';
+import type { RedoBatch } from '../src/store/store.js';
 import { executeRequest } from '../src/exec/request.js';
 import { errorBody, SvcError } from '../src/protocol/errors.js';
 import { cliPath } from './helpers/server.js';
@@ -110,6 +113,16 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
     if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+const originalSend = S3Client.prototype.send;
+const pad = (epoch: number) => String(epoch).padStart(10, '0');
+/** The 16-byte WAL segment header (wal.ts). */
+function walHeaderBytes(): Buffer {
+  const header = Buffer.alloc(16);
+  header.write('SVCDBWAL', 0, 'latin1');
+  header.writeUInt32LE(storageFormatVersion, 8);
+  return header;
 }
 
 /** One write through an ObjectWriter as the server's writer thread does it: apply (logBatch), then wait for durability. */
@@ -349,6 +362,114 @@ describe('object storage, failures', () => {
     } finally {
       stderr.mockRestore();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('object storage, large objects, staging and followers', () => {
+  it('a snapshot over the part threshold goes up as a multipart upload and loads back exactly', async () => {
+    const sent: string[] = [];
+    const send = vi.spyOn(S3Client.prototype, 'send').mockImplementation(function (this: S3Client, command: unknown, ...rest: unknown[]) {
+      sent.push((command as { constructor: { name: string } }).constructor.name);
+      return (originalSend as (...args: unknown[]) => unknown).call(this, command, ...rest);
+    } as never);
+    const storage = { uri: 's3://bucket/multipart', endpointUrl: endpoint, region: 'us-east-1', credentials };
+    try {
+      const writer = await ObjectWriter.open({ ...storage, multipartThresholdBytes: 4096, multipartPartBytes: 4096 });
+      for (let i = 0; i < 20; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+      await writer.close(); // snapshot at close
+    } finally {
+      send.mockRestore();
+    }
+    const parts = sent.filter((n) => n === 'UploadPartCommand').length;
+    expect(sent).toContain('CreateMultipartUploadCommand');
+    expect(sent).toContain('CompleteMultipartUploadCommand');
+    expect(parts, 'the snapshot spans several parts').toBeGreaterThanOrEqual(2);
+    const snaps = (await keys('multipart')).filter((k) => k.startsWith('snapshots/'));
+    expect(snaps).toHaveLength(1);
+    const head = await client.send(new HeadObjectCommand({ Bucket: 'bucket', Key: `multipart/${snaps[0]}` }));
+    expect(head.ContentLength!).toBeGreaterThan(4096 * (parts - 1));
+
+    const again = await ObjectWriter.open(storage);
+    try {
+      expect(again.report.snapshotEpoch).toBe(Number(/\d{10}/.exec(snaps[0]!)![0]));
+      expect(again.report.replayedBatches).toBe(0);
+      const audit = executeRequest(again.store, JSON.stringify(pairAudit), { warm: null, requireWriter: null, awaitDurable: null }, 'writer');
+      const { k, e } = JSON.parse((audit as { body: string }).body) as { k: { k: number }[]; e: number };
+      expect(e).toBe(20);
+      expect(k.map((r) => r.k).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => [i, i]).flat());
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('staging dirs carry the pid; those of dead processes are removed at open, live ones kept', async () => {
+    const deadPid = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.once('exit', () => resolve(child.pid!));
+    });
+    const dead = join(tmpdir(), `svcdb-s3-${deadPid}-leftover`);
+    const live = join(tmpdir(), `svcdb-s3-${process.pid}-keep`);
+    for (const d of [dead, live]) {
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, 'download-x.bin'), 'staged');
+    }
+    const mine = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`svcdb-s3-${process.pid}-`) && n !== `svcdb-s3-${process.pid}-keep`);
+    const before = mine().length;
+    const writer = await ObjectWriter.open({ uri: 's3://bucket/staging', endpointUrl: endpoint, region: 'us-east-1', credentials });
+    try {
+      expect(existsSync(dead), 'the dead process\'s staging dir is removed').toBe(false);
+      expect(existsSync(live), 'a live process\'s staging dir is kept').toBe(true);
+      expect(mine().length, 'the writer stages in svcdb-s3-<pid>-*').toBe(before + 1);
+    } finally {
+      await writer.close();
+      rmSync(live, { recursive: true, force: true });
+    }
+    expect(mine().length).toBe(before);
+  });
+
+  it('a follower stops at a batch it cannot apply: keeps its epoch, reports not ready once, never applies past it', async () => {
+    const storage = { uri: 's3://bucket/stuck', endpointUrl: endpoint, region: 'us-east-1', credentials };
+    const writer = await ObjectWriter.open(storage);
+    for (let i = 0; i < 3; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+    await writer.close();
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      logged.push(String(chunk));
+      return true;
+    });
+    const follower = await ObjectFollower.open(storage);
+    try {
+      const changes: boolean[] = [];
+      follower.onHealthChange((h) => changes.push(h.ready));
+      const epoch = follower.store.committedEpoch();
+      const visible = follower.store.visibleEpoch();
+      const walObject = async (e: number, batch: RedoBatch) => {
+        const body = Buffer.concat([walHeaderBytes(), encodeFrame(batch)]);
+        await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: `stuck/wal/${pad(e)}-${pad(e)}.log`, Body: body }));
+      };
+      const empty = (e: number): RedoBatch => ({ epoch: e, nodeSlots: 0, edgeSlots: 0, names: [], ops: [] });
+      // A dictionary id the store cannot give: applyRedo throws mid-batch.
+      await walObject(epoch + 1, { ...empty(epoch + 1), names: [[999, 'bogus']] });
+      await walObject(epoch + 2, empty(epoch + 2));
+      for (let i = 0; i < 3; i++) expect(await follower.refresh()).toBe(false);
+      expect(follower.store.committedEpoch(), 'nothing past the bad batch is applied').toBe(epoch);
+      expect(follower.store.visibleEpoch()).toBe(visible);
+      expect(follower.health().ready).toBe(false);
+      expect(follower.health().problem).toMatch(/stopped following s3:\/\/bucket\/stuck at epoch \d+: a batch of .*0000000\d+-\d+\.log cannot be applied: .*dictionary id mismatch/);
+      expect(logged.filter((l) => /stopped following/.test(l)).length, 'logged once').toBe(1);
+      // Reads still answer from the last good epoch.
+      const res = executeRequest(follower.store, JSON.stringify(countAll), { warm: null, requireWriter: null, awaitDurable: null }, 'replica');
+      expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 6 });
+      // Once the batch is fixed, a refresh resumes from exactly there.
+      await walObject(epoch + 1, empty(epoch + 1));
+      expect(await follower.refresh()).toBe(false);
+      expect(follower.store.committedEpoch()).toBe(epoch + 2);
+      expect(follower.health()).toEqual({ ready: true, problem: null });
+      expect(changes).toEqual([false, true]);
+    } finally {
+      stderr.mockRestore();
+      follower.close();
     }
   });
 });

@@ -219,7 +219,8 @@ export class Bucket {
   private async putMultipart(fd: number, size: number, key: string, condition: { ifNoneMatch?: boolean }): Promise<'stored' | 'precondition'> {
     // More parts than S3 allows: grow them, whole MiB, rather than fail.
     const mib = 1024 * 1024;
-    const partBytes = Math.max(this.multipartPartBytes, Math.ceil(size / MULTIPART_PARTS_MAX / mib) * mib);
+    const fewest = Math.ceil(size / MULTIPART_PARTS_MAX);
+    const partBytes = fewest <= this.multipartPartBytes ? this.multipartPartBytes : Math.ceil(fewest / mib) * mib;
     if (partBytes > MULTIPART_PART_BYTES_MAX) throw new SvcError('storage_error', `storage error: s3://${this.name}/${key}: ${size} bytes exceed what a multipart upload can hold`);
     let uploadId: string | undefined;
     try {

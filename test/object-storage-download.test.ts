@@ -1,0 +1,96 @@
+// A snapshot download that fails for a local reason (the staging disk is full) or is cut
+// short is not evidence against the snapshot: the open fails with storage_error and every
+// object stays. node:fs is mocked so createWriteStream fails like a full disk on demand.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { ObjectWriter } from '../src/durability/object-storage.js';
+import { executeRequest } from '../src/exec/request.js';
+import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
+
+/** Fail the next staging writes of downloaded snapshots after this many bytes (null: off). */
+const fault: { failAfterBytes: number | null } = { failAfterBytes: null };
+
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>();
+  const createWriteStream = ((path: string, options?: unknown) => {
+    const failAfter = fault.failAfterBytes;
+    if (failAfter === null || !/download-[^/]*\.bin$/.test(String(path))) return fs.createWriteStream(path, options as never);
+    let written = 0;
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        written += chunk.byteLength;
+        if (written > failAfter) {
+          callback(Object.assign(new Error(`ENOSPC: no space left on device, write`), { code: 'ENOSPC' }));
+          return;
+        }
+        callback();
+      },
+    });
+    return Object.assign(stream, { bytesWritten: 0 });
+  }) as typeof fs.createWriteStream;
+  return { ...fs, default: { ...fs, createWriteStream }, createWriteStream };
+});
+
+let s3: S3rverInstance;
+let client: S3Client;
+let endpoint = '';
+const dataDir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-dl-'));
+
+beforeAll(async () => {
+  const started = await startS3rver(dataDir);
+  s3 = started.server;
+  endpoint = `http://127.0.0.1:${started.port}`;
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+  client = new S3Client({
+    endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3Credentials,
+    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+});
+
+afterAll(async () => {
+  client?.destroy();
+  await s3?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const flags = { warm: null, requireWriter: null, awaitDurable: null };
+const countAll = read([q('c', count(nodes('all')))], ['c']);
+
+async function snapshotKeys(prefix: string): Promise<string[]> {
+  const out = await client.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: `${prefix}/snapshots/` }));
+  return (out.Contents ?? []).map((o) => o.Key!).sort();
+}
+
+it('a snapshot whose download fails locally (ENOSPC) or midway is kept; the open fails with storage_error and succeeds later', async () => {
+  const storage = { uri: 's3://bucket/dl', endpointUrl: endpoint, region: 'us-east-1', credentials: s3Credentials };
+  const writer = await ObjectWriter.open(storage);
+  for (let i = 0; i < 50; i++) {
+    executeRequest(writer.store, JSON.stringify(write([q('x', addN('U', [['n', i64(i)]]))], ['x'])), flags, 'writer',
+      { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+  }
+  await writer.sync();
+  await writer.close(); // the only snapshot
+  const snapshots = await snapshotKeys('dl');
+  expect(snapshots).toHaveLength(1);
+
+  for (const failAfterBytes of [0, 100]) {
+    fault.failAfterBytes = failAfterBytes;
+    await expect(ObjectWriter.open(storage)).rejects.toMatchObject({ code: 'storage_error', message: expect.stringMatching(/ENOSPC/) });
+    expect(await snapshotKeys('dl'), `a failed download (after ${failAfterBytes} bytes) deleted nothing`).toEqual(snapshots);
+  }
+
+  fault.failAfterBytes = null;
+  const again = await ObjectWriter.open(storage);
+  try {
+    expect(again.report.snapshotEpoch).toBe(Number(/(\d{10})\.bin$/.exec(snapshots[0]!)![1]));
+    const res = executeRequest(again.store, JSON.stringify(countAll), flags, 'writer');
+    expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 50 });
+  } finally {
+    await again.close();
+  }
+});
