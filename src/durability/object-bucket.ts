@@ -22,7 +22,6 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
-import { processAlive } from './disk-storage.js';
 
 /** Where object storage lives and how to reach it (plain data: crosses to worker threads). */
 export interface ObjectStorageOptions {
@@ -345,6 +344,16 @@ export class Bucket {
 
   close(): void {
     this.client.destroy();
+  }
+}
+
+/** Whether a process with this pid runs on this host (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
   }
 }
 

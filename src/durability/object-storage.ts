@@ -31,9 +31,9 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import { processAlive, type RecoveryReport } from './disk-storage.js';
+import type { RecoveryReport } from './disk-storage.js';
 import { storageFormatVersion } from './format.js';
-import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
+import { Bucket, processAlive, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
 import { readSnapshot, snapshotName, writeSnapshot } from './snapshot.js';
 import { encodeFrame, readSegment } from './wal.js';
 
