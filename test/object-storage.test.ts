@@ -335,6 +335,58 @@ describe('object storage, failures', () => {
     }
   }, 60_000);
 
+  it('an outage longer than the lease: the writer keeps its lock if nobody took it, and is fenced (409 outcome unknown) if someone did', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-lease-'));
+    let { server: first, port } = await startS3rver(dir);
+    const at = (p: number, prefix: string) => ({ uri: `s3://bucket/${prefix}`, endpointUrl: `http://127.0.0.1:${p}`, region: 'us-east-1', credentials });
+    const lease = { ...defaultObjectWriterOptions, leaseMs: 900 };
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    let second: S3rverInstance | null = null;
+    try {
+      // Nobody took it: after the outage the writer renews its own lock and goes on.
+      const keeper = await ObjectWriter.open(at(port, 'lease-keep'), lease);
+      expect((await writeThrough(keeper, pairBatch(0))).status).toBe(200);
+      await killS3rver(first);
+      const waiting = writeThrough(keeper, pairBatch(1));
+      await new Promise((r) => setTimeout(r, 1500));
+      ({ server: first } = await startS3rver(dir, port));
+      expect((await waiting).status).toBe(200);
+      expect((await writeThrough(keeper, pairBatch(2))).status).toBe(200);
+      expect(keeper.health().ready).toBe(true);
+      await keeper.close();
+
+      // Someone did: a second writer reaches the bucket through another endpoint while the
+      // first is cut off, and takes the expired lock over.
+      const old = await ObjectWriter.open(at(port, 'lease-fence'), lease);
+      expect((await writeThrough(old, pairBatch(0))).status).toBe(200);
+      await killS3rver(first);
+      const stranded = writeThrough(old, pairBatch(1));
+      await new Promise((r) => setTimeout(r, 1200));
+      const other = await startS3rver(dir);
+      second = other.server;
+      const successor = await ObjectWriter.open(at(other.port, 'lease-fence'), lease);
+      expect((await writeThrough(successor, pairBatch(100))).status).toBe(200);
+      ({ server: first } = await startS3rver(dir, port));
+      const res = await stranded;
+      expect(res.status).toBe(409);
+      expect(JSON.parse(res.body).error).toBe('writer_fenced_commit_outcome_unknown');
+      expect(old.health().ready).toBe(false);
+      expect(old.health().problem).toMatch(/lost the writer lock .*taken over by process/);
+      expect((await writeThrough(old, pairBatch(2))).status).toBe(500);
+      await old.close();
+      await successor.close();
+      const db = await openDatabase({ storage: 's3', ...at(port, 'lease-fence') });
+      const { k } = await db.query(pairAudit) as { k: { k: number }[] };
+      await db.close();
+      expect(k.map((r) => r.k).sort((a, b) => a - b)).toEqual([0, 0, 100, 100]);
+    } finally {
+      stderr.mockRestore();
+      await first.close().catch(() => undefined);
+      await second?.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('close() during an outage answers the waiting writes writer_fenced_commit_outcome_unknown, never a failure', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-close-'));
     const { server: own, port } = await startS3rver(dir);
