@@ -1,6 +1,8 @@
 // Object storage against s3rver (started here on a free loopback port): the embedded
-// writer and reader, kill -9 of `svc serve --storage-uri`, reader servers following a
-// writer server (including a reload from a newer snapshot), and the writer lock.
+// writer and reader, outages of the S3 server under a write load (retry, health, what
+// each answer promised), the lease, multipart snapshots, staging dirs, a follower stuck at
+// a batch it cannot apply, kill -9 of `svc serve --storage-uri`, reader servers following
+// a writer server (including a reload from a newer snapshot), and the writer lock.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
