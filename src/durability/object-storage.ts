@@ -439,6 +439,8 @@ export class ObjectWriter {
       }
       if (lostBeforeOpen !== null) throw new SvcError('storage_error', `storage error: lost the writer lock on ${bucket.uri}: ${lostBeforeOpen}`);
       if (torn.length > 0) {
+        // Deleting is for the lock holder only: make sure the lease did not run out while loading.
+        if (!(await lock.ensureFresh())) throw new SvcError('storage_error', `storage error: the writer lock on ${bucket.uri} could not be renewed; removing nothing`);
         process.stderr.write(`svcdb: removing objects of an interrupted upload from ${bucket.uri}: ${torn.join(', ')}\n`);
         await bucket.delete(torn);
       }
