@@ -52,10 +52,14 @@ export const limits = {
   snapshotChunkBytes: 4 * 1024 * 1024,
   /** Sections in one snapshot file; more: storage_error (a damaged section table). */
   snapshotSectionsMax: 64,
-  /** First wait before a failed durability step (fsync, upload, snapshot) is retried. */
-  storageRetryFirstMs: 50,
-  /** Longest wait between retries of a failed durability step (backoff doubles up to it). */
-  storageRetryMaxMs: 5_000,
+  /** First wait before a failed fsync or WAL upload is retried (backoff doubles, with jitter). */
+  storageRetryFirstMs: 100,
+  /** Longest wait between retries of a failed fsync or WAL upload. */
+  storageRetryMaxMs: 2_000,
+  /** First wait before a failed snapshot is retried (the WAL keeps every write meanwhile). */
+  snapshotRetryFirstMs: 1_000,
+  /** Longest wait between retries of a failed snapshot. */
+  snapshotRetryMaxMs: 60_000,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
 } as const;

@@ -1,34 +1,28 @@
 // Object storage against s3rver (started here on a free loopback port): the embedded
-// writer and reader, kill -9 of `svc serve --storage-uri`, reader servers following a
-// writer server (including a reload from a newer snapshot), and the writer lock.
+// writer and reader, outages of the S3 server under a write load (retry, health, what
+// each answer promised), the lease, multipart snapshots, staging dirs, a follower stuck at
+// a batch it cannot apply, kill -9 of `svc serve --storage-uri`, reader servers following
+// a writer server (including a reload from a newer snapshot), and the writer lock.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
+import { defaultObjectWriterOptions, ObjectFollower, ObjectWriter, type StorageHealth } from '../src/durability/object-storage.js';
+import { encodeFrame, segmentHeader } from '../src/durability/wal.js';
+import type { RedoBatch } from '../src/store/store.js';
+import { executeRequest } from '../src/exec/request.js';
+import { errorBody, SvcError } from '../src/protocol/errors.js';
 import { cliPath } from './helpers/server.js';
+import { killS3rver, s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 
-const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const credentials = s3Credentials;
 const awsEnv = { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey };
 const countAll = read([q('c', count(nodes('all')))], ['c']);
 const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
-
-interface S3rverInstance {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-type S3rverClass = new (options: Record<string, unknown>) => S3rverInstance;
-
-/** s3rver ships no types: load it untyped and describe the little we use. */
-async function startS3rver(directory: string): Promise<{ server: S3rverInstance; port: number }> {
-  const { default: S3rver } = (await import('s3rver' as string)) as { default: S3rverClass };
-  const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: 'bucket' }] });
-  const { port } = await server.run();
-  return { server, port };
-}
 
 let s3: S3rverInstance;
 let endpoint = '';
@@ -121,6 +115,37 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+const originalSend = S3Client.prototype.send;
+const pad = (epoch: number) => String(epoch).padStart(10, '0');
+/** The 16-byte WAL segment header (wal.ts). */
+
+/** One write through an ObjectWriter as the server's writer thread does it: apply (logBatch), then wait for durability. */
+async function writeThrough(writer: ObjectWriter, request: unknown): Promise<{ status: number; body: string }> {
+  const epoch = writer.store.committedEpoch();
+  const flags = { warm: null, requireWriter: null, awaitDurable: null };
+  const outcome = executeRequest(writer.store, JSON.stringify(request), flags, 'writer', { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+  if ('forward' in outcome) throw new Error('the writer was asked to forward');
+  if (writer.store.committedEpoch() === epoch) return outcome;
+  try {
+    await writer.sync();
+    return outcome;
+  } catch (err) {
+    const e = err as SvcError;
+    return { status: e.status, body: errorBody(e) };
+  }
+}
+
+/** Two nodes and an edge per write, so a half-applied write would show. */
+const pairBatch = (k: number) => write([
+  q('a', addN('B', [['k', i64(k)]])),
+  q('b', addN('B', [['k', i64(k)]])),
+  q(null, { add_e: { input: { nodes: { reference: { var: 'a' } } }, label: 'PAIR', to: { var: 'b' }, properties: [] } }),
+], []);
+const pairAudit = read([
+  q('k', { values: { input: nodes('all'), properties: ['k'] } }),
+  q('e', count({ edges: { reference: 'all' } })),
+], ['k', 'e']);
 
 // ---------------------------------------------------------------- embedded
 
@@ -216,23 +241,282 @@ describe('object storage, failures', () => {
     await expect(openDatabase(s3Options('torn-mid'))).rejects.toThrow(/cannot recover s3:\/\/bucket\/torn-mid: .*does not hold the epochs/);
   });
 
-  it('a failed upload answers 500 storage_error and nothing later is acknowledged; reads go on', async () => {
+  it('an outage of 1.5-4 s under a write load: not ready during it, ready after, no restart needed; 200s durable, errors absent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-down-'));
-    const { server: own, port } = await startS3rver(dir);
-    const db = await openDatabase({ ...s3Options('down'), endpointUrl: `http://127.0.0.1:${port}` });
+    let { server: own, port } = await startS3rver(dir);
+    const storage = { uri: 's3://bucket/outage', endpointUrl: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials };
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      logged.push(String(chunk));
+      return true;
+    });
+    const writer = await ObjectWriter.open(storage, { ...defaultObjectWriterOptions, snapshotWalBytes: 20_000 });
+    const changes: StorageHealth[] = [];
+    writer.onHealthChange((h) => changes.push(h));
+    const answers = new Map<number, { status: number; body: string; startedAt: number; answeredAt: number }>();
+    let next = 0;
+    let stopAt = Infinity;
+    let measured = '';
     try {
-      expect((await db.queryRaw(addOne(0))).status).toBe(200);
-      await own.close();
-      const failed = await db.queryRaw(addOne(1));
-      expect(failed.status).toBe(500);
-      expect(JSON.parse(failed.body).error).toBe('storage_error');
-      const later = await db.queryRaw(addOne(2));
-      expect(later.status).toBe(500);
-      expect(JSON.parse(later.body).error).toBe('storage_error');
-      expect((await db.queryRaw(countAll)).status).toBe(200);
-    } finally {
+      // Open loop, as many clients would send: a write every 4 ms whatever the answers so far.
+      const inFlight: Promise<void>[] = [];
+      const load = (async () => {
+        while (Date.now() < stopAt) {
+          const k = next++;
+          const startedAt = Date.now();
+          inFlight.push(writeThrough(writer, pairBatch(k)).then((res) => { answers.set(k, { ...res, startedAt, answeredAt: Date.now() }); }));
+          await new Promise((r) => setTimeout(r, 4));
+        }
+        await Promise.all(inFlight);
+      })();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(writer.health()).toEqual({ ready: true, problem: null });
+      const outageMs = 1500 + Math.random() * 2500;
+      const downAt = Date.now();
+      await killS3rver(own);
+      let sawNotReady = false;
+      while (Date.now() - downAt < outageMs) {
+        if (!writer.health().ready) sawNotReady = true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(sawNotReady, 'the writer reported not ready during the outage').toBe(true);
+      expect(writer.health().problem).toMatch(/ECONNREFUSED|failed/);
+      ({ server: own } = await startS3rver(dir, port));
+      const upAt = Date.now();
+      await eventually(async () => writer.health().ready, 'the writer is ready again', 10_000);
+      const readyAfterMs = Date.now() - upAt;
+      // Writes taken again: some started after recovery and were answered 200.
+      const before = next;
+      await eventually(async () => [...answers].some(([k, a]) => k >= before && a.status === 200), 'a new write succeeds', 10_000);
+      stopAt = Date.now() + 200;
+      await load;
+      measured = `outage ${Math.round(outageMs)} ms, ready ${readyAfterMs} ms after restart, ${answers.size} writes`;
+
+      const ok = [...answers].filter(([, a]) => a.status === 200).map(([k]) => k);
+      const refused = [...answers].filter(([, a]) => a.status !== 200);
+      for (const [k, a] of refused) {
+        expect(a.status, `write ${k}: ${a.body}`).toBe(500);
+        expect(JSON.parse(a.body).error, `write ${k}`).toBe('storage_error');
+        expect(JSON.parse(a.body).msg, `write ${k}`).toMatch(/storage unavailable .*the write was not applied/);
+      }
+      expect(refused.length, 'writes during the outage were refused').toBeGreaterThan(0);
+      // Writes pending when storage went away waited through the outage and then succeeded.
+      expect([...answers.values()].some((a) => a.status === 200 && a.startedAt < downAt + 200 && a.answeredAt > upAt)).toBe(true);
+      // One line when it went down, one when it came back: no line per retry.
+      expect(logged.filter((l) => /upload to s3:\/\/bucket\/outage failed/.test(l)).length).toBe(1);
+      expect(logged.filter((l) => /answers again after \d+ failed upload attempts/.test(l)).length).toBe(1);
+      expect(changes.some((h) => !h.ready)).toBe(true);
+      expect(changes.at(-1)).toEqual({ ready: true, problem: null });
+      expect(writer.durableEpoch).toBe(writer.store.committedEpoch());
+      expect(writer.store.visibleEpoch()).toBe(writer.durableEpoch);
+      await writer.close();
+
+      // After a restart: exactly the writes answered 200, each whole.
+      const db = await openDatabase({ storage: 's3', ...storage });
+      const { k, e } = await db.query(pairAudit) as { k: { k: number }[]; e: number };
       await db.close();
+      const perBatch = new Map<number, number>();
+      for (const row of k) perBatch.set(row.k, (perBatch.get(row.k) ?? 0) + 1);
+      for (const [b, n] of perBatch) expect(n, `batch ${b} is partly present`).toBe(2);
+      expect(e).toBe(perBatch.size);
+      expect([...perBatch.keys()].sort((a, b) => a - b)).toEqual(ok.sort((a, b) => a - b));
+    } finally {
+      stopAt = 0;
+      stderr.mockRestore();
+      if (measured !== '') console.log(measured);
+      await writer.close();
+      await own.close().catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('an outage longer than the lease: the writer keeps its lock if nobody took it, and is fenced (409 outcome unknown) if someone did', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-lease-'));
+    let { server: first, port } = await startS3rver(dir);
+    const at = (p: number, prefix: string) => ({ uri: `s3://bucket/${prefix}`, endpointUrl: `http://127.0.0.1:${p}`, region: 'us-east-1', credentials });
+    const lease = { ...defaultObjectWriterOptions, leaseMs: 900 };
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    let second: S3rverInstance | null = null;
+    try {
+      // Nobody took it: after the outage the writer renews its own lock and goes on.
+      const keeper = await ObjectWriter.open(at(port, 'lease-keep'), lease);
+      expect((await writeThrough(keeper, pairBatch(0))).status).toBe(200);
+      await killS3rver(first);
+      const waiting = writeThrough(keeper, pairBatch(1));
+      await new Promise((r) => setTimeout(r, 1500));
+      ({ server: first } = await startS3rver(dir, port));
+      expect((await waiting).status).toBe(200);
+      expect((await writeThrough(keeper, pairBatch(2))).status).toBe(200);
+      expect(keeper.health().ready).toBe(true);
+      await keeper.close();
+
+      // Someone did: a second writer reaches the bucket through another endpoint while the
+      // first is cut off, and takes the expired lock over.
+      const old = await ObjectWriter.open(at(port, 'lease-fence'), lease);
+      expect((await writeThrough(old, pairBatch(0))).status).toBe(200);
+      await killS3rver(first);
+      const stranded = writeThrough(old, pairBatch(1));
+      await new Promise((r) => setTimeout(r, 1200));
+      const other = await startS3rver(dir);
+      second = other.server;
+      const successor = await ObjectWriter.open(at(other.port, 'lease-fence'), lease);
+      expect((await writeThrough(successor, pairBatch(100))).status).toBe(200);
+      ({ server: first } = await startS3rver(dir, port));
+      const res = await stranded;
+      expect(res.status).toBe(409);
+      expect(JSON.parse(res.body).error).toBe('writer_fenced_commit_outcome_unknown');
+      expect(old.health().ready).toBe(false);
+      expect(old.health().problem).toMatch(/lost the writer lock .*taken over by process/);
+      expect((await writeThrough(old, pairBatch(2))).status).toBe(500);
+      await old.close();
+      await successor.close();
+      const db = await openDatabase({ storage: 's3', ...at(port, 'lease-fence') });
+      const { k } = await db.query(pairAudit) as { k: { k: number }[] };
+      await db.close();
+      expect(k.map((r) => r.k).sort((a, b) => a - b)).toEqual([0, 0, 100, 100]);
+    } finally {
+      stderr.mockRestore();
+      await first.close().catch(() => undefined);
+      await second?.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('close() during an outage answers the waiting writes writer_fenced_commit_outcome_unknown, never a failure', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-close-'));
+    const { server: own, port } = await startS3rver(dir);
+    const storage = { uri: 's3://bucket/close-down', endpointUrl: `http://127.0.0.1:${port}`, region: 'us-east-1', credentials };
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const writer = await ObjectWriter.open(storage);
+      expect((await writeThrough(writer, pairBatch(0))).status).toBe(200);
+      await killS3rver(own);
+      const pending = writeThrough(writer, pairBatch(1));
+      await eventually(async () => !writer.health().ready, 'the writer notices the outage');
+      const refused = await writeThrough(writer, pairBatch(2));
+      expect(refused.status).toBe(500);
+      expect(JSON.parse(refused.body).msg).toMatch(/the write was not applied/);
+      // Still waiting: a retry may land it.
+      const raced = await Promise.race([pending, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+      expect(raced).toBe('waiting');
+      await writer.close();
+      const res = await pending;
+      expect(res.status).toBe(409);
+      expect(JSON.parse(res.body).error).toBe('writer_fenced_commit_outcome_unknown');
+      // Never published: readers of this store did not see the undurable batch.
+      expect(writer.store.visibleEpoch()).toBe(writer.durableEpoch);
+      expect(writer.store.committedEpoch()).toBeGreaterThan(writer.durableEpoch);
+    } finally {
+      stderr.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('object storage, large objects, staging and followers', () => {
+  it('a snapshot over the part threshold goes up as a multipart upload and loads back exactly', async () => {
+    const sent: string[] = [];
+    const send = vi.spyOn(S3Client.prototype, 'send').mockImplementation(function (this: S3Client, command: unknown, ...rest: unknown[]) {
+      sent.push((command as { constructor: { name: string } }).constructor.name);
+      return (originalSend as (...args: unknown[]) => unknown).call(this, command, ...rest);
+    } as never);
+    const storage = { uri: 's3://bucket/multipart', endpointUrl: endpoint, region: 'us-east-1', credentials };
+    try {
+      const writer = await ObjectWriter.open({ ...storage, multipartThresholdBytes: 4096, multipartPartBytes: 4096 });
+      for (let i = 0; i < 20; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+      await writer.close(); // snapshot at close
+    } finally {
+      send.mockRestore();
+    }
+    const parts = sent.filter((n) => n === 'UploadPartCommand').length;
+    expect(sent).toContain('CreateMultipartUploadCommand');
+    expect(sent).toContain('CompleteMultipartUploadCommand');
+    expect(parts, 'the snapshot spans several parts').toBeGreaterThanOrEqual(2);
+    const snaps = (await keys('multipart')).filter((k) => k.startsWith('snapshots/'));
+    expect(snaps).toHaveLength(1);
+    const head = await client.send(new HeadObjectCommand({ Bucket: 'bucket', Key: `multipart/${snaps[0]}` }));
+    expect(head.ContentLength!).toBeGreaterThan(4096 * (parts - 1));
+
+    const again = await ObjectWriter.open(storage);
+    try {
+      expect(again.report.snapshotEpoch).toBe(Number(/\d{10}/.exec(snaps[0]!)![0]));
+      expect(again.report.replayedBatches).toBe(0);
+      const audit = executeRequest(again.store, JSON.stringify(pairAudit), { warm: null, requireWriter: null, awaitDurable: null }, 'writer');
+      const { k, e } = JSON.parse((audit as { body: string }).body) as { k: { k: number }[]; e: number };
+      expect(e).toBe(20);
+      expect(k.map((r) => r.k).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => [i, i]).flat());
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('staging dirs carry the pid; those of dead processes are removed at open, live ones kept', async () => {
+    const deadPid = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ['-e', '']);
+      child.once('exit', () => resolve(child.pid!));
+    });
+    const dead = join(tmpdir(), `svcdb-s3-${deadPid}-leftover`);
+    const live = join(tmpdir(), `svcdb-s3-${process.pid}-keep`);
+    for (const d of [dead, live]) {
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, 'download-x.bin'), 'staged');
+    }
+    const mine = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`svcdb-s3-${process.pid}-`) && n !== `svcdb-s3-${process.pid}-keep`);
+    const before = mine().length;
+    const writer = await ObjectWriter.open({ uri: 's3://bucket/staging', endpointUrl: endpoint, region: 'us-east-1', credentials });
+    try {
+      expect(existsSync(dead), 'the dead process\'s staging dir is removed').toBe(false);
+      expect(existsSync(live), 'a live process\'s staging dir is kept').toBe(true);
+      expect(mine().length, 'the writer stages in svcdb-s3-<pid>-*').toBe(before + 1);
+    } finally {
+      await writer.close();
+      rmSync(live, { recursive: true, force: true });
+    }
+    expect(mine().length).toBe(before);
+  });
+
+  it('a follower stops at a batch it cannot apply: keeps its epoch, reports not ready once, never applies past it', async () => {
+    const storage = { uri: 's3://bucket/stuck', endpointUrl: endpoint, region: 'us-east-1', credentials };
+    const writer = await ObjectWriter.open(storage);
+    for (let i = 0; i < 3; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+    await writer.close();
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      logged.push(String(chunk));
+      return true;
+    });
+    const follower = await ObjectFollower.open(storage);
+    try {
+      const changes: boolean[] = [];
+      follower.onHealthChange((h) => changes.push(h.ready));
+      const epoch = follower.store.committedEpoch();
+      const visible = follower.store.visibleEpoch();
+      const walObject = async (e: number, batch: RedoBatch) => {
+        const body = Buffer.concat([segmentHeader(e), encodeFrame(batch)]);
+        await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: `stuck/wal/${pad(e)}-${pad(e)}.log`, Body: body }));
+      };
+      const empty = (e: number): RedoBatch => ({ epoch: e, nodeSlots: 0, edgeSlots: 0, names: [], ops: [] });
+      // A dictionary id the store cannot give: applyRedo throws mid-batch.
+      await walObject(epoch + 1, { ...empty(epoch + 1), names: [[999, 'bogus']] });
+      await walObject(epoch + 2, empty(epoch + 2));
+      for (let i = 0; i < 3; i++) expect(await follower.refresh()).toBe(false);
+      expect(follower.store.committedEpoch(), 'nothing past the bad batch is applied').toBe(epoch);
+      expect(follower.store.visibleEpoch()).toBe(visible);
+      expect(follower.health().ready).toBe(false);
+      expect(follower.health().problem).toMatch(/stopped following s3:\/\/bucket\/stuck at epoch \d+: a batch of .*0000000\d+-\d+\.log cannot be applied: .*dictionary id 999 \(`bogus`\) does not line up/);
+      expect(logged.filter((l) => /stopped following/.test(l)).length, 'logged once').toBe(1);
+      // Reads still answer from the last good epoch.
+      const res = executeRequest(follower.store, JSON.stringify(countAll), { warm: null, requireWriter: null, awaitDurable: null }, 'replica');
+      expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 6 });
+      // Once the batch is fixed, a refresh resumes from exactly there.
+      await walObject(epoch + 1, empty(epoch + 1));
+      expect(await follower.refresh()).toBe(false);
+      expect(follower.store.committedEpoch()).toBe(epoch + 2);
+      expect(follower.health()).toEqual({ ready: true, problem: null });
+      expect(changes).toEqual([false, true]);
+    } finally {
+      stderr.mockRestore();
+      follower.close();
     }
   });
 });
@@ -275,6 +559,7 @@ describe('svc serve --storage-uri', () => {
       const check = await serve('crash');
       const res = await post(check.url, audit);
       expect(await check.stop()).toBe(0);
+      expect(res.status, res.body).toBe(200);
       const { k, e } = JSON.parse(res.body) as { k: { k: number }[]; e: number };
       const perBatch = new Map<number, number>();
       for (const row of k) perBatch.set(row.k, (perBatch.get(row.k) ?? 0) + 1);

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import { acquireWriterLock, processAlive } from './disk-lock.js';
+import { acquireWriterLock } from './disk-lock.js';
+import { Backoff } from './backoff.js';
 import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot, writeSnapshotFile } from './snapshot.js';
@@ -15,7 +16,6 @@ import { sectionsAt, storeCut, type StoreCut } from '../store/snapshot-sections.
 import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 
 export type { RecoveryReport } from './durable.js';
-export { processAlive };
 
 export interface DiskOptions {
   /** Snapshot once this many WAL bytes were written since the last snapshot. */
@@ -145,22 +145,6 @@ export async function repairDirectory(dir: string, copyTo: string): Promise<Repa
   }
 }
 
-// ---------------------------------------------------------------- retry timing
-
-/** Bounded exponential backoff with jitter (limits.storageRetryFirstMs .. storageRetryMaxMs). */
-export class Backoff {
-  private attempt = 0;
-  /** The wait before the next retry; each call doubles the next one, up to the maximum. */
-  next(): number {
-    const ceiling = Math.min(limits.storageRetryMaxMs, limits.storageRetryFirstMs * 2 ** this.attempt);
-    this.attempt = Math.min(this.attempt + 1, 30);
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
-  }
-  reset(): void {
-    this.attempt = 0;
-  }
-}
-
 // ---------------------------------------------------------------- writer
 
 interface Waiter { epoch: number; resolve: () => void; reject: (err: SvcError) => void }
@@ -187,7 +171,7 @@ export class DiskWriter implements DurableStorage {
   /** The snapshot being written, if any (one at a time). */
   private snapshotRunning: Promise<boolean> | null = null;
   private snapshotNotBefore = 0;
-  private readonly snapshotBackoff = new Backoff();
+  private readonly snapshotBackoff = new Backoff(limits.snapshotRetryFirstMs, limits.snapshotRetryMaxMs);
   private closed = false;
 
   private constructor(readonly dir: string, readonly options: DiskOptions) {

@@ -9,13 +9,20 @@
 // Epochs are zero-padded to 10 digits, so key order is epoch order (ListObjectsV2 with
 // StartAfter returns exactly the objects a follower has not seen).
 //
+// Objects larger than a part threshold go up as a multipart upload read from the staged
+// file one part at a time, and downloads that can be large (snapshots) stream to a file,
+// so memory stays bounded by one part whatever the store's size.
+//
 // The AWS SDK loads in ~0.5 s, so it is imported on first use: memory and disk servers
 // never pay for it.
+import { closeSync, createWriteStream, fstatSync, openSync, readSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
-import { processAlive } from './disk-storage.js';
+import { processAlive } from './disk-lock.js';
 
 /** Where object storage lives and how to reach it (plain data: crosses to worker threads). */
 export interface ObjectStorageOptions {
@@ -29,6 +36,10 @@ export interface ObjectStorageOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Local working directory (staging of snapshots and downloaded objects); default a temp dir. */
   cacheDir?: string;
+  /** Files larger than this go up as multipart uploads; default MULTIPART_THRESHOLD_BYTES (tests set it small). */
+  multipartThresholdBytes?: number;
+  /** Part size of multipart uploads; default MULTIPART_PART_BYTES (S3 wants >= 5 MiB except the last part). */
+  multipartPartBytes?: number;
 }
 
 export interface StorageUri {
@@ -51,6 +62,17 @@ const EPOCH_DIGITS = 10;
 const pad = (epoch: number) => String(epoch).padStart(EPOCH_DIGITS, '0');
 /** Keys per DeleteObjects call (the S3 maximum). */
 const DELETE_KEYS_MAX = 1000;
+/** Files above this go up in parts (one PUT holds at most 5 GiB on S3; parts also bound memory). */
+export const MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024;
+/** Bytes per part, held in memory one at a time while uploading. */
+export const MULTIPART_PART_BYTES = 32 * 1024 * 1024;
+/** S3 limits: parts per upload, and the largest part (bigger files grow the part size up to it). */
+const MULTIPART_PARTS_MAX = 10_000;
+const MULTIPART_PART_BYTES_MAX = 5 * 1024 * 1024 * 1024;
+/** A connection attempt abandoned after this long counts as a failed request (the SDK retries it). */
+const S3_CONNECT_TIMEOUT_MS = 5_000;
+/** A socket silent this long (a stalled server) fails its request instead of hanging forever. */
+const S3_SOCKET_IDLE_TIMEOUT_MS = 30_000;
 
 export interface WalObject {
   key: string;
@@ -87,13 +109,20 @@ export class Bucket {
   readonly prefix: string;
   private readonly client: S3Client;
   private readonly sdk: typeof import('@aws-sdk/client-s3');
+  private readonly multipartThresholdBytes: number;
+  private readonly multipartPartBytes: number;
 
-  private constructor(uri: string, location: StorageUri, client: S3Client, sdk: typeof import('@aws-sdk/client-s3')) {
+  private constructor(uri: string, location: StorageUri, client: S3Client, sdk: typeof import('@aws-sdk/client-s3'), options: ObjectStorageOptions) {
     this.uri = uri;
     this.name = location.bucket;
     this.prefix = location.prefix;
     this.client = client;
     this.sdk = sdk;
+    this.multipartThresholdBytes = options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES;
+    this.multipartPartBytes = options.multipartPartBytes ?? MULTIPART_PART_BYTES;
+    if (!(this.multipartPartBytes >= 1 && this.multipartPartBytes <= MULTIPART_PART_BYTES_MAX && this.multipartThresholdBytes >= 0)) {
+      throw new SvcError('invalid_configuration', `multipart part size ${this.multipartPartBytes} must be between 1 and ${MULTIPART_PART_BYTES_MAX} bytes`);
+    }
   }
 
   static async connect(options: ObjectStorageOptions): Promise<Bucket> {
@@ -109,8 +138,9 @@ export class Bucket {
       // S3-compatible servers store aws-chunked framing verbatim otherwise (notes/packages.md).
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: { connectionTimeout: S3_CONNECT_TIMEOUT_MS, socketTimeout: S3_SOCKET_IDLE_TIMEOUT_MS },
     });
-    return new Bucket(options.uri, location, client, sdk);
+    return new Bucket(options.uri, location, client, sdk, options);
   }
 
   /** The full key of `relative` under the prefix. */
@@ -165,6 +195,96 @@ export class Bucket {
       if (statusOf(err) === 404 || (err as S3ErrorShape).name === 'NoSuchKey') return null;
       throw this.fail('GET', key, err);
     }
+  }
+
+  /**
+   * Store the file at `path` under `key` (`If-None-Match: *` when `ifNoneMatch`), with
+   * one PUT up to the multipart threshold and a multipart upload above it. Memory: the
+   * whole file up to the threshold, one part above it. Returns 'precondition' on a 412.
+   */
+  async putFile(path: string, key: string, condition: { ifNoneMatch?: boolean } = {}): Promise<'stored' | 'precondition'> {
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.multipartThresholdBytes) {
+        const put = await this.put(key, readRange(fd, 0, size), condition);
+        return put === 'precondition' ? 'precondition' : 'stored';
+      }
+      return await this.putMultipart(fd, size, key, condition);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private async putMultipart(fd: number, size: number, key: string, condition: { ifNoneMatch?: boolean }): Promise<'stored' | 'precondition'> {
+    // More parts than S3 allows: grow them, whole MiB, rather than fail.
+    const mib = 1024 * 1024;
+    const fewest = Math.ceil(size / MULTIPART_PARTS_MAX);
+    const partBytes = fewest <= this.multipartPartBytes ? this.multipartPartBytes : Math.ceil(fewest / mib) * mib;
+    if (partBytes > MULTIPART_PART_BYTES_MAX) throw new SvcError('storage_error', `storage error: s3://${this.name}/${key}: ${size} bytes exceed what a multipart upload can hold`);
+    let uploadId: string | undefined;
+    try {
+      const created = await this.client.send(new this.sdk.CreateMultipartUploadCommand({ Bucket: this.name, Key: key }));
+      uploadId = created.UploadId;
+      if (uploadId === undefined) throw new Error('CreateMultipartUpload returned no UploadId');
+      const parts: { PartNumber: number; ETag: string }[] = [];
+      for (let offset = 0, number = 1; offset < size; offset += partBytes, number++) {
+        const body = readRange(fd, offset, Math.min(partBytes, size - offset));
+        const out = await this.client.send(new this.sdk.UploadPartCommand({
+          Bucket: this.name, Key: key, UploadId: uploadId, PartNumber: number, Body: body, ContentLength: body.byteLength,
+        }));
+        if (out.ETag === undefined) throw new Error(`UploadPart ${number} returned no ETag`);
+        parts.push({ PartNumber: number, ETag: out.ETag });
+      }
+      await this.client.send(new this.sdk.CompleteMultipartUploadCommand({
+        Bucket: this.name, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts },
+        ...(condition.ifNoneMatch ? { IfNoneMatch: '*' } : {}),
+      }));
+      return 'stored';
+    } catch (err) {
+      if (uploadId !== undefined) await this.abortMultipart(key, uploadId);
+      if (statusOf(err) === 412) return 'precondition';
+      throw this.fail('multipart PUT', key, err);
+    }
+  }
+
+  /** Best effort: parts of an abandoned upload cost storage until a lifecycle rule removes them. */
+  private async abortMultipart(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new this.sdk.AbortMultipartUploadCommand({ Bucket: this.name, Key: key, UploadId: uploadId }));
+    } catch (err) {
+      process.stderr.write(`svcdb: aborting multipart upload ${uploadId} of s3://${this.name}/${key} failed (its parts stay until a lifecycle rule removes them): ${(err as Error).message}\n`);
+    }
+  }
+
+  /**
+   * Stream the object into the file at `path` (created or replaced). Returns its size, or
+   * null if there is none. A download cut short or a local write failure (disk full) is a
+   * storage_error: the object may be fine, so nobody may judge it by a partial copy.
+   */
+  async getToFile(key: string, path: string): Promise<{ bytes: number } | null> {
+    let out;
+    try {
+      out = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.name, Key: key }));
+    } catch (err) {
+      if (statusOf(err) === 404 || (err as S3ErrorShape).name === 'NoSuchKey') return null;
+      throw this.fail('GET', key, err);
+    }
+    const file = createWriteStream(path);
+    try {
+      const body = out.Body as Readable | undefined;
+      if (body === undefined) await new Promise<void>((resolve, reject) => file.once('error', reject).end(resolve));
+      else await pipeline(body, file);
+    } catch (err) {
+      file.destroy();
+      const e = err as NodeJS.ErrnoException;
+      throw new SvcError('storage_error', `storage error: downloading s3://${this.name}/${key} to ${path} failed: ${e.code ?? e.name}: ${e.message}`);
+    }
+    const bytes = file.bytesWritten;
+    if (out.ContentLength !== undefined && bytes !== out.ContentLength) {
+      throw new SvcError('storage_error', `storage error: downloading s3://${this.name}/${key} ended after ${bytes} of ${out.ContentLength} bytes`);
+    }
+    return { bytes };
   }
 
   /** Every key (with its size) under `relative`, after `startAfter`, in key order. */
@@ -228,6 +348,18 @@ export class Bucket {
   }
 }
 
+/** `length` bytes of the file at `offset` (a fresh buffer: the SDK may hold it while retrying). */
+function readRange(fd: number, offset: number, length: number): Buffer {
+  const buffer = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buffer, done, length - done, offset + done);
+    if (n === 0) throw new SvcError('storage_error', `storage error: staged file ended at ${offset + done} of ${offset + length} bytes`);
+    done += n;
+  }
+  return buffer;
+}
+
 // ---------------------------------------------------------------- writer lock object
 
 interface LockHolder {
@@ -241,7 +373,7 @@ interface LockHolder {
 export interface LockOptions {
   /** A lock not renewed for this long belongs to a dead writer. */
   leaseMs: number;
-  /** Called once if the lock was taken over or could not be renewed for a whole lease. */
+  /** Called once if the lock was taken over (another holder, or no lock object, read back). */
   onLost: (reason: string) => void;
 }
 
@@ -272,14 +404,26 @@ async function readLock(bucket: Bucket): Promise<{ holder: LockHolder | null; in
 }
 
 /**
+ * A writer writes only while its lease is this fresh: the rest of the lease is the margin
+ * for a PUT still in flight and for clock skew against the server's LastModified, which a
+ * successor measures the lease by.
+ */
+const LEASE_FRESH_FRACTION = 2 / 3;
+
+/**
  * `prefix/writer.lock`: holder info, renewed every leaseMs/3. A new writer takes a lock
  * over when its holder is a dead process on this host (kill -9) or it was not renewed
  * for a lease. Creation uses `If-None-Match: *` and takeover/renewal `If-Match: <etag>`,
  * which make the lock exclusive on S3 and servers with conditional writes; s3rver 3.7
  * ignores both, so there a read-back after the write is the only (best-effort) check.
+ *
+ * An outage that stops renewals does not lose the lock by itself: the writer just may not
+ * write (`ensureFresh()` is false) until a renewal reads the lock back as still ours. Only
+ * seeing another holder (or no lock object) loses it for good.
  */
 export class WriterLock {
   private timer: NodeJS.Timeout | null = null;
+  /** When the last successful renewal started (its PUT's LastModified is no earlier). */
   private renewedAt = Date.now();
   /** The renewal in progress, awaited by release() so it cannot re-create a released lock. */
   private renewal: Promise<void> | null = null;
@@ -291,6 +435,7 @@ export class WriterLock {
     const holder: LockHolder = { id: randomUUID(), pid: process.pid, host: hostname(), since: new Date().toISOString() };
     const body = Buffer.from(JSON.stringify(holder));
     for (let attempt = 1; attempt <= LOCK_READ_ATTEMPTS; attempt++) {
+      const startedAt = Date.now();
       const current = await readLock(bucket);
       let put: string | undefined | 'precondition';
       if (current === null) {
@@ -310,6 +455,7 @@ export class WriterLock {
       const check = await readLock(bucket);
       if (check?.holder?.id === holder.id) {
         const lock = new WriterLock(bucket, holder, options);
+        lock.renewedAt = startedAt;
         lock.start();
         return lock;
       }
@@ -318,11 +464,27 @@ export class WriterLock {
   }
 
   private start(): void {
-    this.timer = setInterval(() => {
-      if (this.renewal !== null || this.lost) return;
-      this.renewal = this.renew().finally(() => { this.renewal = null; });
-    }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
+    this.timer = setInterval(() => { void this.renewNow(); }, Math.max(10, Math.floor(this.options.leaseMs / 3)));
     this.timer.unref();
+  }
+
+  /** One renewal at a time; callers arriving meanwhile share it. */
+  private renewNow(): Promise<void> {
+    if (this.lost) return Promise.resolve();
+    this.renewal ??= this.renew().finally(() => { this.renewal = null; });
+    return this.renewal;
+  }
+
+  /** Whether our lease is fresh enough to write under. */
+  get fresh(): boolean {
+    return !this.lost && Date.now() - this.renewedAt < this.options.leaseMs * LEASE_FRESH_FRACTION;
+  }
+
+  /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */
+  async ensureFresh(): Promise<boolean> {
+    if (this.fresh) return true;
+    await this.renewNow();
+    return this.fresh;
   }
 
   private loseLock(reason: string): void {
@@ -334,6 +496,7 @@ export class WriterLock {
   }
 
   private async renew(): Promise<void> {
+    const startedAt = Date.now();
     try {
       const current = await readLock(this.bucket);
       if (this.lost) return;
@@ -348,10 +511,11 @@ export class WriterLock {
         this.loseLock('the lock object changed under us');
         return;
       }
-      this.renewedAt = Date.now();
-    } catch (err) {
-      // A blip: try again next round; a whole lease without renewal means a successor may own it.
-      if (Date.now() - this.renewedAt > this.options.leaseMs) this.loseLock(`not renewed for ${this.options.leaseMs} ms: ${(err as Error).message}`);
+      this.renewedAt = startedAt;
+    } catch {
+      // Storage unreachable: try again next round. The lease may run out meanwhile, which
+      // stops our writes (fresh is false) but proves nothing about a successor: the next
+      // renewal that gets through reads the holder and decides.
     }
   }
 

@@ -2,27 +2,39 @@
 //
 // Writer: every group commit uploads the frames of the batches committed since the last
 // upload as ONE immutable object `wal/<first>-<last>.log` (a wal.ts segment: same header,
-// same frames), and the writes of the group are acknowledged only after that PUT
-// succeeded. Uploads are strictly one after another, so the bucket always holds a gap-free
-// prefix of the history and key order is epoch order. Snapshots (snapshot.ts format) are
-// uploaded as `snapshots/<epoch>.bin`; then what the PREVIOUS snapshot covers is deleted,
-// so a follower up to one snapshot interval behind can still tail WAL objects.
+// same frames), and the writes of the group are acknowledged, and published to readers
+// (store.publish), only after that PUT succeeded: readers never see a batch the bucket
+// does not hold. Uploads are strictly one after another, so the bucket always holds a
+// gap-free prefix of the history and key order is epoch order. Snapshots (snapshot.ts
+// format) are uploaded as `snapshots/<epoch>.bin`; then what the PREVIOUS snapshot covers
+// is deleted, so a follower up to one snapshot interval behind can still tail WAL objects.
+//
+// Outages: a failed group upload is retried with the same key and bytes (a retry of a
+// PUT that did land meets If-None-Match's 412 and a byte comparison) with bounded
+// exponential backoff, until it succeeds or the writer is fenced or closed. Meanwhile
+// the writer is not ready and refuses new writes before they apply (storage_error), and
+// the waiting writes are never told they failed: they might still land. Only a lost lock
+// or a close ends the wait, with writer_fenced_commit_outcome_unknown.
 //
 // The local working directory only stages files so that snapshot.ts and wal.ts read and
-// write them unchanged: a snapshot is written there and uploaded, a downloaded object is
-// written there and read. The pending group lives in memory until its PUT succeeds: a
-// batch that was never uploaded was never acknowledged (except x-svc-await-durable: false,
-// which by definition may be lost).
+// write them unchanged: a snapshot is written there and uploaded (in parts when large), a
+// downloaded object is streamed there and read. The pending group lives in memory until
+// its PUT succeeds.
 //
 // Recovery (writer open, follower open and reload) = newest snapshot object that reads
-// whole + every later WAL object in epoch order through store.applyRedo.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+// whole + every later WAL object in epoch order through store.applyRedo. Only an object
+// proven torn (downloaded completely, wrong framing, the newest) is removed, by the writer
+// that holds the lock; a download or local failure fails the open and removes nothing.
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import type { RecoveryReport } from './disk-storage.js';
+import type { RecoveryReport, StorageHealth } from './durable.js';
+import { limits } from '../limits.js';
+import { backoffMs } from './backoff.js';
+import { processAlive } from './disk-lock.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
 import { readSnapshot, snapshotName, writeSnapshot } from './snapshot.js';
 import { encodeFrame, readSegment, segmentHeader } from './wal.js';
@@ -54,8 +66,33 @@ const INCOMPLETE_READ_ATTEMPTS = 5;
 const INCOMPLETE_RETRY_MS = 40;
 /** A follower that finds the chain broken while opening retries the whole load. */
 const LOAD_ATTEMPTS = 3;
+/** Temp staging dirs are `svcdb-s3-<pid>-XXXXXX`: the pid tells a dead writer's leftovers. */
+const STAGING_DIR_PREFIX = 'svcdb-s3-';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Remove staging dirs in `parent` left by processes of this host that are gone (kill -9
+ * skips the cleanup at close). A live pid, even a reused one, keeps its dir.
+ */
+export function removeDeadStagingDirs(parent: string = tmpdir()): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return removed; // no temp dir to tidy is no reason to refuse to open
+  }
+  for (const name of names) {
+    const m = /^svcdb-s3-(\d+)-/.exec(name);
+    if (m === null || processAlive(Number(m[1]))) continue;
+    try {
+      rmSync(join(parent, name), { recursive: true, force: true });
+      removed.push(name);
+    } catch { /* another process is removing it too */ }
+  }
+  return removed;
+}
 
 /** The working directory: the given one, or a fresh temp dir removed on close. */
 function workDir(options: ObjectStorageOptions): { dir: string; owned: boolean } {
@@ -63,7 +100,8 @@ function workDir(options: ObjectStorageOptions): { dir: string; owned: boolean }
     mkdirSync(options.cacheDir, { recursive: true });
     return { dir: options.cacheDir, owned: false };
   }
-  return { dir: mkdtempSync(join(tmpdir(), 'svcdb-s3-')), owned: true };
+  removeDeadStagingDirs();
+  return { dir: mkdtempSync(join(tmpdir(), `${STAGING_DIR_PREFIX}${process.pid}-`)), owned: true };
 }
 
 /** Read `bytes` with wal.ts's reader (via a staging file). Null if not whole. */
@@ -99,14 +137,31 @@ async function fetchWal(bucket: Bucket, dir: string, object: WalObject): Promise
 interface Replay {
   /** Key of the last object fully applied (or skipped as covered). */
   lastKey: string | undefined;
-  /** Why it stopped early: the next object starts after a gap, vanished, or is torn. */
-  stop: 'end' | 'gap' | 'missing' | 'incomplete';
+  /**
+   * Why it stopped early: the next object starts after a gap, vanished, is torn, or holds
+   * a batch the store cannot apply (`applyError`; the batches before it in the object are
+   * applied, the store is back at the last whole batch).
+   */
+  stop: 'end' | 'gap' | 'missing' | 'incomplete' | 'unappliable';
   stoppedAt?: WalObject;
+  applyError?: unknown;
   /** The object it stopped at is the newest one listed. */
   stoppedAtLast: boolean;
   replayed: number;
   bytes: number;
   objects: number;
+}
+
+/** applyRedo, leaving the store at its last committed batch when it throws. */
+function applyBatch(store: Store, batch: RedoBatch): void {
+  try {
+    store.applyRedo(batch);
+  } catch (err) {
+    // A throw may leave the batch open (or applyRedo already rolled it back, in which case
+    // rollback() reports "no batch open": nothing to undo).
+    try { store.rollback(); } catch { /* already rolled back */ }
+    throw err;
+  }
 }
 
 /** Apply `objects` (sorted) to `store` in epoch order, downloading a few ahead. */
@@ -137,7 +192,15 @@ async function replayWal(bucket: Bucket, dir: string, store: Store, objects: Wal
       }
       for (const batch of fetched) {
         if (batch.epoch <= store.committedEpoch()) continue;
-        store.applyRedo(batch);
+        try {
+          applyBatch(store, batch);
+        } catch (err) {
+          result.stop = 'unappliable';
+          result.stoppedAt = object;
+          result.applyError = err;
+          result.stoppedAtLast = i === pending.length - 1;
+          return result;
+        }
         result.replayed++;
       }
       result.lastKey = object.key;
@@ -156,41 +219,69 @@ interface Loaded {
   report: RecoveryReport;
   lastKey: string | undefined;
   replay: Replay;
-  /** Snapshot objects newer than the one loaded that do not read whole. */
-  tornSnapshots: string[];
+  /** The newest snapshot object, when it downloaded whole and still does not read: torn. */
+  tornSnapshot: string | null;
 }
 
-/** Newest snapshot object that reads whole (older ones as fallback), then the WAL after it. */
+/**
+ * Download a snapshot object to the staging dir and read it. Null if it is gone; 'torn'
+ * if it downloaded completely and its framing is wrong. A download or local failure and
+ * any error that is not a snapshot-framing storage_error propagate: they say nothing
+ * about the object.
+ */
+async function fetchSnapshot(bucket: Bucket, dir: string, key: string): Promise<Store | 'torn' | null> {
+  const file = join(dir, `download-${randomUUID()}.bin`);
+  try {
+    const got = await bucket.getToFile(key, file);
+    if (got === null) return null;
+    try {
+      return readSnapshot(file);
+    } catch (err) {
+      if (err instanceof SvcError && err.code === 'storage_error') return 'torn';
+      throw err; // version errors are final; anything else is a bug or a local problem
+    }
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** Newest snapshot object that reads whole (past a torn newest one), then the WAL after it. */
 async function load(bucket: Bucket, dir: string): Promise<Loaded> {
   let store: Store | null = null;
   let snapshotEpoch = 0;
-  const tornSnapshots: string[] = [];
-  for (const snap of await bucket.listSnapshots()) {
-    const info = await bucket.get(snap.key);
-    if (info === null) continue; // deleted since the listing: an older one will do
-    const file = join(dir, `download-${randomUUID()}.bin`);
-    writeFileSync(file, info.bytes);
-    try {
-      store = readSnapshot(file);
-      snapshotEpoch = snap.epoch;
-      break;
-    } catch (err) {
-      if (err instanceof SvcError && err.code !== 'storage_error') throw err; // version errors are final
-      // Damaged or still being written: the previous snapshot and its WAL are kept for this.
-      tornSnapshots.push(snap.key);
-    } finally {
-      unlinkSync(file);
+  let tornSnapshot: string | null = null;
+  const snapshots = await bucket.listSnapshots();
+  for (const [i, snap] of snapshots.entries()) {
+    const fetched = await fetchSnapshot(bucket, dir, snap.key);
+    if (fetched === null) continue; // deleted since the listing: an older one will do
+    if (fetched === 'torn' && i === 0) {
+      // Still being written, or its upload was interrupted: the previous snapshot and its
+      // WAL are kept for exactly this.
+      tornSnapshot = snap.key;
+      continue;
     }
+    if (fetched === 'torn' || fetched.committedEpoch() !== snap.epoch) {
+      // An older snapshot damaged after it was whole is corruption, not a torn upload: stop
+      // and keep every object.
+      const what = fetched === 'torn' ? 'does not read whole' : `holds epoch ${fetched.committedEpoch()}`;
+      throw new SvcError('storage_error', `storage error: cannot recover ${bucket.uri}: snapshot s3://${bucket.name}/${snap.key} ${what}`);
+    }
+    store = fetched;
+    snapshotEpoch = snap.epoch;
+    break;
   }
   store ??= Store.create();
+  // Everything loaded is in the bucket, hence durable: readers may see it all.
+  store.publish(store.committedEpoch());
   store.captureRedo = false;
   const replay = await replayWal(bucket, dir, store, await bucket.listWal(), undefined);
+  if (replay.stop === 'unappliable') throw replay.applyError; // a bug or a damaged history: never skipped
   return {
     store,
     report: { snapshotEpoch, replayedBatches: replay.replayed, truncatedBytes: 0, epoch: store.committedEpoch() },
     lastKey: replay.lastKey,
     replay,
-    tornSnapshots,
+    tornSnapshot,
   };
 }
 
@@ -200,11 +291,37 @@ function describeStop(bucket: Bucket, replay: Replay, epoch: number): string {
     case 'gap': return `WAL gap: expected epoch ${epoch + 1}, ${at} starts at ${replay.stoppedAt?.firstEpoch}`;
     case 'missing': return `${at} vanished while it was read (another writer?)`;
     case 'incomplete': return `${at} does not hold the epochs its name says (torn or damaged)`;
+    case 'unappliable': return `a batch of ${at} cannot be applied: ${replay.applyError instanceof Error ? replay.applyError.message : String(replay.applyError)}`;
     case 'end': return 'no problem';
   }
 }
 
 // ---------------------------------------------------------------- writer
+
+type HealthListener = (health: StorageHealth) => void;
+
+/** Health listeners, called on every change of (ready, problem). */
+class HealthSignal {
+  private listeners = new Set<HealthListener>();
+  private last: StorageHealth = { ready: true, problem: null };
+
+  on(listener: HealthListener): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  update(health: StorageHealth): void {
+    if (health.ready === this.last.ready && health.problem === this.last.problem) return;
+    this.last = health;
+    for (const listener of this.listeners) {
+      try { listener(health); } catch (err) {
+        process.stderr.write(`svcdb: a storage health listener threw: ${String(err)}\n`);
+      }
+    }
+  }
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class ObjectWriter {
   readonly store: Store;
@@ -215,23 +332,35 @@ export class ObjectWriter {
   private readonly dir: string;
   private readonly ownsDir: boolean;
   private readonly options: ObjectWriterOptions;
-  /** Frames of committed batches not uploaded yet, and their epoch range. */
+  /** Frames of committed batches not taken by an upload yet, and their epoch range. */
   private frames: Buffer[] = [];
   private framesFirst = 0;
   private framesLast = 0;
   /** Epoch of the newest logged batch (uploaded or not). */
   private loggedEpoch: number;
-  /** Highest epoch that is in the bucket (WAL object or snapshot). */
-  private durableEpoch: number;
+  /** Highest epoch that is in the bucket (WAL object or snapshot), hence published. */
+  private durable: number;
   private waiters: { epoch: number; resolve: () => void; reject: (err: SvcError) => void }[] = [];
   /** The upload loop, while it runs. */
   private loop: Promise<void> | null = null;
+  /** Ends the backoff sleep of a retry early (close, fencing). */
+  private wake: (() => void) | null = null;
   private lastSnapshotEpoch: number;
   private walBytesSinceSnapshot: number;
   private walObjectsSinceSnapshot: number;
-  /** After a failed upload or a lost lock nothing more is acknowledged. */
-  private failed: SvcError | null = null;
-  private closed = false;
+  /** The snapshot being taken (the loop's, close()'s or snapshot()'s: one at a time). */
+  private snapshotting: Promise<void> | null = null;
+  /** Why the last group upload failed, until one succeeds: not ready, new writes refused. */
+  private uploadProblem: string | null = null;
+  private snapshotProblem: string | null = null;
+  private snapshotFailures = 0;
+  private snapshotRetryAt = 0;
+  /** The lock is lost or another writer wrote our keys: nothing more is uploaded, ever. */
+  private fenced: SvcError | null = null;
+  /** Set once batches were abandoned undurable (fenced, or closed first): what their waiters got. */
+  private abandoned: SvcError | null = null;
+  private closing: Promise<void> | null = null;
+  private readonly healthSignal = new HealthSignal();
 
   private constructor(bucket: Bucket, lock: WriterLock, dir: { dir: string; owned: boolean }, loaded: Loaded, options: ObjectWriterOptions) {
     this.bucket = bucket;
@@ -242,12 +371,14 @@ export class ObjectWriter {
     this.options = options;
     this.store = loaded.store;
     this.report = loaded.report;
-    this.durableEpoch = loaded.store.committedEpoch();
-    this.loggedEpoch = this.durableEpoch;
+    this.durable = loaded.store.committedEpoch();
+    this.loggedEpoch = this.durable;
     this.lastSnapshotEpoch = loaded.report.snapshotEpoch;
     this.walBytesSinceSnapshot = loaded.replay.bytes;
     this.walObjectsSinceSnapshot = loaded.replay.objects;
     this.store.captureRedo = true;
+    // Readers see a batch only once it is in the bucket (publish() after its upload).
+    this.store.publishOnCommit = false;
   }
 
   /** Take the writer lock and recover the store from the bucket. */
@@ -260,49 +391,84 @@ export class ObjectWriter {
       lock = await WriterLock.acquire(bucket, {
         leaseMs: options.leaseMs,
         onLost: (reason) => {
-          const err = new SvcError('storage_error', `storage error: lost the writer lock on ${bucket.uri}: ${reason}`);
           if (writer === null) lostBeforeOpen = reason;
-          else writer.fail(err);
+          else writer.fence(`lost the writer lock on ${bucket.uri}: ${reason}`);
         },
       });
     } catch (err) {
       bucket.close();
       throw err;
     }
-    const dir = workDir(storage);
+    let dir: { dir: string; owned: boolean } | null = null;
     try {
+      dir = workDir(storage);
       const loaded = await load(bucket, dir.dir);
       // Objects torn by an upload that never completed (a writer killed mid-PUT on a server
       // whose PUTs are not atomic, like s3rver) were never acknowledged: we hold the lock,
       // so remove them before our own history reuses their epochs. Real S3 never has any.
-      const torn = [...loaded.tornSnapshots];
+      // Only the newest of each kind, downloaded whole and still unreadable, counts as torn.
+      const torn = loaded.tornSnapshot !== null ? [loaded.tornSnapshot] : [];
       if (loaded.replay.stop === 'incomplete' && loaded.replay.stoppedAtLast) torn.push(loaded.replay.stoppedAt!.key);
       else if (loaded.replay.stop !== 'end') {
         throw new SvcError('storage_error', `storage error: cannot recover ${bucket.uri}: ${describeStop(bucket, loaded.replay, loaded.store.committedEpoch())}`);
       }
+      if (lostBeforeOpen !== null) throw new SvcError('storage_error', `storage error: lost the writer lock on ${bucket.uri}: ${lostBeforeOpen}`);
       if (torn.length > 0) {
+        // Deleting is for the lock holder only: make sure the lease did not run out while loading.
+        if (!(await lock.ensureFresh())) throw new SvcError('storage_error', `storage error: the writer lock on ${bucket.uri} could not be renewed; removing nothing`);
         process.stderr.write(`svcdb: removing objects of an interrupted upload from ${bucket.uri}: ${torn.join(', ')}\n`);
         await bucket.delete(torn);
       }
-      if (lostBeforeOpen !== null) throw new SvcError('storage_error', `storage error: lost the writer lock on ${bucket.uri}: ${lostBeforeOpen}`);
       writer = new ObjectWriter(bucket, lock, dir, loaded, options);
       return writer;
     } catch (err) {
       try { await lock.release(); } catch { /* the lease runs out */ }
-      if (dir.owned) rmSync(dir.dir, { recursive: true, force: true });
+      if (dir?.owned) rmSync(dir.dir, { recursive: true, force: true });
       bucket.close();
       throw err;
     }
   }
 
-  /** Called with the batch before it is published: a throw rolls the batch back. */
+  /** Highest epoch that is in the bucket; readers see exactly the batches up to it. */
+  get durableEpoch(): number {
+    return this.durable;
+  }
+
+  /**
+   * Ready: uploads succeed, writes are taken. Not ready while the last group upload failed
+   * (retrying), after the lock was lost, or once closing. A failing snapshot is a problem
+   * but the writer stays ready: the WAL keeps every write.
+   */
+  health(): StorageHealth {
+    if (this.fenced !== null) return { ready: false, problem: this.fenced.message };
+    if (this.closing !== null) return { ready: false, problem: `storage ${this.uri} is closing` };
+    if (this.uploadProblem !== null) return { ready: false, problem: this.uploadProblem };
+    return { ready: true, problem: this.snapshotProblem };
+  }
+
+  /** Call `listener` on every change of health(); returns the unsubscribe function. */
+  onHealthChange(listener: (health: StorageHealth) => void): () => void {
+    return this.healthSignal.on(listener);
+  }
+
+  private healthChanged(): void {
+    this.healthSignal.update(this.health());
+  }
+
+  /**
+   * Called with the batch before it is published: a throw rolls the batch back. While
+   * storage fails (or the lock is lost, or closing) new batches are refused here, so a
+   * write answered with this error never happened.
+   */
   logBatch(batch: RedoBatch): void {
-    if (this.failed) throw this.failed;
-    if (this.closed) throw new SvcError('storage_error', 'storage error: object storage is closed');
-    if (this.frames.length === 0) this.framesFirst = batch.epoch;
-    else if (batch.epoch !== this.framesLast + 1) {
-      throw new SvcError('internal_error', `internal error: WAL batch ${batch.epoch} logged after ${this.framesLast}`);
+    const refused = this.fenced?.message ?? (this.closing !== null ? `storage ${this.uri} is closing` : this.uploadProblem);
+    if (refused !== null) {
+      throw new SvcError('storage_error', `storage error: storage unavailable (${refused}); the write was not applied`);
     }
+    if (batch.epoch !== this.loggedEpoch + 1) {
+      throw new SvcError('internal_error', `internal error: WAL batch ${batch.epoch} logged after ${this.loggedEpoch}`);
+    }
+    if (this.frames.length === 0) this.framesFirst = batch.epoch;
     this.frames.push(encodeFrame(batch));
     this.framesLast = batch.epoch;
     this.loggedEpoch = batch.epoch;
@@ -311,12 +477,15 @@ export class ObjectWriter {
   /**
    * Resolves when every batch logged so far is in the bucket. Callers that arrive while
    * an upload runs share the next one (group commit); the first upload of a burst waits
-   * for setImmediate so the requests already queued join it.
+   * for setImmediate so the requests already queued join it. A failing upload is retried,
+   * so this waits through an outage; it rejects only with
+   * writer_fenced_commit_outcome_unknown, when the lock is lost or the writer closes
+   * before the batches are durable (they may or may not have landed).
    */
   sync(): Promise<void> {
-    if (this.failed) return Promise.reject(this.failed);
     const epoch = this.loggedEpoch;
-    if (epoch <= this.durableEpoch) return Promise.resolve();
+    if (epoch <= this.durable) return Promise.resolve();
+    if (this.abandoned !== null) return Promise.reject(this.abandoned);
     return new Promise((resolve, reject) => {
       this.waiters.push({ epoch, resolve, reject });
       this.kick();
@@ -324,101 +493,200 @@ export class ObjectWriter {
   }
 
   private kick(): void {
-    if (this.loop !== null) return;
+    if (this.loop !== null || this.frames.length === 0 || this.abandoned !== null) return;
     this.loop = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => this.uploadLoop())
-      .catch((err: unknown) => this.fail(new SvcError('storage_error', `storage error: ${String(err)}`)))
+      .catch((err: unknown) => {
+        // Only a bug gets here (uploadLoop catches storage failures): stop, say so.
+        process.stderr.write(`svcdb: upload loop failed: ${String(err)}\n`);
+        this.fence(`internal error in the upload loop: ${errorText(err)}`);
+      })
       .finally(() => {
         this.loop = null;
+        if (this.fenced !== null && this.loggedEpoch > this.durable) {
+          this.abandon(`${this.fenced.message}: the write may or may not have happened`);
+        }
         // Batches logged by continuations of the last acknowledgements, after the loop
         // looked for more: they need a loop of their own.
-        if (this.frames.length > 0 && this.failed === null) this.kick();
+        this.kick();
       });
   }
 
   private async uploadLoop(): Promise<void> {
-    while (this.frames.length > 0 && this.failed === null) {
+    while (this.frames.length > 0 && this.abandoned === null) {
       const first = this.framesFirst;
       const last = this.framesLast;
       const body = Buffer.concat([segmentHeader(first), ...this.frames]);
       this.frames = [];
-      try {
-        await this.putImmutable(this.bucket.walKey(first, last), body);
-      } catch (err) {
-        this.fail(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`));
+      if (!(await this.uploadGroup(this.bucket.walKey(first, last), body))) {
+        this.abandon(this.fenced !== null
+          ? `${this.fenced.message}: the write may or may not have happened`
+          : `storage ${this.uri} closed before the write was confirmed durable: it may or may not have happened`);
         return;
       }
-      this.durableEpoch = Math.max(this.durableEpoch, last);
+      this.markDurable(last);
       this.walBytesSinceSnapshot += body.byteLength;
       this.walObjectsSinceSnapshot++;
-      this.settle();
-      if (this.walBytesSinceSnapshot >= this.options.snapshotWalBytes || this.walObjectsSinceSnapshot >= this.options.snapshotWalObjects) {
-        try {
-          await this.snapshotNow();
-        } catch (err) {
-          process.stderr.write(`svcdb: snapshot failed (the WAL keeps every write): ${(err as Error).message}\n`);
-        }
-      }
+      await this.maybeSnapshot();
     }
   }
 
-  /** Answer the waiters whose batches are now durable. */
-  private settle(): void {
+  /**
+   * PUT one group, retrying the same key and bytes with backoff until it lands. False
+   * when it gave up: fenced, or closing (one attempt each while closing).
+   */
+  private async uploadGroup(key: string, body: Buffer): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.fenced !== null) return false;
+      let problem: string;
+      try {
+        if (!(await this.lock.ensureFresh())) {
+          throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease; not writing until it is`);
+        }
+        if (await this.putImmutable(key, body) === 'conflict') {
+          this.fence(`s3://${this.bucket.name}/${key} already exists with other contents: another writer wrote ${this.uri}`);
+          return false;
+        }
+        if (this.uploadProblem !== null) {
+          process.stderr.write(`svcdb: storage ${this.uri} answers again after ${attempt - 1} failed upload attempts: ready\n`);
+          this.uploadProblem = null;
+          this.healthChanged();
+        }
+        return true;
+      } catch (err) {
+        problem = errorText(err);
+      }
+      if (this.uploadProblem === null) {
+        process.stderr.write(`svcdb: upload to ${this.uri} failed, retrying until it succeeds; not ready, new writes refused: ${problem}\n`);
+      }
+      this.uploadProblem = problem;
+      this.healthChanged();
+      if (this.closing !== null) return false;
+      await this.pause(backoffMs(attempt, limits.storageRetryFirstMs, limits.storageRetryMaxMs));
+    }
+  }
+
+  /** Sleep `ms`, or less if close() or fencing wakes us. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /** Everything up to `epoch` is in the bucket: publish it and answer its waiters. */
+  private markDurable(epoch: number): void {
+    if (epoch <= this.durable) return;
+    this.durable = epoch;
+    this.store.publish(epoch);
     if (this.waiters.length === 0) return;
     const still: typeof this.waiters = [];
     for (const w of this.waiters) {
-      if (w.epoch <= this.durableEpoch) w.resolve();
+      if (w.epoch <= epoch) w.resolve();
       else still.push(w);
     }
     this.waiters = still;
   }
 
-  private fail(err: SvcError): void {
-    this.failed ??= err;
+  /** Undurable batches will never be uploaded: tell their waiters the outcome is unknown. */
+  private abandon(message: string): void {
+    this.abandoned ??= new SvcError('writer_fenced_commit_outcome_unknown', message);
     this.frames = [];
     const waiters = this.waiters;
     this.waiters = [];
-    for (const w of waiters) w.reject(this.failed);
+    for (const w of waiters) w.reject(this.abandoned);
+  }
+
+  /** Stop writing for good: the lock is lost or another writer wrote our keys. */
+  private fence(reason: string): void {
+    if (this.fenced !== null) return;
+    this.fenced = new SvcError('storage_error', `storage error: ${reason}`);
+    process.stderr.write(`svcdb: writer fenced, nothing more is uploaded; not ready: ${reason}\n`);
+    this.wake?.();
+    if (this.loop === null) this.abandon(`${this.fenced.message}: the write may or may not have happened`);
+    this.healthChanged();
   }
 
   /**
    * PUT an object that must not exist yet (`If-None-Match: *`: a second writer that slipped
-   * past the lock cannot overwrite history on servers that honour it). A 412 after an SDK
-   * retry of our own successful PUT is recognised by comparing the bytes.
+   * past the lock cannot overwrite history on servers that honour it). A 412 after a retry
+   * of our own PUT that did land is recognised by comparing the bytes.
    */
-  private async putImmutable(key: string, body: Uint8Array): Promise<void> {
+  private async putImmutable(key: string, body: Uint8Array): Promise<'stored' | 'conflict'> {
     const put = await this.bucket.put(key, body, { ifNoneMatch: true });
-    if (put !== 'precondition') return;
+    if (put !== 'precondition') return 'stored';
     const existing = await this.bucket.get(key);
-    if (existing !== null && Buffer.compare(Buffer.from(existing.bytes), Buffer.from(body)) === 0) return;
-    throw new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} already exists with other contents: another writer wrote this bucket`);
+    if (existing !== null && Buffer.compare(Buffer.from(existing.bytes), Buffer.from(body)) === 0) return 'stored';
+    return 'conflict';
   }
 
-  /** Upload a snapshot of the store now (between batches, in the upload loop or at close). */
+  /** Snapshot when the WAL since the last one is big enough, unless a failure asks to wait. */
+  private async maybeSnapshot(): Promise<void> {
+    const due = this.walBytesSinceSnapshot >= this.options.snapshotWalBytes || this.walObjectsSinceSnapshot >= this.options.snapshotWalObjects;
+    if (!due || Date.now() < this.snapshotRetryAt) return;
+    try {
+      await this.snapshotOnce();
+      if (this.snapshotProblem !== null) {
+        process.stderr.write(`svcdb: snapshot of ${this.uri} succeeded again after ${this.snapshotFailures} failures\n`);
+        this.snapshotProblem = null;
+        this.snapshotFailures = 0;
+        this.healthChanged();
+      }
+    } catch (err) {
+      this.snapshotFailures++;
+      const delayMs = backoffMs(this.snapshotFailures, limits.snapshotRetryFirstMs, limits.snapshotRetryMaxMs);
+      this.snapshotRetryAt = Date.now() + delayMs;
+      if (this.snapshotProblem === null) {
+        process.stderr.write(`svcdb: snapshot of ${this.uri} failed, retrying with backoff (the WAL keeps every write): ${errorText(err)}\n`);
+      }
+      this.snapshotProblem = `snapshot failed ${this.snapshotFailures} times (the WAL keeps every write): ${errorText(err)}`;
+      this.healthChanged();
+    }
+  }
+
+  /** Upload a snapshot of the store now (waits for what is logged to be durable first). */
   async snapshot(): Promise<void> {
     await this.sync();
-    await this.snapshotNow();
+    await this.snapshotOnce();
+  }
+
+  private snapshotOnce(): Promise<void> {
+    this.snapshotting ??= this.snapshotNow().finally(() => { this.snapshotting = null; });
+    return this.snapshotting;
   }
 
   private async snapshotNow(): Promise<void> {
-    if (this.failed) throw this.failed;
+    if (this.fenced !== null) throw this.fenced;
     const epoch = this.store.committedEpoch();
     if (epoch === this.lastSnapshotEpoch) return;
+    if (!(await this.lock.ensureFresh())) {
+      throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
+    }
     writeSnapshot(this.dir, this.store);
     const file = join(this.dir, snapshotName(epoch));
+    const key = this.bucket.snapshotKey(epoch);
     try {
-      await this.putImmutable(this.bucket.snapshotKey(epoch), readFileSync(file));
+      // The snapshot may hold batches whose group is not uploaded yet: once it is in the
+      // bucket they are durable (their WAL object follows and overlaps, which recovery skips).
+      if (await this.bucket.putFile(file, key, { ifNoneMatch: true }) === 'precondition' && !(await this.holdsSnapshot(key, epoch))) {
+        this.fence(`s3://${this.bucket.name}/${key} already exists and is not our snapshot: another writer wrote ${this.uri}`);
+        throw this.fenced!;
+      }
     } finally {
       rmSync(file, { force: true });
     }
     const previous = this.lastSnapshotEpoch;
     this.lastSnapshotEpoch = epoch;
-    this.durableEpoch = Math.max(this.durableEpoch, epoch);
     this.walBytesSinceSnapshot = 0;
     this.walObjectsSinceSnapshot = 0;
-    this.settle();
+    this.markDurable(epoch);
     // Keep one interval back: the previous snapshot and the WAL after it, so recovery can
-    // fall back past a damaged newest snapshot and followers behind by less than an
+    // fall back past a torn newest snapshot and followers behind by less than an
     // interval keep tailing. Everything the previous snapshot covers goes.
     if (previous > 0) {
       try {
@@ -429,25 +697,45 @@ export class ObjectWriter {
         if (stale.length > 0) await this.bucket.delete(stale);
       } catch (err) {
         // Leftovers are harmless: recovery skips what a snapshot covers.
-        process.stderr.write(`svcdb: deleting covered objects failed: ${(err as Error).message}\n`);
+        process.stderr.write(`svcdb: deleting covered objects failed: ${errorText(err)}\n`);
       }
     }
   }
 
-  /** Upload what is pending, snapshot, release the lock. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  /**
+   * After a 412: is the existing object our own snapshot of `epoch` (a retry of a PUT
+   * that landed)? Its bytes may differ from ours (the published epoch in the meta
+   * section moves on), but a whole snapshot of that epoch of our history is the same state.
+   */
+  private async holdsSnapshot(key: string, epoch: number): Promise<boolean> {
+    const fetched = await fetchSnapshot(this.bucket, this.dir, key);
+    return fetched !== null && fetched !== 'torn' && fetched.committedEpoch() === epoch;
+  }
+
+  /**
+   * Upload what is pending (one attempt per group: a close does not wait out an outage),
+   * snapshot, release the lock. Writes not durable by then are answered
+   * writer_fenced_commit_outcome_unknown.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.healthChanged();
+    this.wake?.();
     try {
-      try {
-        await this.sync();
-      } catch { /* already reported to the waiters */ }
+      this.kick();
       while (this.loop !== null) await this.loop;
-      if (this.failed === null) {
+      if (this.loggedEpoch > this.durable) {
+        this.abandon(`storage ${this.uri} closed before the write was confirmed durable: it may or may not have happened`);
+      }
+      if (this.fenced === null && this.abandoned === null) {
         try {
-          await this.snapshotNow();
+          await this.snapshotOnce();
         } catch (err) {
-          process.stderr.write(`svcdb: snapshot at close failed (the WAL keeps every write): ${(err as Error).message}\n`);
+          process.stderr.write(`svcdb: snapshot at close failed (the WAL keeps every write): ${errorText(err)}\n`);
         }
       }
       try { await this.lock.release(); } catch { /* the lease runs out */ }
@@ -470,6 +758,9 @@ export class ObjectFollower {
   private readonly ownsDir: boolean;
   private lastKey: string | undefined;
   private refreshing: Promise<boolean> | null = null;
+  /** Set while a batch cannot be applied: following stopped there, the store serves what it had. */
+  private stuck: string | null = null;
+  private readonly healthSignal = new HealthSignal();
 
   private constructor(bucket: Bucket, dir: { dir: string; owned: boolean }, loaded: Loaded) {
     this.bucket = bucket;
@@ -483,21 +774,33 @@ export class ObjectFollower {
 
   static async open(storage: ObjectStorageOptions): Promise<ObjectFollower> {
     const bucket = await Bucket.connect(storage);
-    const dir = workDir(storage);
+    let dir: { dir: string; owned: boolean } | null = null;
     try {
+      dir = workDir(storage);
       return new ObjectFollower(bucket, dir, await loadConsistent(bucket, dir.dir));
     } catch (err) {
-      if (dir.owned) rmSync(dir.dir, { recursive: true, force: true });
+      if (dir?.owned) rmSync(dir.dir, { recursive: true, force: true });
       bucket.close();
       throw err;
     }
+  }
+
+  /** Not ready once a batch could not be applied (reads would stay stale for good). */
+  health(): StorageHealth {
+    return this.stuck !== null ? { ready: false, problem: this.stuck } : { ready: true, problem: null };
+  }
+
+  onHealthChange(listener: (health: StorageHealth) => void): () => void {
+    return this.healthSignal.on(listener);
   }
 
   /**
    * Apply the WAL objects written since the last refresh. Returns true when the store was
    * replaced instead (the follower fell more than a snapshot interval behind, so the WAL
    * it needed is gone and it reloaded from the newest snapshot): holders of the old
-   * `store` must switch to the new one.
+   * `store` must switch to the new one. A batch that cannot be applied stops following
+   * there (health() not ready, logged once); later refreshes retry that same batch, never
+   * one after it.
    */
   refresh(): Promise<boolean> {
     this.refreshing ??= this.refreshOnce().finally(() => { this.refreshing = null; });
@@ -508,6 +811,11 @@ export class ObjectFollower {
     const objects = await this.bucket.listWal(this.lastKey);
     const replay = await replayWal(this.bucket, this.dir, this.store, objects, this.lastKey);
     this.lastKey = replay.lastKey;
+    if (replay.stop === 'unappliable') {
+      this.setStuck(`stopped following ${this.uri} at epoch ${this.store.committedEpoch()}: ${describeStop(this.bucket, replay, this.store.committedEpoch())}`);
+      return false;
+    }
+    if (replay.stop === 'end') this.setStuck(null);
     if (replay.stop === 'end' || replay.stop === 'incomplete') return false; // torn: still being written
     // A gap or a vanished object: the writer deleted WAL we still needed.
     const newest = (await this.bucket.listSnapshots())[0];
@@ -515,7 +823,16 @@ export class ObjectFollower {
     const loaded = await loadConsistent(this.bucket, this.dir);
     this.store = loaded.store;
     this.lastKey = loaded.lastKey;
+    this.setStuck(null);
     return true;
+  }
+
+  private setStuck(problem: string | null): void {
+    if (problem === this.stuck) return;
+    if (problem !== null && this.stuck === null) process.stderr.write(`svcdb: ${problem}; serving the last good epoch; not ready\n`);
+    if (problem === null) process.stderr.write(`svcdb: following ${this.uri} again at epoch ${this.store.committedEpoch()}: ready\n`);
+    this.stuck = problem;
+    this.healthSignal.update(this.health());
   }
 
   close(): void {

@@ -1,7 +1,7 @@
 // Opening a writer's storage, for the server's writer thread and the embedded handle alike.
 import { Store } from '../store/store.js';
 import { defaultDiskOptions, DiskWriter } from './disk-storage.js';
-import { healthy, MemoryStorage, type DurableStorage } from './durable.js';
+import { MemoryStorage, type DurableStorage } from './durable.js';
 import { defaultObjectWriterOptions, ObjectWriter, type ObjectStorageOptions } from './object-storage.js';
 
 export interface WriterStorageOptions {
@@ -30,14 +30,15 @@ export async function openWriterStorage(options: WriterStorageOptions): Promise<
 
 /** ObjectWriter as a DurableStorage. */
 function objectStorage(writer: ObjectWriter): DurableStorage {
-  writer.store.publishOnCommit = true;
-  return {
+  const storage: DurableStorage = {
     store: writer.store,
     report: writer.report,
     onHealthChange: null,
     logBatch: (batch) => writer.logBatch(batch),
     sync: () => writer.sync(),
-    health: () => healthy,
+    health: () => writer.health(),
     close: () => writer.close(),
   };
+  writer.onHealthChange((health) => storage.onHealthChange?.(health));
+  return storage;
 }

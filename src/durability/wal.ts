@@ -209,7 +209,9 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
         scan.problem = corruption(file, at, `frame holds epoch ${head.epoch}, expected ${expected}`);
         return scan;
       }
-      const batch = packr.unpack(reader.read(at + FRAME_HEADER_BYTES, head.length)) as RedoBatch;
+      // Decoded from a copy: msgpackr hands out binary values (the record bytes) as views
+      // of its input, and the reader's buffer is reused for the next frame.
+      const batch = packr.unpack(Buffer.from(reader.read(at + FRAME_HEADER_BYTES, head.length))) as RedoBatch;
       if (batch.epoch !== head.epoch) {
         scan.ending = 'corrupt';
         scan.problem = corruption(file, at, `record of epoch ${batch.epoch} in a frame of epoch ${head.epoch}`);

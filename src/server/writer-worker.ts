@@ -14,7 +14,7 @@ import { executeRequest } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { DiskFollower, type RecoveryReport } from '../durability/disk-storage.js';
 import { openWriterStorage } from '../durability/open.js';
-import { Committer, healthy, type DurableStorage, type StorageHealth } from '../durability/durable.js';
+import { Committer, type DurableStorage, type StorageHealth } from '../durability/durable.js';
 import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
 import { decodeFlags } from './job.js';
 
@@ -120,7 +120,7 @@ async function openFollowing(): Promise<Following> {
       get store() { return f.store; },
       report: f.report,
       refresh: () => f.refresh(),
-      health: () => healthy,
+      health: () => f.health(),
       close: () => f.close(),
     };
   }

@@ -1,0 +1,156 @@
+// Local faults of object storage, injected by mocking node:fs (the staging disk is full):
+// a snapshot download that fails is not evidence against the snapshot (the open fails with
+// storage_error and every object stays), and a snapshot that cannot be written is retried
+// with backoff while the writer stays ready.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { ObjectWriter } from '../src/durability/object-storage.js';
+import { limits } from '../src/limits.js';
+import { executeRequest } from '../src/exec/request.js';
+import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
+
+/**
+ * failAfterBytes: staging writes of downloaded snapshots fail after this many bytes (null: off).
+ * snapshotWrites: writeSnapshot's temp files fail to open; attempts counts the tries.
+ */
+const fault = { failAfterBytes: null as number | null, snapshotWrites: false, snapshotAttempts: 0 };
+
+vi.mock('node:fs', async (importOriginal) => {
+  const fs = await importOriginal<typeof import('node:fs')>();
+  const createWriteStream = ((path: string, options?: unknown) => {
+    const failAfter = fault.failAfterBytes;
+    if (failAfter === null || !/download-[^/]*\.bin$/.test(String(path))) return fs.createWriteStream(path, options as never);
+    let written = 0;
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        written += chunk.byteLength;
+        if (written > failAfter) {
+          callback(Object.assign(new Error(`ENOSPC: no space left on device, write`), { code: 'ENOSPC' }));
+          return;
+        }
+        callback();
+      },
+    });
+    return Object.assign(stream, { bytesWritten: 0 });
+  }) as typeof fs.createWriteStream;
+  const openSync = ((path: string, ...rest: unknown[]) => {
+    if (/snapshot-\d+\.bin\.tmp$/.test(String(path))) {
+      fault.snapshotAttempts++;
+      if (fault.snapshotWrites) throw Object.assign(new Error(`ENOSPC: no space left on device, open '${path}'`), { code: 'ENOSPC' });
+    }
+    return (fs.openSync as (...args: unknown[]) => number)(path, ...rest);
+  }) as typeof fs.openSync;
+  return { ...fs, default: { ...fs, createWriteStream, openSync }, createWriteStream, openSync };
+});
+
+let s3: S3rverInstance;
+let client: S3Client;
+let endpoint = '';
+const dataDir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-dl-'));
+
+beforeAll(async () => {
+  const started = await startS3rver(dataDir);
+  s3 = started.server;
+  endpoint = `http://127.0.0.1:${started.port}`;
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+  client = new S3Client({
+    endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3Credentials,
+    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+});
+
+afterAll(async () => {
+  client?.destroy();
+  await s3?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const flags = { warm: null, requireWriter: null, awaitDurable: null };
+const countAll = read([q('c', count(nodes('all')))], ['c']);
+
+async function snapshotKeys(prefix: string): Promise<string[]> {
+  const out = await client.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: `${prefix}/snapshots/` }));
+  return (out.Contents ?? []).map((o) => o.Key!).sort();
+}
+
+it('a snapshot whose download fails locally (ENOSPC) or midway is kept; the open fails with storage_error and succeeds later', async () => {
+  const storage = { uri: 's3://bucket/dl', endpointUrl: endpoint, region: 'us-east-1', credentials: s3Credentials };
+  const writer = await ObjectWriter.open(storage);
+  for (let i = 0; i < 50; i++) {
+    executeRequest(writer.store, JSON.stringify(write([q('x', addN('U', [['n', i64(i)]]))], ['x'])), flags, 'writer',
+      { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+  }
+  await writer.sync();
+  await writer.close(); // the only snapshot
+  const snapshots = await snapshotKeys('dl');
+  expect(snapshots).toHaveLength(1);
+
+  for (const failAfterBytes of [0, 100]) {
+    fault.failAfterBytes = failAfterBytes;
+    await expect(ObjectWriter.open(storage)).rejects.toMatchObject({ code: 'storage_error', message: expect.stringMatching(/ENOSPC/) });
+    expect(await snapshotKeys('dl'), `a failed download (after ${failAfterBytes} bytes) deleted nothing`).toEqual(snapshots);
+  }
+
+  fault.failAfterBytes = null;
+  const again = await ObjectWriter.open(storage);
+  try {
+    expect(again.report.snapshotEpoch).toBe(Number(/(\d{10})\.bin$/.exec(snapshots[0]!)![1]));
+    const res = executeRequest(again.store, JSON.stringify(countAll), flags, 'writer');
+    expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 50 });
+  } finally {
+    await again.close();
+  }
+});
+
+it('a snapshot that cannot be written is retried with backoff, not per group commit; the writer stays ready and says why', async () => {
+  const storage = { uri: 's3://bucket/snapfail', endpointUrl: endpoint, region: 'us-east-1', credentials: s3Credentials };
+  const logged: string[] = [];
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    logged.push(String(chunk));
+    return true;
+  });
+  // A snapshot is due after every group.
+  const writer = await ObjectWriter.open(storage, { snapshotWalBytes: 1, snapshotWalObjects: 1, leaseMs: 30_000 });
+  const writeOne = async (n: number) => {
+    const res = executeRequest(writer.store, JSON.stringify(write([q('x', addN('U', [['n', i64(n)]]))], ['x'])), flags, 'writer',
+      { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+    expect((res as { status: number }).status).toBe(200);
+    await writer.sync();
+  };
+  try {
+    fault.snapshotWrites = true;
+    fault.snapshotAttempts = 0;
+    const startedAt = Date.now();
+    for (let i = 0; i < 10; i++) await writeOne(i);
+    const burstMs = Date.now() - startedAt;
+    // Ten groups, each due a snapshot: one attempt, then each backoff (>= half the first
+    // delay) holds the next ones (a burst of ~100 ms makes that exactly one attempt).
+    const failedAttempts = fault.snapshotAttempts;
+    expect(failedAttempts).toBeGreaterThanOrEqual(1);
+    expect(failedAttempts).toBeLessThanOrEqual(1 + Math.floor(burstMs / (limits.snapshotRetryFirstMs / 2)));
+    expect(failedAttempts).toBeLessThan(10);
+    expect(writer.health().ready).toBe(true);
+    expect(writer.health().problem).toMatch(new RegExp(`snapshot failed ${failedAttempts} times .*ENOSPC`));
+    expect(logged.filter((l) => /snapshot of s3:\/\/bucket\/snapfail failed, retrying with backoff/.test(l))).toHaveLength(1);
+
+    // Past the backoff the next group tries again; with the disk back it succeeds.
+    fault.snapshotWrites = false;
+    await new Promise((r) => setTimeout(r, limits.snapshotRetryFirstMs * 2 ** (failedAttempts - 1) + 50));
+    await writeOne(10);
+    // The snapshot runs after the group's writes were answered: wait for it.
+    for (let waited = 0; writer.health().problem !== null && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    expect(fault.snapshotAttempts).toBe(failedAttempts + 1);
+    expect(writer.health()).toEqual({ ready: true, problem: null });
+    expect(logged.filter((l) => new RegExp(`succeeded again after ${failedAttempts} failures`).test(l))).toHaveLength(1);
+    expect((await snapshotKeys('snapfail')).length).toBeGreaterThanOrEqual(1);
+  } finally {
+    fault.snapshotWrites = false;
+    stderr.mockRestore();
+    await writer.close();
+  }
+});
