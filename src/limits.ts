@@ -22,6 +22,8 @@ export const limits = {
   topologyWordsMax: (4 * 1024 * 1024 * 1024) / 4 - 16 * 1024,
   /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
   dictionaryEntriesMax: 1 << 24,
+  /** UTF-8 bytes of all distinct names together; more: 500 storage_error. */
+  dictionaryBytesMax: 1 << 30,
   /** Committed write batches before the u32 epoch wraps; more: 500 storage_error. */
   epochMax: 0xfffffff0,
   /** Rows any one operator may produce; more: 500 invalid_query. */
@@ -48,4 +50,9 @@ export const limits = {
   slowReadBodiesMax: 4096,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
+  /**
+   * Bytes of one chunk of a snapshot section (snapshot-sections.ts): what an export holds
+   * in memory per section being read, instead of a copy of the store.
+   */
+  snapshotChunkBytes: 4 * 1024 * 1024,
 } as const;
