@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { executeRequest, noFlags } from '../src/exec/request.js';
 import { Store, type StoreCut } from '../src/store/store.js';
+import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DIR_OUT, DIR_WORDS, NEVER, T_HEAP_USED } from '../src/store/topology.js';
 import { loadSections, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
 
 // ------------------------------------------------------------------ requests
@@ -101,9 +102,31 @@ function expectSameSections(actual: Map<string, Uint8Array>, expected: Map<strin
   for (const [name, bytes] of expected) {
     const got = actual.get(name)!;
     expect(got.byteLength, `length of section ${name}`).toBe(bytes.byteLength);
-    const first = got.findIndex((b, i) => b !== bytes[i]);
-    expect(first, `first differing byte of section ${name}`).toBe(-1);
+    if (Buffer.compare(got, bytes) !== 0) expect(got.findIndex((b, i) => b !== bytes[i]), `first differing byte of section ${name}`).toBe(-1);
   }
+}
+
+/**
+ * Every node's out and in entries in a topology image, checking that each block is tight
+ * (capacity = length) and ends in a never-visible sentinel.
+ */
+function adjacencyOf(bytes: Uint8Array, nodeSlots: number): number[][][] {
+  const words = new Uint32Array(bytes.slice().buffer);
+  expect(words[T_HEAP_USED]).toBe(words.length);
+  const nodes: number[][][] = [];
+  for (let node = 0; node < nodeSlots; node++) {
+    const chunk = words[CHUNK_TABLE + (node >>> CHUNK_SHIFT)]!;
+    const dir = chunk + (node & (CHUNK_NODES - 1)) * DIR_WORDS;
+    nodes.push([DIR_OUT, DIR_IN].map((which) => {
+      if (chunk === 0) return [];
+      const block = words[dir + which]!, length = words[dir + which + 1]!;
+      if (length === 0) return [];
+      expect(words[block - 1], `capacity of node ${node}'s block`).toBe(length);
+      expect(words[block + length * ADJ_WORDS + A_CREATED], `sentinel of node ${node}'s block`).toBe(NEVER);
+      return [...words.subarray(block, block + length * ADJ_WORDS)];
+    }));
+  }
+  return nodes;
 }
 
 /** Load through the streaming loader, sections in the given order. */
@@ -161,18 +184,21 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
         for (const batch of later) { apply(loaded, batch); apply(upToCut, batch); }
         expect(dump(loaded)).toBe(dump(upToCut));
       },
-    ), { numRuns: 150 });
+    ), { numRuns: 100 });
   });
 
-  it('at the committed epoch of a stopped writer, matches the whole-buffer export (rows never created read as zero)', () => {
+  it('at the committed epoch of a stopped writer, holds what the whole-buffer export holds (rows never created read as zero)', () => {
     fc.assert(fc.property(fc.array(batchArb, { maxLength: 30 }), (batches) => {
       const store = Store.create();
       for (const batch of [seedBatch, ...batches]) apply(store, batch);
       const fresh = exportOf(sectionsAt(store.shared, store.cut()));
       const whole = store.exportSections();
-      for (const name of ['meta', 'topology', 'heap', 'names.meta', 'names.ends', 'names.bytes']) {
+      for (const name of ['meta', 'heap', 'names.meta', 'names.ends', 'names.bytes']) {
         expectSameSections(new Map([[name, fresh.get(name)!]]), new Map([[name, whole.get(name)!]]));
       }
+      // Both topologies are compacted images (laid out differently): the same entries per node and direction.
+      const nodeSlots = store.nodeSlots();
+      expect(adjacencyOf(fresh.get('topology')!, nodeSlots)).toEqual(adjacencyOf(whole.get('topology')!, nodeSlots));
       for (const [name, rowWords, created] of [['nodes', 5, 2], ['edges', 6, 3]] as const) {
         const a = new Uint32Array(fresh.get(name)!.buffer), b = new Uint32Array(whole.get(name)!.slice().buffer);
         expect(a.length).toBe(b.length);
@@ -233,7 +259,7 @@ describe('sectionsAt on another thread', () => {
   it('while the writer commits (and rolls back) gives the bytes of the same cut exported after the writer stopped', async () => {
     const fixture = new URL('./fixtures/export-sections.mjs', import.meta.url);
     expect(existsSync(new URL('../dist/src/store/snapshot-sections.js', import.meta.url)), 'run `npm run build` first').toBe(true);
-    for (const seed of [1, 2, 3]) {
+    for (const seed of [1, 2]) {
       const random = prng(seed);
       const store = Store.create();
       const nodes = 3000, edges = 15_000;
@@ -246,7 +272,7 @@ describe('sectionsAt on another thread', () => {
 
       // flags[0]: the worker started exporting; flags[1]: it finished.
       const flags = new Int32Array(new SharedArrayBuffer(8));
-      const worker = new Worker(fixture, { workerData: { shared: store.shared, cut, flags, rounds: 12, chunkBytes: 4096 } });
+      const worker = new Worker(fixture, { workerData: { shared: store.shared, cut, flags, rounds: 8, chunkBytes: 4096 } });
       const result = new Promise<WorkerResult>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
       expect(Atomics.wait(flags, 0, 0, 30_000)).not.toBe('timed-out');
       let during = 0;
@@ -257,7 +283,7 @@ describe('sectionsAt on another thread', () => {
       const { rounds, sections, mismatches } = await result;
       await worker.terminate();
       expect(mismatches).toEqual([]);
-      expect(rounds).toBe(12);
+      expect(rounds).toBe(8);
       // The writer really went on while the worker read (new epochs, relocated blocks, rollbacks).
       expect(during).toBeGreaterThan(20);
       expect(store.committedEpoch()).toBeGreaterThan(cut.epoch + 10);

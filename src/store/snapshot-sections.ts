@@ -16,7 +16,7 @@
 // into the buffers it allocates), so the section names and bytes are those the snapshot
 // always had: meta, nodes, edges, topology, heap, names.meta, names.ends, names.bytes.
 // The topology section is a compacted memory image: header, then per directory chunk the
-// chunk followed by the tight blocks of its nodes (out, in) in node order.
+// tight blocks of its nodes (out, in) in node order followed by the chunk itself.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { COUNT as NAMES_COUNT, Dictionary, NAMES_META_BYTES, type DictionaryShared } from './dictionary.js';
@@ -173,21 +173,60 @@ class LiveStore {
     return Math.ceil(this.cut.nodeSlots / CHUNK_NODES);
   }
 
-  /** Visible entries of every block of directory chunk `k` into `counts` ([out, in] per node); returns the words they take. */
-  countChunk(k: number, counts: Uint32Array): number {
-    counts.fill(0);
+  /** Words the tight blocks of directory chunk `k` take at the cut (pass 1). */
+  chunkBlockWords(k: number): number {
     let words = 0;
     const first = k * CHUNK_NODES, end = Math.min(first + CHUNK_NODES, this.cut.nodeSlots);
     for (let node = first; node < end; node++) {
       const dir = this.dirOf(node);
       if (dir < 0) break; // the whole chunk was never made (slots consumed without a node)
-      const i = (node - first) * 2;
-      counts[i] = this.visibleEntries(dir, DIR_OUT);
-      counts[i + 1] = this.visibleEntries(dir, DIR_IN);
-      if (counts[i]! > 0) words += blockWords(counts[i]!);
-      if (counts[i + 1]! > 0) words += blockWords(counts[i + 1]!);
+      const out = this.visibleEntries(dir, DIR_OUT), into = this.visibleEntries(dir, DIR_IN);
+      if (out > 0) words += blockWords(out);
+      if (into > 0) words += blockWords(into);
     }
     return words;
+  }
+}
+
+/**
+ * Copies the entries of a block visible at the cut into chunks, as a reader at the cut
+ * sees them (deleted later = not deleted). A plain loop outside the generator, stopping
+ * when the chunk has no room for a whole entry.
+ */
+class BlockCopy {
+  words: Uint32Array = new Uint32Array(0);
+  stop = 0;
+  written = 0;
+  private lastEdge = -1;
+
+  constructor(private readonly epoch: number, private readonly edgeSlots: number) {}
+
+  start(words: Uint32Array, first: number, length: number): void {
+    this.words = words;
+    this.stop = first + length * ADJ_WORDS;
+    this.written = 0;
+    this.lastEdge = -1;
+  }
+
+  /** Copy from entry word `p` while whole entries fit into `out`; returns where it stopped. */
+  copy(p: number, out: WordChunks): number {
+    const words = this.words, stop = this.stop, epoch = this.epoch, o = out.words;
+    let f = out.fill;
+    for (; p < stop && o.length - f >= ADJ_WORDS; p += ADJ_WORDS) {
+      if (!entryVisible(words, p, epoch, -1)) continue;
+      const edge = words[p + A_EDGE]!;
+      if (edge <= this.lastEdge || edge >= this.edgeSlots) throw internal(`adjacency entry for edge ${edge} is out of order or beyond the cut`);
+      this.lastEdge = edge;
+      o[f + A_EDGE] = edge;
+      o[f + A_NEIGHBOR] = words[p + A_NEIGHBOR]!;
+      o[f + A_LABEL] = words[p + A_LABEL]!;
+      o[f + A_CREATED] = words[p + A_CREATED]!;
+      o[f + A_DELETED] = 0;
+      f += ADJ_WORDS;
+      this.written++;
+    }
+    out.fill = f;
+    return p;
   }
 }
 
@@ -209,6 +248,16 @@ class WordChunks {
 
   full(): boolean {
     return this.fill === this.words.length;
+  }
+
+  /** Whether `words` more fit (records are never split: a chunk may end a few words early). */
+  room(words: number): boolean {
+    return this.words.length - this.fill >= words;
+  }
+
+  /** Append one word; the caller made room. */
+  put(word: number): void {
+    this.words[this.fill++] = word;
   }
 
   /** Copy as much of `source` from `from` as fits; returns the words copied. */
@@ -253,26 +302,26 @@ function* copyChunks(source: SharedArrayBuffer, byteLength: number, chunkBytes: 
 }
 
 /**
- * The compacted topology at the cut. `chunkWordTotals[k]` is what pass 1 (sectionsAt) found
- * for the blocks of directory chunk k; this pass recounts each chunk's blocks, writes the
- * chunk with their offsets, then the blocks, and asserts every count agrees.
+ * The compacted topology at the cut: the header, then per directory chunk the tight blocks
+ * of its nodes ([out, in] in node order) followed by the chunk itself, which is filled in
+ * as the blocks are written (so a block is counted and copied while it is in cache).
+ * `chunkBlockWords[k]` is what pass 1 (sectionsAt) found; every count is asserted to agree.
  */
-function* topologyChunks(live: LiveStore, chunkWordTotals: Float64Array, totalWords: number, chunkBytes: number): Generator<Uint8Array> {
+function* topologyChunks(live: LiveStore, chunkBlockWords: Float64Array, totalWords: number, chunkBytes: number): Generator<Uint8Array> {
   const out = new WordChunks(chunkBytes, totalWords * 4);
   const chunks = live.directoryChunks();
-  const epoch = live.cut.epoch, edgeSlots = live.cut.edgeSlots;
-  // Per-chunk state: visible entries per [out, in] of each node, the directory chunk, one entry.
-  const counts = new Uint32Array(CHUNK_NODES * 2);
-  const directory = new Uint32Array(CHUNK_WORDS);
-  const entry = new Uint32Array(ADJ_WORDS);
+  const blocks = new BlockCopy(live.cut.epoch, live.cut.edgeSlots);
+  const directory = new Uint32Array(CHUNK_WORDS); // per-chunk state
+  const sentinel = new Uint32Array(ADJ_WORDS);
+  sentinel[A_CREATED] = NEVER;
 
-  // Header: heap pointer, reserved, chunk table (each chunk starts where the previous one's blocks end).
+  // Header: heap pointer, reserved, chunk table.
   const header = new Uint32Array(HEAP_START);
   header[T_HEAP_USED] = totalWords;
   let next = HEAP_START;
   for (let k = 0; k < chunks; k++) {
-    header[CHUNK_TABLE + k] = next;
-    next += CHUNK_WORDS + chunkWordTotals[k]!;
+    header[CHUNK_TABLE + k] = next + chunkBlockWords[k]!;
+    next += chunkBlockWords[k]! + CHUNK_WORDS;
   }
   if (next !== totalWords) throw internal(`topology chunk table ends at word ${next}, expected ${totalWords}`);
   for (let from = 0; from < header.length;) {
@@ -282,73 +331,41 @@ function* topologyChunks(live: LiveStore, chunkWordTotals: Float64Array, totalWo
 
   next = HEAP_START;
   for (let k = 0; k < chunks; k++) {
-    const blockWordTotal = live.countChunk(k, counts);
-    if (blockWordTotal !== chunkWordTotals[k]) throw internal(`topology chunk ${k} holds ${blockWordTotal} block words, first pass found ${chunkWordTotals[k]}`);
-    // The directory chunk: [outBlock, outLength, inBlock, inLength] per node, blocks in the same order.
-    let block = next + CHUNK_WORDS;
-    for (let i = 0; i < CHUNK_NODES * 2; i++) {
-      const kept = counts[i]!;
-      directory[2 * i] = kept === 0 ? 0 : block + 1;
-      directory[2 * i + 1] = kept;
-      if (kept > 0) block += blockWords(kept);
+    directory.fill(0);
+    let block = next;
+    const first = k * CHUNK_NODES, end = Math.min(first + CHUNK_NODES, live.cut.nodeSlots);
+    for (let node = first; node < end; node++) {
+      const dir = live.dirOf(node);
+      if (dir < 0) break; // the whole chunk was never made
+      for (let side = 0; side < 2; side++) {
+        const which = side === 0 ? DIR_OUT : DIR_IN;
+        const kept = live.visibleEntries(dir, which);
+        if (kept === 0) continue;
+        const topo = live.topology;
+        const length = topo.length(dir, which);
+        const entries = topo.entries(dir, which, length);
+        blocks.start(topo.words, entries, length);
+        if (!out.room(1 + ADJ_WORDS)) yield out.take();
+        out.put(kept); // capacity: the block is exactly full
+        for (let p = entries; p < blocks.stop;) {
+          p = blocks.copy(p, out);
+          if (p < blocks.stop) yield out.take();
+        }
+        if (blocks.written !== kept) throw internal(`block of node ${node} holds ${blocks.written} entries visible at ${live.cut.epoch}, counted ${kept} just before`);
+        if (!out.room(ADJ_WORDS)) yield out.take();
+        out.putFrom(sentinel, 0);
+        const at = (node - first) * DIR_WORDS + which;
+        directory[at] = block + 1;
+        directory[at + 1] = kept;
+        block += blockWords(kept);
+      }
     }
+    if (block - next !== chunkBlockWords[k]) throw internal(`topology chunk ${k} holds ${block - next} block words, first pass found ${chunkBlockWords[k]}`);
     for (let from = 0; from < directory.length;) {
       from += out.putFrom(directory, from);
       if (out.full()) yield out.take();
     }
-    // The blocks, each entry as a reader at E sees it (deleted later = not deleted).
-    for (let i = 0; i < CHUNK_NODES * 2; i++) {
-      const kept = counts[i]!;
-      if (kept === 0) continue;
-      const node = k * CHUNK_NODES + (i >>> 1);
-      const dir = live.dirOf(node);
-      const which = (i & 1) === 0 ? DIR_OUT : DIR_IN;
-      const topo = live.topology;
-      const len = topo.length(dir, which);
-      const first = topo.entries(dir, which, len);
-      const words = topo.words;
-      entry[0] = kept;
-      out.putFrom(entry.subarray(0, 1), 0);
-      if (out.full()) yield out.take();
-      let written = 0, lastEdge = -1;
-      for (let p = first, stop = first + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-        if (!entryVisible(words, p, epoch, -1)) continue;
-        const edge = words[p + A_EDGE]!;
-        if (edge <= lastEdge || edge >= edgeSlots) throw internal(`adjacency entry for edge ${edge} of node ${node} is out of order or beyond the cut`);
-        lastEdge = edge;
-        written++;
-        const o = out.words, f = out.fill;
-        if (o.length - f >= ADJ_WORDS) {
-          o[f + A_EDGE] = edge;
-          o[f + A_NEIGHBOR] = words[p + A_NEIGHBOR]!;
-          o[f + A_LABEL] = words[p + A_LABEL]!;
-          o[f + A_CREATED] = words[p + A_CREATED]!;
-          o[f + A_DELETED] = 0;
-          out.fill = f + ADJ_WORDS;
-          if (out.full()) yield out.take();
-          continue;
-        }
-        // The entry straddles two chunks.
-        entry[A_EDGE] = edge;
-        entry[A_NEIGHBOR] = words[p + A_NEIGHBOR]!;
-        entry[A_LABEL] = words[p + A_LABEL]!;
-        entry[A_CREATED] = words[p + A_CREATED]!;
-        entry[A_DELETED] = 0;
-        for (let from = 0; from < ADJ_WORDS;) {
-          from += out.putFrom(entry, from);
-          if (out.full()) yield out.take();
-        }
-      }
-      if (written !== kept) throw internal(`block of node ${node} holds ${written} entries visible at ${epoch}, first count ${kept}`);
-      // Sentinel entry: never visible.
-      entry.fill(0);
-      entry[A_CREATED] = NEVER;
-      for (let from = 0; from < ADJ_WORDS;) {
-        from += out.putFrom(entry, from);
-        if (out.full()) yield out.take();
-      }
-    }
-    next += CHUNK_WORDS + blockWordTotal;
+    next = block + CHUNK_WORDS;
   }
   if (out.fill > 0) yield out.take();
   if (out.total !== totalWords) throw internal(`topology section has ${out.total} words, announced ${totalWords}`);
@@ -379,12 +396,11 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
   checkCut(shared, cut, chunkBytes);
   const live = new LiveStore(shared, cut);
 
-  const chunkWordTotals = new Float64Array(live.directoryChunks());
-  const counts = new Uint32Array(CHUNK_NODES * 2);
+  const chunkBlockWords = new Float64Array(live.directoryChunks());
   let topologyWords = HEAP_START;
-  for (let k = 0; k < chunkWordTotals.length; k++) {
-    chunkWordTotals[k] = live.countChunk(k, counts);
-    topologyWords += CHUNK_WORDS + chunkWordTotals[k]!;
+  for (let k = 0; k < chunkBlockWords.length; k++) {
+    chunkBlockWords[k] = live.chunkBlockWords(k);
+    topologyWords += chunkBlockWords[k]! + CHUNK_WORDS;
   }
   if (topologyWords > limits.topologyWordsMax) throw internal(`compacted topology of ${topologyWords} words exceeds the limit`);
 
@@ -404,7 +420,7 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
     }),
     source('nodes', cut.nodeSlots * NODE_ROW_BYTES, () => rowChunks(cut.nodeSlots, NODE_WORDS, chunkBytes, (slot, out, at) => live.nodeRow(slot, out, at))),
     source('edges', cut.edgeSlots * EDGE_ROW_BYTES, () => rowChunks(cut.edgeSlots, EDGE_WORDS, chunkBytes, (slot, out, at) => live.edgeRow(slot, out, at))),
-    source('topology', topologyWords * 4, () => topologyChunks(live, chunkWordTotals, topologyWords, chunkBytes)),
+    source('topology', topologyWords * 4, () => topologyChunks(live, chunkBlockWords, topologyWords, chunkBytes)),
     source('heap', cut.heapUsed, () => copyChunks(shared.heap, cut.heapUsed, chunkBytes)),
     source('names.meta', NAMES_META_BYTES, () => {
       const meta = new Uint32Array(NAMES_META_BYTES / 4);
