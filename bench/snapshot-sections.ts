@@ -81,9 +81,13 @@ async function main(): Promise<void> {
     if (bytes > oldBytes) throw new Error(`sectionsAt gave ${bytes} bytes, more than the ${oldBytes} of exportSections`);
   }
   {
-    const sections = sectionsAt(store.shared, cut);
+    // Chunks as a file reader would hand them over: already in memory, 4 MiB at a time.
+    const chunked = sectionsAt(store.shared, cut).map((section) => {
+      const chunks = Array.from(section.chunks(), (chunk) => chunk.slice()); // copied while each is valid
+      return { name: section.name, byteLength: section.byteLength, chunks: () => chunks };
+    });
     const times: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) times.push(timeIt(() => { loadSections(sections); }));
+    for (let r = 0; r < ROUNDS; r++) times.push(timeIt(() => { loadSections(chunked); }));
     rows.push(['StoreLoader from the chunks', `${Math.min(...times).toFixed(0)} ms`, '', '']);
     const whole = store.exportSections();
     const old: number[] = [];
@@ -92,24 +96,30 @@ async function main(): Promise<void> {
   }
   log(table(['step', 'time (min of 3)', 'bytes', 'peak extra memory'], rows));
 
-  // The writer goes on while a worker exports: its slowest batch during the export.
+  // The writer goes on while a worker exports: its batches during the export, against the
+  // same loop for as long without an export (the machine is shared: compare, do not trust one).
+  const addEdge = (n: number) => write(store, JSON.stringify({ request_type: 'write', query: { write: { entries: [
+    { query: { root: { add_e: { input: { nodes: { reference: { ids: [n % 1000] } } }, label: 'FOLLOWS', to: { ids: [(n * 7) % 1000] }, properties: [] } } } },
+  ], returns: [] } } }));
+  const writeUntil = async (stop: () => boolean) => {
+    let batches = 0, slowest = 0;
+    const t0 = performance.now();
+    while (!stop()) {
+      slowest = Math.max(slowest, timeIt(() => addEdge(batches)));
+      batches++;
+      if (batches % 64 === 0) await new Promise((r) => setImmediate(r));
+    }
+    return { batches, ms: performance.now() - t0, slowest };
+  };
   const worker = new Worker(new URL('./snapshot-export-worker.js', import.meta.url), { workerData: { shared: store.shared, cut: store.cut() } });
-  const done = new Promise<number>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
-  let finished = false;
-  void done.then(() => { finished = true; });
-  let batches = 0, slowest = 0;
-  const t0 = performance.now();
-  while (!finished) {
-    const ms = timeIt(() => write(store, JSON.stringify({ request_type: 'write', query: { write: { entries: [
-      { query: { root: { add_e: { input: { nodes: { reference: { ids: [batches % 1000] } } }, label: 'FOLLOWS', to: { ids: [(batches * 7) % 1000] }, properties: [] } } } },
-    ], returns: [] } } })));
-    slowest = Math.max(slowest, ms);
-    batches++;
-    if (batches % 64 === 0) await new Promise((r) => setImmediate(r));
-  }
-  const exportMs = await done;
+  let exportMs = -1;
+  worker.once('message', (ms: number) => { exportMs = ms; });
+  const during = await writeUntil(() => exportMs >= 0);
   await worker.terminate();
-  log(`worker export ${exportMs.toFixed(0)} ms while the writer committed ${batches} batches in ${(performance.now() - t0).toFixed(0)} ms (slowest ${slowest.toFixed(1)} ms)`);
+  const until = performance.now() + during.ms;
+  const alone = await writeUntil(() => performance.now() >= until);
+  const perSecond = (r: typeof during) => (r.batches / r.ms * 1000).toFixed(0);
+  log(`worker export ${exportMs.toFixed(0)} ms; writer meanwhile ${perSecond(during)} batches/s (slowest ${during.slowest.toFixed(1)} ms), alone ${perSecond(alone)} batches/s (slowest ${alone.slowest.toFixed(1)} ms)`);
 }
 
 await main();
