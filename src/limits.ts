@@ -22,6 +22,8 @@ export const limits = {
   topologyWordsMax: (4 * 1024 * 1024 * 1024) / 4 - 16 * 1024,
   /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
   dictionaryEntriesMax: 1 << 24,
+  /** UTF-8 bytes of all distinct names together; more: 500 storage_error. */
+  dictionaryBytesMax: 1 << 30,
   /** Committed write batches before the u32 epoch wraps; more: 500 storage_error. */
   epochMax: 0xfffffff0,
   /** Rows any one operator may produce; more: 500 invalid_query. */
@@ -48,8 +50,6 @@ export const limits = {
   slowReadBodiesMax: 4096,
   /** Bytes of one write batch's WAL record; larger: 500 storage_error (the batch rolls back). */
   walFrameBytesMax: 1024 * 1024 * 1024,
-  /** Bytes a snapshot is written and read in at a time (memory bound of snapshots). */
-  snapshotChunkBytes: 4 * 1024 * 1024,
   /** Sections in one snapshot file; more: storage_error (a damaged section table). */
   snapshotSectionsMax: 64,
   /** First wait before a failed fsync or WAL upload is retried (backoff doubles, with jitter). */
@@ -62,4 +62,9 @@ export const limits = {
   snapshotRetryMaxMs: 60_000,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
+  /**
+   * Bytes of one chunk of a snapshot section (snapshot-sections.ts): what an export holds
+   * in memory per section being read, instead of a copy of the store.
+   */
+  snapshotChunkBytes: 4 * 1024 * 1024,
 } as const;

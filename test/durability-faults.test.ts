@@ -131,12 +131,12 @@ describe('WAL damage', () => {
     }
   });
 
-  it('damage at the end of a segment that is not the newest is refused', async () => {
+  it('damage at the end of a segment that is not the newest is refused when that segment is needed', async () => {
     const dir = tempDir();
     const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 600 });
     for (let i = 0; i < 30; i++) await db.query(addOne(i));
-    const copy = crashCopy(dir);
     await db.close();
+    const copy = crashCopy(dir);
     const segments = walFiles(copy);
     expect(segments.length).toBeGreaterThanOrEqual(2); // the previous generation's WAL is kept
     // Damage the last frame of the older segment: a later segment proves it is not a torn tail.
@@ -146,9 +146,19 @@ describe('WAL damage', () => {
     bytes[frames.at(-1)! + 18] ^= 0x01;
     writeFileSync(older, bytes);
     // The newest snapshot covers that segment, so it is not needed: recovery still opens.
-    const opened = await openDatabase({ storage: 'disk', path: copy });
+    const covered = crashCopy(copy);
+    const opened = await openDatabase({ storage: 'disk', path: covered });
     expect(await values(opened)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     await opened.close();
+    // Without the newest snapshot the segment is needed, and a later segment proves its end
+    // is damage, not a torn tail.
+    const snaps = dataFiles(copy).filter((f) => f.startsWith('snapshot-'));
+    rmSync(join(copy, snaps.at(-1)!));
+    const before = hashes(copy);
+    const err = await openFails(copy);
+    expect(err.msg).toContain(`${older.split('/').at(-1)!} is corrupt at byte ${frames.at(-1)}`);
+    expect(err.msg).toContain('not the newest');
+    expect(hashes(copy)).toEqual(before);
   });
 });
 
@@ -158,8 +168,8 @@ describe('snapshot damage', () => {
     const dir = tempDir();
     const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 900 });
     for (let i = 0; i < n; i++) await db.query(addOne(i));
+    await db.close(); // the stop's snapshot is the newest generation, the last periodic one the older
     const copy = crashCopy(dir);
-    await db.close();
     expect(dataFiles(copy).filter((f) => f.startsWith('snapshot-')).length).toBe(2);
     return copy;
   }

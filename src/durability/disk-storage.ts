@@ -11,8 +11,9 @@ import { acquireWriterLock } from './disk-lock.js';
 import { Backoff } from './backoff.js';
 import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
-import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot, writeSnapshotFile } from './snapshot.js';
-import { sectionsAt, storeCut, type StoreCut } from '../store/snapshot-sections.js';
+import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
+import { SnapshotThread } from './snapshot-thread.js';
+import type { StoreCut } from '../store/store.js';
 import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 
 export type { RecoveryReport } from './durable.js';
@@ -168,6 +169,7 @@ export class DiskWriter implements DurableStorage {
   private walBytesSinceSnapshot = 0;
   private lastSnapshotEpoch: number;
   private snapshotProblem: string | null = null;
+  private readonly snapshotThread = new SnapshotThread();
   /** The snapshot being written, if any (one at a time). */
   private snapshotRunning: Promise<boolean> | null = null;
   private snapshotNotBefore = 0;
@@ -328,7 +330,7 @@ export class DiskWriter implements DurableStorage {
     const epoch = this.store.committedEpoch();
     if (epoch === this.lastSnapshotEpoch) return Promise.resolve(true);
     if (epoch !== this.durableEpoch) throw new SvcError('internal_error', 'internal error: snapshot of a store that is not durable');
-    const cut = storeCut(this.store);
+    const cut = this.store.cut();
     const job = (async () => {
       if (this.wal.lastEpoch !== 0) {
         // The new segment first: if it cannot be made, the old one goes on.
@@ -360,9 +362,9 @@ export class DiskWriter implements DurableStorage {
     return this.snapshotRunning;
   }
 
-  /** Write and verify the snapshot file of `cut`. */
+  /** Write and verify the snapshot file of `cut` on the snapshot thread (writes go on meanwhile). */
   private writeSnapshotFile(cut: StoreCut, file: string): Promise<number> {
-    return Promise.resolve(writeSnapshotFile(file, cut.epoch, sectionsAt(this.store.shared, cut)));
+    return this.snapshotThread.write(this.store.shared, cut, file);
   }
 
   /** Remove snapshots older than `keep` and WAL segments holding only epochs <= `keep`. */
@@ -405,6 +407,7 @@ export class DiskWriter implements DurableStorage {
       if (this.fenced === null) this.wal.close();
       else this.wal.abandon();
     } finally {
+      await this.snapshotThread.close();
       try { this.releaseLock(); } catch { /* lock already gone */ }
       this.releaseLock = null;
     }

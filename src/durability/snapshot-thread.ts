@@ -1,10 +1,18 @@
 // Main side of the snapshot thread (snapshot-worker.ts), started on first use and owned
 // by one writer (disk or object storage).
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SvcError } from '../protocol/errors.js';
-import type { StoreCut } from '../store/snapshot-sections.js';
-import type { StoreShared } from '../store/store.js';
+import type { StoreCut, StoreShared } from '../store/store.js';
+import { snapshotFaults } from './snapshot.js';
 import type { SnapshotJob, SnapshotJobResult } from './snapshot-worker.js';
+
+/** The worker script: beside this module when built; the build's when run from sources (tests). */
+function workerUrl(): URL {
+  const sibling = new URL('./snapshot-worker.js', import.meta.url);
+  return existsSync(fileURLToPath(sibling)) ? sibling : new URL('../../dist/src/durability/snapshot-worker.js', import.meta.url);
+}
 
 export class SnapshotThread {
   private worker: Worker | null = null;
@@ -18,14 +26,17 @@ export class SnapshotThread {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.ref(); // a running job keeps the process alive; an idle thread does not
-      const job: SnapshotJob = { id, shared, cut, file };
+      // Fault injection crosses to the thread with the job (tests set it on this side).
+      const injectFailure = snapshotFaults.failWrites > 0;
+      if (injectFailure) snapshotFaults.failWrites--;
+      const job: SnapshotJob = { id, shared, cut, file, injectFailure };
       worker.postMessage(job);
     });
   }
 
   private start(): Worker {
     if (this.worker !== null) return this.worker;
-    const worker = new Worker(new URL('./snapshot-worker.js', import.meta.url), { name: 'svcdb-snapshot' });
+    const worker = new Worker(workerUrl(), { name: 'svcdb-snapshot' });
     worker.on('message', (result: SnapshotJobResult) => {
       const waiter = this.pending.get(result.id);
       this.pending.delete(result.id);

@@ -2,17 +2,19 @@
 // the writer thread goes on committing (sectionsAt reads the store like a reader at that
 // epoch), so a snapshot never stalls writes. One job at a time, in bounded memory.
 import { parentPort } from 'node:worker_threads';
-import { sectionsAt, type StoreCut } from '../store/snapshot-sections.js';
+import { sectionsAt } from '../store/snapshot-sections.js';
+import type { StoreCut } from '../store/store.js';
 import type { StoreShared } from '../store/store.js';
-import { writeSnapshotFile } from './snapshot.js';
+import { snapshotFaults, writeSnapshotFile } from './snapshot.js';
 
-export interface SnapshotJob { id: number; shared: StoreShared; cut: StoreCut; file: string }
+export interface SnapshotJob { id: number; shared: StoreShared; cut: StoreCut; file: string; injectFailure: boolean }
 export type SnapshotJobResult = { id: number; bytes: number; error: null } | { id: number; bytes: 0; error: string };
 
 const port = parentPort;
 if (port === null) throw new Error('snapshot-worker.ts must run in a worker thread');
 port.on('message', (job: SnapshotJob) => {
   let result: SnapshotJobResult;
+  snapshotFaults.failWrites = job.injectFailure ? 1 : 0;
   try {
     result = { id: job.id, bytes: writeSnapshotFile(job.file, job.cut.epoch, sectionsAt(job.shared, job.cut)), error: null };
   } catch (err) {

@@ -16,7 +16,7 @@ import { crc32 } from 'node:zlib';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import type { Store } from '../store/store.js';
-import { sectionsAt, storeCut, StoreLoader, type SectionSource } from '../store/snapshot-sections.js';
+import { sectionsAt, StoreLoader, type SectionSource } from '../store/snapshot-sections.js';
 import { checkFormatVersion, epochFileName, fsyncDir, listEpochFiles, storageFormatVersion } from './format.js';
 
 const MAGIC = Buffer.from('SVCDBSNP');
@@ -215,7 +215,7 @@ export function readSnapshotFile(file: string): { store: Store; epoch: number } 
 
 /** Write a snapshot of `store` (writer thread, between batches) into `dir`; returns its epoch. */
 export function writeSnapshot(dir: string, store: Store): number {
-  const cut = storeCut(store);
+  const cut = store.cut();
   writeSnapshotFile(join(dir, snapshotName(cut.epoch)), cut.epoch, sectionsAt(store.shared, cut));
   return cut.epoch;
 }

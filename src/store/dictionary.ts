@@ -7,7 +7,9 @@ import { ensureBytes, sharedBuffer } from './growable.js';
 
 export interface DictionaryShared { meta: SharedArrayBuffer; ends: SharedArrayBuffer; bytes: SharedArrayBuffer }
 
-const COUNT = 0;
+/** The dictionary's meta buffer: [COUNT, reserved]. */
+export const COUNT = 0;
+export const NAMES_META_BYTES = 8;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -21,9 +23,9 @@ export class Dictionary {
 
   constructor(shared?: DictionaryShared) {
     this.shared = shared ?? {
-      meta: new SharedArrayBuffer(8),
-      ends: sharedBuffer(4096, limits.dictionaryEntriesMax * 4),
-      bytes: sharedBuffer(4096, 1 << 30),
+      meta: new SharedArrayBuffer(NAMES_META_BYTES),
+      ends: Dictionary.endsBuffer(0),
+      bytes: Dictionary.bytesBuffer(0),
     };
     this.meta = new Uint32Array(this.shared.meta);
     this.ends = new Uint32Array(this.shared.ends);
@@ -53,11 +55,21 @@ export class Dictionary {
     ];
   }
 
+  /** A growable buffer for the end offsets, holding at least `byteLength` bytes. */
+  static endsBuffer(byteLength: number): SharedArrayBuffer {
+    return sharedBuffer(Math.max(4096, byteLength), limits.dictionaryEntriesMax * 4);
+  }
+
+  /** A growable buffer for the UTF-8 bytes of the names, holding at least `byteLength` bytes. */
+  static bytesBuffer(byteLength: number): SharedArrayBuffer {
+    return sharedBuffer(Math.max(4096, byteLength), limits.dictionaryBytesMax);
+  }
+
   static sharedFromSections(meta: Uint8Array, ends: Uint8Array, bytes: Uint8Array): DictionaryShared {
     const shared: DictionaryShared = {
-      meta: new SharedArrayBuffer(8),
-      ends: sharedBuffer(Math.max(4096, ends.byteLength), limits.dictionaryEntriesMax * 4),
-      bytes: sharedBuffer(Math.max(4096, bytes.byteLength), 1 << 30),
+      meta: new SharedArrayBuffer(NAMES_META_BYTES),
+      ends: Dictionary.endsBuffer(ends.byteLength),
+      bytes: Dictionary.bytesBuffer(bytes.byteLength),
     };
     new Uint8Array(shared.meta).set(meta);
     new Uint8Array(shared.ends).set(ends);

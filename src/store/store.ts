@@ -41,8 +41,10 @@ export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PRO
 export const EDGE_WORDS = 6;
 export const E_LABEL = 0, E_SRC = 1, E_DST = 2, E_CREATED = 3, E_DELETED = 4, E_PROPS = 5;
 
-const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_VISIBLE = 4;
-const HEAP_HEADER_BYTES = 16;
+export const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_VISIBLE = 4;
+/** Bytes of the meta buffer (the words above, the rest reserved). */
+export const META_BYTES = 64;
+export const HEAP_HEADER_BYTES = 16;
 
 export type Direction = 'out' | 'in';
 
@@ -58,6 +60,12 @@ export interface StoreShared {
   heap: SharedArrayBuffer;
   names: DictionaryShared;
 }
+
+/**
+ * The writer's counters between batches: everything a snapshot at `epoch` holds
+ * (snapshot-sections.ts reads it from the live buffers). Plain data, structured-cloneable.
+ */
+export interface StoreCut { epoch: number; nodeSlots: number; edgeSlots: number; heapUsed: number; names: number }
 
 /**
  * One physical change of a committed batch, replayable without the query engine
@@ -142,7 +150,7 @@ export class Store {
   /** Writer side: allocate a fresh empty store. */
   static create(): Store {
     const shared: StoreShared = {
-      meta: new SharedArrayBuffer(64),
+      meta: new SharedArrayBuffer(META_BYTES),
       nodes: sharedBuffer(1 << 16, limits.nodesMax * NODE_WORDS * 4),
       edges: sharedBuffer(1 << 16, limits.edgesMax * EDGE_WORDS * 4),
       topology: Topology.create().memory,
@@ -160,6 +168,23 @@ export class Store {
   /** Reader side: views over a store created elsewhere. */
   static attach(shared: StoreShared): Store {
     return new Store(shared);
+  }
+
+  /** Writer side: a store over buffers a snapshot loader filled and checked (snapshot-sections.ts). */
+  static loaded(shared: StoreShared): Store {
+    const store = new Store(shared);
+    // The snapshot carries the whole dictionary, so redo from here on needs no older name.
+    store.namesLogged = store.names.size();
+    return store;
+  }
+
+  /**
+   * The counters a snapshot at the committed epoch needs, so that another thread can read
+   * it from the live buffers (sectionsAt) while this one goes on. Writer thread, between batches.
+   */
+  cut(): StoreCut {
+    if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot cut inside a write batch');
+    return { epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!, names: this.names.size() };
   }
 
   /**

@@ -35,18 +35,19 @@ export const DIR_OUT = 0, DIR_IN = 2; // + 0 block offset, + 1 length
 export const ADJ_WORDS = 5;
 export const A_EDGE = 0, A_NEIGHBOR = 1, A_LABEL = 2, A_CREATED = 3, A_DELETED = 4;
 
-const T_HEAP_USED = 0;
-const CHUNK_TABLE = 2;
-const CHUNK_SHIFT = 14;
-const CHUNK_NODES = 1 << CHUNK_SHIFT;
-const CHUNK_WORDS = CHUNK_NODES * DIR_WORDS;
-const CHUNKS = 4096; // 2^26 nodes (limits.nodesMax) / CHUNK_NODES
-const HEAP_START = 8192;
-const PAGE_BYTES = 65536;
-const PAGES_MAX = 65536;
+// Exported for the snapshot export and loader (snapshot-sections.ts), which write this layout.
+export const T_HEAP_USED = 0;
+export const CHUNK_TABLE = 2;
+export const CHUNK_SHIFT = 14;
+export const CHUNK_NODES = 1 << CHUNK_SHIFT;
+export const CHUNK_WORDS = CHUNK_NODES * DIR_WORDS;
+export const CHUNKS = 4096; // 2^26 nodes (limits.nodesMax) / CHUNK_NODES
+export const HEAP_START = 8192;
+export const PAGE_BYTES = 65536;
+export const PAGES_MAX = 65536;
 const ADJ_BLOCK_MIN = 4;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
-const NEVER = 0xffffffff;
+export const NEVER = 0xffffffff;
 
 /**
  * Test-only fault injection: the writer's topology changes that can fail (block and chunk
