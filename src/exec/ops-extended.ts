@@ -255,11 +255,15 @@ function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, de
 function navigateRowsJs(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
   const out: number[] = [];
   const seen = dedupLevel ? levelMarks.begin(ctx) : null;
-  for (let i = 0; i < rows.length; i++) {
-    for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
-      if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+  try {
+    for (let i = 0; i < rows.length; i++) {
+      for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
+        if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+      }
+      if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
     }
-    if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+  } finally {
+    seen?.end();
   }
   return new RowSet(out);
 }
