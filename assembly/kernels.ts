@@ -108,6 +108,47 @@ const MET: u32 = 1 << 31, ROOM: u32 = 1 << 30, NEW: u32 = 1 << 31;
   return end | ROOM;
 }
 
+/** Visible entries of a node's blocks (lengths len0, len1) whose neighbour has no reach word `reach`. */
+function unreachedCount(dir: u32, len0: u32, len1: u32, label: i32, at: u32, table: u32, shift: u32, reach: u32): u32 {
+  let fresh: u32 = 0;
+  for (let d: u32 = 0; d < 2; d++) {
+    const len = d == 0 ? len0 : len1;
+    if (len == 0) continue;
+    const block = blockStart(dir, d);
+    const stop = block + len * ADJ_WORDS;
+    for (let p = block; p < stop; p += ADJ_WORDS) {
+      if (!visible(p, at, label)) continue;
+      const e = findEntry(table, shift, word(p + A_NEIGHBOR));
+      if (e == 0 || word(e + reach) == 0) fresh++;
+    }
+  }
+  return fresh;
+}
+
+/**
+ * Move the search table into the `2^(32 - shift)` slots at word `table` (the header's
+ * table, if any, is the old one; 0 = none yet): zero them, re-insert every entry, and
+ * point the header at them. JS sets H_ROOM.
+ */
+export function rehash(search: u32, table: u32, shift: u32): void {
+  const slots: u32 = <u32>1 << (32 - shift);
+  memory.fill(<usize>table << 2, 0, <usize>slots << (ENTRY_SHIFT + 2));
+  const old = word(search + H_TABLE);
+  if (old != 0) {
+    const stop = old + ((<u32>1 << (32 - word(search + H_SHIFT))) << ENTRY_SHIFT);
+    for (let e = old; e < stop; e += 1 << ENTRY_SHIFT) {
+      const key = word(e);
+      if (key == 0) continue;
+      const moved = claimEntry(table, shift, key - 1) ^ NEW;
+      setWord(moved + 1, word(e + 1));
+      setWord(moved + 2, word(e + 2));
+      setWord(moved + 3, word(e + 3));
+    }
+  }
+  setWord(search + H_TABLE, table);
+  setWord(search + H_SHIFT, shift);
+}
+
 /**
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
  * blocks of nodes queue[from..to) in the directions of `dirs` (bit 0 out, bit 1 in) whose
@@ -128,7 +169,12 @@ export function expandLayer(queue: u32, from: u32, to: u32, end: u32, queueCap: 
     const len0: u32 = (dirs & 1) != 0 ? blockLength(dir, 0) : 0;
     const len1: u32 = (dirs & 2) != 0 ? blockLength(dir, 1) : 0;
     const need = len0 + len1;
-    if (count + need > room || end + need > queueCap) return stopForRoom(search, count, i, need, end);
+    if (count + need > room || end + need > queueCap) {
+      // Near the bound (or a hub): count what this node can really add before asking for
+      // room, so that a hub whose neighbours are mostly reached does not double the table.
+      const fresh = unreachedCount(dir, len0, len1, label, at, table, shift, reach);
+      if (count + fresh > room || end + fresh > queueCap) return stopForRoom(search, count, i, fresh, end);
+    }
     for (let d: u32 = 0; d < 2; d++) {
       const len = d == 0 ? len0 : len1;
       if (len == 0) continue;
@@ -278,7 +324,7 @@ function siftDown(at: u32, root: u32, n: u32): void {
  * get forward reach `mark` and predecessor `node` and are appended at queue[end..) (`end` =
  * `to` on the first call). `temp` holds `tempCap` words for one node's list. Returns the
  * new end; after a node whose list reached a node with a backward reach, end | MET; before
- * a node it has no room for (table, queue or temp), end | ROOM.
+ * a node it has no room for (table, queue or temp), end | ROOM (H_NEED: what it needs).
  */
 export function expandOrdered(queue: u32, from: u32, to: u32, end: u32, queueCap: u32, dirs: u32, label: i32, at: u32, search: u32, mark: u32, temp: u32, tempCap: u32): u32 {
   const table = word(search + H_TABLE), shift = word(search + H_SHIFT), room = word(search + H_ROOM);
@@ -289,7 +335,7 @@ export function expandOrdered(queue: u32, from: u32, to: u32, end: u32, queueCap
     const len0: u32 = (dirs & 1) != 0 ? blockLength(dir, 0) : 0;
     const len1: u32 = (dirs & 2) != 0 ? blockLength(dir, 1) : 0;
     const need = len0 + len1;
-    if (count + need > room || end + need > queueCap || need > tempCap) return stopForRoom(search, count, i, need, end);
+    if (need > tempCap) return stopForRoom(search, count, i, need, end);
     let n: u32 = 0;
     for (let d: u32 = 0; d < 2; d++) {
       const len = d == 0 ? len0 : len1;
@@ -306,6 +352,8 @@ export function expandOrdered(queue: u32, from: u32, to: u32, end: u32, queueCap
         }
       }
     }
+    // This node adds at most its n candidates (a hub's mostly reached list asks for little).
+    if (count + n > room || end + n > queueCap) return stopForRoom(search, count, i, n, end);
     if (n > 1) sortWords(temp, n);
     let met = false;
     for (let k: u32 = 0; k < n; k++) {

@@ -34,9 +34,9 @@ export const limits = {
   shortestPathVisitedMax: 10_000_000,
   /**
    * Bytes of kernel scratch (search tables, queues, navigation buffers) one thread may hold
-   * in the topology memory; a query that needs more: 500 invalid_query. Sized so that a
-   * shortest_path at shortestPathVisitedMax fits (~50-70 bytes per visited node, see
-   * src/exec/shortest-path.ts); a thread reserves only what its largest query needed.
+   * in the topology memory; a query that needs more: 500 invalid_query. A shortest_path
+   * needs ~70 bytes per visited node (table, its outgrown copies, queues): 9 M visited nodes
+   * ran within it (bench/scratch-memory.ts). A thread keeps what its largest query needed.
    */
   scratchBytesPerThreadMax: 1024 * 1024 * 1024,
   /** Iterations of a for_each across one request; more: 500 invalid_query. */

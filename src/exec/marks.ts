@@ -24,15 +24,21 @@ export class ElementMarks {
   private stamps: Uint8Array | null = null;
   private keySpace = 0;
 
-  /** Start a new empty set over every element key of the store. */
-  begin(ctx: ExecCtx): this {
-    return this.beginKeys(Math.max(ctx.store.nodeSlots(), ctx.store.edgeSlots()) * 2 + 2);
+  /**
+   * Start a new empty set over every element key of the store, for about `expected` keys
+   * when the caller knows (rows it will add at most): sized for them at once, no growth.
+   */
+  begin(ctx: ExecCtx, expected = 0): this {
+    return this.beginKeys(Math.max(ctx.store.nodeSlots(), ctx.store.edgeSlots()) * 2 + 2, expected);
   }
 
-  /** Start a new empty set of keys in [0, keySpace). */
-  beginKeys(keySpace: number): this {
+  /** Start a new empty set of keys in [0, keySpace), expecting about `expected` of them. */
+  beginKeys(keySpace: number, expected = 0): this {
     this.end();
     this.keySpace = keySpace;
+    let slots = SPARSE_SLOTS_MIN;
+    while (slots >>> 1 < expected) slots *= 2;
+    if (slots > SPARSE_SLOTS_MIN) this.resize(slots);
     return this;
   }
 
@@ -82,8 +88,12 @@ export class ElementMarks {
   }
 
   private grow(): void {
+    this.resize(this.table.length * 2);
+  }
+
+  /** Move to a table of `slots` slots, or to the byte array if that takes no more memory. */
+  private resize(slots: number): void {
     const old = this.table;
-    const slots = old.length * 2;
     if (slots * 4 >= this.keySpace) {
       const stamps = new Uint8Array(this.keySpace);
       for (let i = 0; i < old.length; i++) if (old[i] !== 0) stamps[old[i]! - 1] = 1;

@@ -240,10 +240,10 @@ function labelFilter(ctx: ExecCtx, input: RowSet, label: string): RowSet {
 
 function dedup(ctx: ExecCtx, input: Stream): Stream {
   if (input.kind === 'rows') {
-    const seenElements = elementMarks.begin(ctx);
+    const rows = input.rows;
+    const seenElements = elementMarks.begin(ctx, rows.length);
     const seenOthers = new Set<string>();
     const out = new RowSet();
-    const rows = input.rows;
     try {
       for (let i = 0; i < rows.length; i++) {
         const el = rows.el[i]!;

@@ -73,7 +73,7 @@ const NEW = 0x80000000;
  * First sizes (a search that meets in a few layers stays within them: 8 KiB of table).
  * Each doubles as needed.
  */
-const TABLE_SLOTS_MIN = 512, QUEUE_WORDS_MIN = 512, TEMP_WORDS_MIN = 256;
+const TABLE_SLOTS_MIN = 4096, QUEUE_WORDS_MIN = 2048, TEMP_WORDS_MIN = 256;
 /**
  * Load bound: 1/2 while the table is small enough to stay in cache (short probes are what
  * counts there), 3/4 beyond 2^20 slots, where the cache misses dominate and the memory
@@ -111,11 +111,7 @@ function startSearch(topo: Topology): Search {
   const arena = topo.scratch();
   const s = new Search();
   s.head = arena.takeZeroed(HEADER_WORDS);
-  const table = arena.takeZeroed(TABLE_SLOTS_MIN * ENTRY_WORDS);
-  const words = topo.words;
-  words[s.head + H_TABLE] = table;
-  words[s.head + H_SHIFT] = 32 - Math.log2(TABLE_SLOTS_MIN);
-  words[s.head + H_ROOM] = roomOf(TABLE_SLOTS_MIN);
+  moveTable(topo, s, TABLE_SLOTS_MIN);
   s.queueF = arena.take(QUEUE_WORDS_MIN); s.capF = QUEUE_WORDS_MIN;
   s.queueB = arena.take(QUEUE_WORDS_MIN); s.capB = QUEUE_WORDS_MIN;
   s.temp = arena.take(TEMP_WORDS_MIN); s.tempCap = TEMP_WORDS_MIN;
@@ -123,22 +119,23 @@ function startSearch(topo: Topology): Search {
 }
 
 /**
- * Room for `need` more nodes: table entries (at its load bound), the forward or backward
- * queue past `end`, and (withTemp, for the kernel) one node's list in temp. Larger regions are new scratch
- * (the old ones stay taken until the search ends: at most the new size again).
+ * Give the search a new table of `slots` slots holding its entries (the old table stays
+ * taken until the search ends: at most half the new one). The rehash kernel zeroes and
+ * re-inserts much faster than JS; rehashJs is its twin.
  */
-function makeRoom(topo: Topology, s: Search, forward: boolean, end: number, need: number, withTemp: boolean): void {
-  const arena = topo.scratch();
-  let words = topo.words;
-  const count = words[s.head + H_COUNT]!;
-  if (count + need > words[s.head + H_ROOM]!) {
-    const oldTable = words[s.head + H_TABLE]!, oldSlots = 2 ** (32 - words[s.head + H_SHIFT]!);
-    let slots = oldSlots * 2;
-    while (count + need > roomOf(slots)) slots *= 2;
-    const table = arena.takeZeroed(slots * ENTRY_WORDS);
-    words = topo.words;
-    const shift = 32 - Math.log2(slots);
-    for (let e = oldTable, stop = oldTable + oldSlots * ENTRY_WORDS; e < stop; e += ENTRY_WORDS) {
+function moveTable(topo: Topology, s: Search, slots: number): void {
+  const table = topo.scratch().take(slots * ENTRY_WORDS);
+  const shift = 32 - Math.log2(slots);
+  if (traversalKernelsOn()) topo.kernels().rehash(s.head, table, shift);
+  else rehashJs(topo.words, s.head, table, shift);
+  topo.words[s.head + H_ROOM] = roomOf(slots);
+}
+
+function rehashJs(words: Uint32Array, head: number, table: number, shift: number): void {
+  words.fill(0, table, table + 2 ** (32 - shift) * ENTRY_WORDS);
+  const old = words[head + H_TABLE]!;
+  if (old !== 0) {
+    for (let e = old, stop = old + 2 ** (32 - words[head + H_SHIFT]!) * ENTRY_WORDS; e < stop; e += ENTRY_WORDS) {
       const key = words[e + E_KEY]!;
       if (key === 0) continue;
       const moved = claimEntry(words, table, shift, key - 1) - NEW;
@@ -146,9 +143,30 @@ function makeRoom(topo: Topology, s: Search, forward: boolean, end: number, need
       words[moved + E_REACH_B] = words[e + E_REACH_B]!;
       words[moved + E_PRED_F] = words[e + E_PRED_F]!;
     }
-    words[s.head + H_TABLE] = table;
-    words[s.head + H_SHIFT] = shift;
-    words[s.head + H_ROOM] = roomOf(slots);
+  }
+  words[head + H_TABLE] = table;
+  words[head + H_SHIFT] = shift;
+}
+
+/**
+ * Room for `need` more nodes: table entries (at its load bound) and the forward or
+ * backward queue past `end`; or, with `withTemp` (the kernel) when `need` is more than
+ * temp holds, one node's list in temp (only that: the kernel then counts what the node
+ * really adds). Larger regions are new scratch (old ones stay taken until the search ends).
+ */
+function makeRoom(topo: Topology, s: Search, forward: boolean, end: number, need: number, withTemp: boolean): void {
+  const arena = topo.scratch();
+  if (withTemp && need > s.tempCap) {
+    s.tempCap = Math.max(s.tempCap * 2, need);
+    s.temp = arena.take(s.tempCap);
+    return;
+  }
+  const words = topo.words;
+  const count = words[s.head + H_COUNT]!;
+  if (count + need > words[s.head + H_ROOM]!) {
+    let slots = 2 ** (33 - words[s.head + H_SHIFT]!);
+    while (count + need > roomOf(slots)) slots *= 2;
+    moveTable(topo, s, slots);
   }
   const cap = forward ? s.capF : s.capB;
   if (end + need > cap) {
@@ -157,10 +175,6 @@ function makeRoom(topo: Topology, s: Search, forward: boolean, end: number, need
     const old = forward ? s.queueF : s.queueB;
     topo.words.copyWithin(queue, old, old + end);
     if (forward) { s.queueF = queue; s.capF = grown; } else { s.queueB = queue; s.capB = grown; }
-  }
-  if (withTemp && need > s.tempCap) {
-    s.tempCap = Math.max(s.tempCap * 2, need);
-    s.temp = arena.take(s.tempCap);
   }
 }
 
@@ -199,9 +213,7 @@ const expandForwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) =
     const dir = topo.dir(node);
     // Lengths read once: the room check and the scan count the same entries.
     const len0 = topo.length(dir, w0), len1 = w1 === undefined ? 0 : topo.length(dir, w1);
-    const need = len0 + len1;
-    if (topo.words[s.head + H_COUNT]! + need > topo.words[s.head + H_ROOM]! || end + need > s.capF) makeRoom(topo, s, true, end, need, false);
-    fresh = withRoom(fresh, 0, need);
+    fresh = withRoom(fresh, 0, len0 + len1);
     let n = 0;
     for (let d = 0; d < 2; d++) {
       const len = d === 0 ? len0 : len1;
@@ -216,6 +228,8 @@ const expandForwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) =
         if (e === 0 || words[e + E_REACH_F] === 0) fresh[n++] = next;
       }
     }
+    // This node adds at most its n candidates (a hub's mostly reached list asks for little).
+    if (topo.words[s.head + H_COUNT]! + n > topo.words[s.head + H_ROOM]! || end + n > s.capF) makeRoom(topo, s, true, end, n, false);
     if (n > 1) fresh.subarray(0, n).sort();
     const words = topo.words;
     const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
@@ -258,7 +272,11 @@ const expandBackwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) 
     const dir = topo.dir(topo.words[s.queueB + i]!);
     const len0 = topo.length(dir, w0), len1 = w1 === undefined ? 0 : topo.length(dir, w1);
     const need = len0 + len1;
-    if (topo.words[s.head + H_COUNT]! + need > topo.words[s.head + H_ROOM]! || end + need > s.capB) makeRoom(topo, s, false, end, need, false);
+    if (topo.words[s.head + H_COUNT]! + need > topo.words[s.head + H_ROOM]! || end + need > s.capB) {
+      // Near the bound (or a hub): ask only for what this node can really add.
+      const fresh = unreachedCountJs(topo, dir, [len0, len1], dirWords, label, at, s, E_REACH_B);
+      if (topo.words[s.head + H_COUNT]! + fresh > topo.words[s.head + H_ROOM]! || end + fresh > s.capB) makeRoom(topo, s, false, end, fresh, false);
+    }
     for (let d = 0; d < 2; d++) {
       const len = d === 0 ? len0 : len1;
       if (len === 0) continue;
@@ -279,6 +297,24 @@ const expandBackwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) 
   }
   return end;
 };
+
+/** Visible entries of a node's blocks whose neighbour has no reach word `reach` (the unreachedCount kernel helper). */
+function unreachedCountJs(topo: Topology, dir: number, lens: readonly number[], dirWords: readonly DirWord[], label: number, at: number, s: Search, reach: number): number {
+  let fresh = 0;
+  for (let d = 0; d < dirWords.length; d++) {
+    const len = lens[d]!;
+    if (len === 0) continue;
+    const off = topo.entries(dir, dirWords[d]!, len);
+    const words = topo.words;
+    const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
+    for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+      if (!entryVisible(words, p, at, label)) continue;
+      const e = findEntry(words, table, shift, words[p + A_NEIGHBOR]!);
+      if (e === 0 || words[e + reach] === 0) fresh++;
+    }
+  }
+  return fresh;
+}
 
 /** The same on the expandLayer kernel. */
 const expandBackwardKernel: Expand = (topo, s, from, to, words, label, at, mark) => {

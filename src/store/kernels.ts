@@ -13,6 +13,7 @@ export interface TraversalKernels {
   expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, seen: number, seenShift: number): number;
   expandOrdered(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, mark: number, temp: number, tempCap: number): number;
   hasSuccessorAt(node: number, dirs: number, label: number, at: number, search: number, reach: number): number;
+  rehash(search: number, table: number, shift: number): void;
 }
 
 /** The kernels' `dirs` argument: bit 0 out, bit 1 in. */
