@@ -51,42 +51,156 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
   return created != 0 && created <= at && (deleted == 0 || at < deleted) && (label < 0 || word(p + A_LABEL) == <u32>label);
 }
 
-// Node state of src/exec/shortest-path.ts: STATE_WORDS words per node, [0] forward reach,
-// [1] backward reach, [3] forward predecessor.
-const STATE_SHIFT: u32 = 2;
+// Search state of src/exec/shortest-path.ts, in the caller's scratch. A header
+// [H_TABLE] table word offset, [H_SHIFT] 32 - log2(slots), [H_COUNT] entries used,
+// [H_ROOM] entries allowed before the table must grow, [H_RESUME] / [H_NEED] where a kernel
+// stopped for room and how much it needs; then an open-addressing table (linear probing,
+// Fibonacci hash) of ENTRY_WORDS-word entries [key = node + 1 (0 = empty), forward reach,
+// backward reach, forward predecessor], one per node the search reached. Kernels never
+// grow anything: before each node they check that the table and the queue have room for
+// all of its entries, and otherwise return ROOM so that JS makes room and calls again.
+const H_TABLE: u32 = 0, H_SHIFT: u32 = 1, H_COUNT: u32 = 2, H_ROOM: u32 = 3, H_RESUME: u32 = 4, H_NEED: u32 = 5;
+const E_REACH: u32 = 1, E_PRED_F: u32 = 3;
+const ENTRY_SHIFT: u32 = 2;
+const HASH: u32 = 0x9e3779b1;
+const MET: u32 = 1 << 31, ROOM: u32 = 1 << 30, NEW: u32 = 1 << 31;
+
+/** Word offset of `node`'s entry, or 0 when the search has not reached it. */
+// @ts-ignore: decorator
+@inline function findEntry(table: u32, shift: u32, node: u32): u32 {
+  const mask: u32 = <u32>0xffffffff >> shift;
+  const key = node + 1;
+  let i = (node * HASH) >> shift;
+  while (true) {
+    const e = table + (i << ENTRY_SHIFT);
+    const k = word(e);
+    if (k == key) return e;
+    if (k == 0) return 0;
+    i = (i + 1) & mask;
+  }
+  return 0;
+}
+
+/** `node`'s entry, made when missing (then | NEW); the caller made room for it. */
+// @ts-ignore: decorator
+@inline function claimEntry(table: u32, shift: u32, node: u32): u32 {
+  const mask: u32 = <u32>0xffffffff >> shift;
+  const key = node + 1;
+  let i = (node * HASH) >> shift;
+  while (true) {
+    const e = table + (i << ENTRY_SHIFT);
+    const k = word(e);
+    if (k == key) return e;
+    if (k == 0) {
+      setWord(e, key);
+      return e | NEW;
+    }
+    i = (i + 1) & mask;
+  }
+  return 0;
+}
+
+/** Stop before node queue[i] for room for `need` entries (see above). */
+// @ts-ignore: decorator
+@inline function stopForRoom(search: u32, count: u32, i: u32, need: u32, end: u32): u32 {
+  setWord(search + H_COUNT, count);
+  setWord(search + H_RESUME, i);
+  setWord(search + H_NEED, need);
+  return end | ROOM;
+}
+
+/** Visible entries of a node's blocks (lengths len0, len1) whose neighbour has no reach word `reach`. */
+function unreachedCount(dir: u32, len0: u32, len1: u32, label: i32, at: u32, table: u32, shift: u32, reach: u32): u32 {
+  let fresh: u32 = 0;
+  for (let d: u32 = 0; d < 2; d++) {
+    const len = d == 0 ? len0 : len1;
+    if (len == 0) continue;
+    const block = blockStart(dir, d);
+    const stop = block + len * ADJ_WORDS;
+    for (let p = block; p < stop; p += ADJ_WORDS) {
+      if (!visible(p, at, label)) continue;
+      const e = findEntry(table, shift, word(p + A_NEIGHBOR));
+      if (e == 0 || word(e + reach) == 0) fresh++;
+    }
+  }
+  return fresh;
+}
+
+/**
+ * Move the search table into the `2^(32 - shift)` slots at word `table` (the header's
+ * table, if any, is the old one; 0 = none yet): zero them, re-insert every entry, and
+ * point the header at them. JS sets H_ROOM.
+ */
+export function rehash(search: u32, table: u32, shift: u32): void {
+  const slots: u32 = <u32>1 << (32 - shift);
+  memory.fill(<usize>table << 2, 0, <usize>slots << (ENTRY_SHIFT + 2));
+  const old = word(search + H_TABLE);
+  if (old != 0) {
+    const stop = old + ((<u32>1 << (32 - word(search + H_SHIFT))) << ENTRY_SHIFT);
+    for (let e = old; e < stop; e += 1 << ENTRY_SHIFT) {
+      const key = word(e);
+      if (key == 0) continue;
+      const moved = claimEntry(table, shift, key - 1) ^ NEW;
+      setWord(moved + 1, word(e + 1));
+      setWord(moved + 2, word(e + 2));
+      setWord(moved + 3, word(e + 3));
+    }
+  }
+  setWord(search + H_TABLE, table);
+  setWord(search + H_SHIFT, shift);
+}
 
 /**
  * One BFS layer: every visible entry (snapshot `at`, label `label` or any when < 0) of the
  * blocks of nodes queue[from..to) in the directions of `dirs` (bit 0 out, bit 1 in) whose
- * neighbour's reach word `side` (0 forward, 1 backward) is 0 gets reach `mark` and is
- * appended at queue[to..). Returns the new end of the queue; stops early, returning the end
- * plus 2^31, after appending a node the other side reached.
+ * neighbour has no reach on side `side` (0 forward, 1 backward) gives it reach `mark` and
+ * appends it at queue[end..) (`end` = `to` on the first call). Returns the new end; stops
+ * early, returning the end | MET, after appending a node the other side reached, or
+ * end | ROOM before a node it has no room for.
  */
-export function expandLayer(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, state: u32, side: u32, mark: u32): u32 {
-  const reach = state + side;
-  const other = state + (side ^ 1);
-  let end = to;
+export function expandLayer(queue: u32, from: u32, to: u32, end: u32, queueCap: u32, dirs: u32, label: i32, at: u32, search: u32, side: u32, mark: u32): u32 {
+  const table = word(search + H_TABLE), shift = word(search + H_SHIFT), room = word(search + H_ROOM);
+  let count = word(search + H_COUNT);
+  const reach = E_REACH + side;
+  const other = E_REACH + (side ^ 1);
   for (let i = from; i < to; i++) {
     const node = word(queue + i);
     const dir = directory(node);
+    // Lengths read once: the room check and the scan count the same entries.
+    const len0: u32 = (dirs & 1) != 0 ? blockLength(dir, 0) : 0;
+    const len1: u32 = (dirs & 2) != 0 ? blockLength(dir, 1) : 0;
+    const need = len0 + len1;
+    if (count + need > room || end + need > queueCap) {
+      // Near the bound (or a hub): count what this node can really add before asking for
+      // room, so that a hub whose neighbours are mostly reached does not double the table.
+      const fresh = unreachedCount(dir, len0, len1, label, at, table, shift, reach);
+      if (count + fresh > room || end + fresh > queueCap) return stopForRoom(search, count, i, fresh, end);
+    }
     for (let d: u32 = 0; d < 2; d++) {
-      if ((dirs & (1 << d)) == 0) continue;
-      const len = blockLength(dir, d);
+      const len = d == 0 ? len0 : len1;
+      if (len == 0) continue;
       const block = blockStart(dir, d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
         if (!visible(p, at, label)) continue;
         const next = word(p + A_NEIGHBOR);
-        const slot = next << STATE_SHIFT;
-        if (word(reach + slot) != 0) continue;
-        setWord(reach + slot, mark);
+        let e = claimEntry(table, shift, next);
+        if ((e & NEW) != 0) {
+          e ^= NEW;
+          count++;
+        } else if (word(e + reach) != 0) continue;
+        setWord(e + reach, mark);
         setWord(queue + end, next);
         end++;
         // The sides met: the caller needs nothing more of this layer.
-        if (word(other + slot) != 0) return end | (1 << 31);
+        if (word(e + other) != 0) {
+          setWord(search + H_COUNT, count);
+          return end | MET;
+        }
       }
     }
   }
+  setWord(search + H_COUNT, count);
   return end;
 }
 
@@ -105,11 +219,16 @@ export function entryCount(queue: u32, count: u32, dirs: u32): u32 {
 /**
  * One navigation step for rows: for each node of rows[0..count) in order, its distinct
  * neighbours over visible entries (as expandLayer), ascending, are appended to out[..].
- * With `stamp` != 0 a neighbour whose word stamps[neighbour] already equals `stamp` is
- * left out and the others get it (first occurrence per level). Returns the count written;
- * `out` must hold entryCount(rows, count, dirs) words.
+ * With `seen` != 0 a neighbour already in the set `seen` (zeroed by the caller) is left
+ * out and the others are added (first occurrence per level): with `seenShift` == 0 the set
+ * is one byte per node ID at byte address seen * 4, else an open-addressing table of
+ * 2^(32 - seenShift) words holding node + 1 (0 = empty), as findEntry. Returns the count
+ * written; `out` must hold entryCount(rows, count, dirs) words and the table that many
+ * nodes with room to spare.
  */
-export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32, out: u32, stamps: u32, stamp: u32): u32 {
+export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32, out: u32, seen: u32, seenShift: u32): u32 {
+  const seenBytes: usize = <usize>seen << 2;
+  const mask: u32 = <u32>0xffffffff >> seenShift;
   let end: u32 = 0;
   for (let i: u32 = 0; i < count; i++) {
     const node = word(rows + i);
@@ -132,14 +251,27 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
       }
     }
     if (!ordered) sortWords(out + start, end - start);
-    // Distinct per row, then (with stamps) first occurrence per level.
+    // Distinct per row, then (with a set) first occurrence per level.
     let kept = start;
     for (let j = start; j < end; j++) {
       const next = word(out + j);
       if (j > start && next == word(out + j - 1)) continue;
-      if (stamp != 0) {
-        if (word(stamps + next) == stamp) continue;
-        setWord(stamps + next, stamp);
+      if (seen != 0) {
+        if (seenShift == 0) {
+          if (load<u8>(seenBytes + next) != 0) continue;
+          store<u8>(seenBytes + next, 1);
+        } else {
+          const key = next + 1;
+          let h = (next * HASH) >> seenShift;
+          let found = false;
+          while (true) {
+            const k = word(seen + h);
+            if (k == key) { found = true; break; }
+            if (k == 0) { setWord(seen + h, key); break; }
+            h = (h + 1) & mask;
+          }
+          if (found) continue;
+        }
       }
       setWord(out + kept, next);
       kept++;
@@ -189,50 +321,67 @@ function siftDown(at: u32, root: u32, n: u32): void {
 
 /**
  * One forward BFS layer in the protocol's own order: for the nodes of queue[from..to) in
- * order, each one's visible neighbours (as expandLayer) with forward reach 0, ascending,
- * get reach `mark` and predecessor `node` (state words 0 and 3) and are appended at
- * queue[to..). `temp` must hold the largest entry count of those nodes. Returns the new end;
- * after a node whose list reached a node with a backward reach, returns it plus 2^31.
+ * order, each one's visible neighbours (as expandLayer) without forward reach, ascending,
+ * get forward reach `mark` and predecessor `node` and are appended at queue[end..) (`end` =
+ * `to` on the first call). `temp` holds `tempCap` words for one node's list. Returns the
+ * new end; after a node whose list reached a node with a backward reach, end | MET; before
+ * a node it has no room for (table, queue or temp), end | ROOM (H_NEED: what it needs).
  */
-export function expandOrdered(queue: u32, from: u32, to: u32, dirs: u32, label: i32, at: u32, state: u32, mark: u32, temp: u32): u32 {
-  let end = to;
+export function expandOrdered(queue: u32, from: u32, to: u32, end: u32, queueCap: u32, dirs: u32, label: i32, at: u32, search: u32, mark: u32, temp: u32, tempCap: u32): u32 {
+  const table = word(search + H_TABLE), shift = word(search + H_SHIFT), room = word(search + H_ROOM);
+  let count = word(search + H_COUNT);
   for (let i = from; i < to; i++) {
     const node = word(queue + i);
     const dir = directory(node);
+    const len0: u32 = (dirs & 1) != 0 ? blockLength(dir, 0) : 0;
+    const len1: u32 = (dirs & 2) != 0 ? blockLength(dir, 1) : 0;
+    const need = len0 + len1;
+    if (need > tempCap) return stopForRoom(search, count, i, need, end);
     let n: u32 = 0;
     for (let d: u32 = 0; d < 2; d++) {
-      if ((dirs & (1 << d)) == 0) continue;
-      const len = blockLength(dir, d);
+      const len = d == 0 ? len0 : len1;
+      if (len == 0) continue;
       const block = blockStart(dir, d);
       const stop = block + len * ADJ_WORDS;
       for (let p = block; p < stop; p += ADJ_WORDS) {
         if (!visible(p, at, label)) continue;
         const next = word(p + A_NEIGHBOR);
-        if (word(state + (next << STATE_SHIFT)) == 0) {
+        const e = findEntry(table, shift, next);
+        if (e == 0 || word(e + E_REACH) == 0) {
           setWord(temp + n, next);
           n++;
         }
       }
     }
+    // This node adds at most its n candidates (a hub's mostly reached list asks for little).
+    if (count + n > room || end + n > queueCap) return stopForRoom(search, count, i, n, end);
     if (n > 1) sortWords(temp, n);
     let met = false;
     for (let k: u32 = 0; k < n; k++) {
       const next = word(temp + k);
-      const slot = state + (next << STATE_SHIFT);
-      if (word(slot) != 0) continue; // a parallel edge: already appended
-      setWord(slot, mark);
-      setWord(slot + 3, node);
+      let e = claimEntry(table, shift, next);
+      if ((e & NEW) != 0) {
+        e ^= NEW;
+        count++;
+      } else if (word(e + E_REACH) != 0) continue; // a parallel edge: already appended
+      setWord(e + E_REACH, mark);
+      setWord(e + E_PRED_F, node);
       setWord(queue + end, next);
       end++;
-      if (word(slot + 1) != 0) met = true;
+      if (word(e + E_REACH + 1) != 0) met = true;
     }
-    if (met) return end | (1 << 31);
+    if (met) {
+      setWord(search + H_COUNT, count);
+      return end | MET;
+    }
   }
+  setWord(search + H_COUNT, count);
   return end;
 }
 
 /** 1 when one of `node`'s visible successors (as expandLayer) has backward reach `reach`. */
-export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, state: u32, reach: u32): u32 {
+export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, search: u32, reach: u32): u32 {
+  const table = word(search + H_TABLE), shift = word(search + H_SHIFT);
   const dir = directory(node);
   for (let d: u32 = 0; d < 2; d++) {
     if ((dirs & (1 << d)) == 0) continue;
@@ -241,7 +390,8 @@ export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, state:
     const stop = block + len * ADJ_WORDS;
     for (let p = block; p < stop; p += ADJ_WORDS) {
       if (!visible(p, at, label)) continue;
-      if (word(state + (word(p + A_NEIGHBOR) << STATE_SHIFT) + 1) == reach) return 1;
+      const e = findEntry(table, shift, word(p + A_NEIGHBOR));
+      if (e != 0 && word(e + E_REACH + 1) == reach) return 1;
     }
   }
   return 0;

@@ -34,6 +34,13 @@ export const limits = {
   pathLengthMax: 100_000,
   /** Nodes one shortest_path search may visit; more: 500 invalid_query. */
   shortestPathVisitedMax: 10_000_000,
+  /**
+   * Bytes of kernel scratch (search tables, queues, navigation buffers) one thread may hold
+   * in the topology memory; a query that needs more: 500 invalid_query. A shortest_path
+   * needs ~70 bytes per visited node (table, its outgrown copies, queues): 9 M visited nodes
+   * ran within it (bench/scratch-memory.ts). A thread keeps what its largest query needed.
+   */
+  scratchBytesPerThreadMax: 1024 * 1024 * 1024,
   /** Iterations of a for_each across one request; more: 500 invalid_query. */
   forEachIterationsMax: 1_000_000,
   /** Decoded property records cached per thread (records are immutable, so caching is exact). */

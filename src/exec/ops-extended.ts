@@ -15,7 +15,6 @@ import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import { ElementMarks } from './marks.js';
 import { dirWord, type Direction } from '../store/store.js';
 import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
-import type { Topology } from '../store/topology.js';
 import { shortestPathJs } from './shortest-path.js';
 
 export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
@@ -215,51 +214,59 @@ function navigateRows(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLev
   return traversalKernelsOn() ? navigateRowsKernel(ctx, step, rows, dedupLevel) : navigateRowsJs(ctx, step, rows, dedupLevel);
 }
 
-/** Per thread and store: the level stamps of navigateRowsKernel. */
-const levelStamps = new WeakMap<Topology, { nodes: number; stamp: number }>();
+/** Smallest first-occurrence table of navigateRowsKernel (slots; 1 KiB). */
+const SEEN_SLOTS_MIN = 256;
 
 /** The step on the expandRows kernel: ids in, distinct sorted neighbours per row out. */
 function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
-  const topo = ctx.store.topology, kernels = topo.kernels();
+  const topo = ctx.store.topology, kernels = topo.kernels(), arena = topo.scratch();
   const count = rows.length;
   const dirs = step.kernelDirs;
-  const input = topo.scratch('repeat.rows', count);
-  const ids = new Uint32Array(topo.memory.buffer, input * 4, count);
-  for (let i = 0; i < count; i++) ids[i] = idOfKey(rows.el[i]!);
-  const bound = kernels.entryCount(input, count, dirs);
-  if (bound > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
-  const output = topo.scratch('repeat.out', Math.max(bound, 1));
-  let stamps = 0, stamp = 0;
-  if (dedupLevel) {
-    const nodes = ctx.store.nodeSlots();
-    let level = levelStamps.get(topo);
-    if (level === undefined || level.nodes < nodes) {
-      // A larger region is a new one, and new regions are zeroed: no node carries a stamp.
-      level = { nodes: Math.max(nodes, 1024, (level?.nodes ?? 0) * 2), stamp: 0 };
-      levelStamps.set(topo, level);
+  const mark = arena.mark();
+  try {
+    const input = arena.take(count);
+    const ids = topo.words;
+    for (let i = 0; i < count; i++) ids[input + i] = idOfKey(rows.el[i]!);
+    const bound = kernels.entryCount(input, count, dirs);
+    if (bound > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+    const output = arena.take(Math.max(bound, 1));
+    let seen = 0, seenShift = 0;
+    if (dedupLevel) {
+      // The level's nodes are at most `bound`: a table of node + 1 at load <= 1/2, or, when
+      // that would be no smaller, one byte per node of the store. Either way the memory
+      // follows the entries this step scans, and is zeroed fresh for the level.
+      let slots = SEEN_SLOTS_MIN;
+      while (slots < 2 * bound) slots *= 2;
+      const nodes = ctx.store.nodeSlots();
+      if (nodes <= slots * 4) {
+        seen = arena.takeZeroed(Math.ceil(nodes / 4));
+      } else {
+        seen = arena.takeZeroed(slots);
+        seenShift = 32 - Math.log2(slots);
+      }
     }
-    stamps = topo.scratch('repeat.stamps', level.nodes);
-    if (level.stamp === 0xffffffff) {
-      new Uint32Array(topo.memory.buffer, stamps * 4, level.nodes).fill(0);
-      level.stamp = 0;
-    }
-    stamp = ++level.stamp;
+    const produced = kernels.expandRows(input, count, dirs, step.label, ctx.at, output, seen, seenShift);
+    const neighbours = topo.words;
+    const out = new Array<number>(produced);
+    for (let i = 0; i < produced; i++) out[i] = nodeKey(neighbours[output + i]!);
+    return new RowSet(out);
+  } finally {
+    arena.release(mark);
   }
-  const produced = kernels.expandRows(input, count, dirs, step.label, ctx.at, output, stamps, stamp);
-  const neighbours = new Uint32Array(topo.memory.buffer, output * 4, produced);
-  const out = new Array<number>(produced);
-  for (let i = 0; i < produced; i++) out[i] = nodeKey(neighbours[i]!);
-  return new RowSet(out);
 }
 
 function navigateRowsJs(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLevel: boolean): RowSet {
   const out: number[] = [];
   const seen = dedupLevel ? levelMarks.begin(ctx) : null;
-  for (let i = 0; i < rows.length; i++) {
-    for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
-      if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+  try {
+    for (let i = 0; i < rows.length; i++) {
+      for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
+        if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+      }
+      if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
     }
-    if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+  } finally {
+    seen?.end();
   }
   return new RowSet(out);
 }

@@ -240,20 +240,24 @@ function labelFilter(ctx: ExecCtx, input: RowSet, label: string): RowSet {
 
 function dedup(ctx: ExecCtx, input: Stream): Stream {
   if (input.kind === 'rows') {
-    const seenElements = elementMarks.begin(ctx);
+    const rows = input.rows;
+    const seenElements = elementMarks.begin(ctx, rows.length);
     const seenOthers = new Set<string>();
     const out = new RowSet();
-    const rows = input.rows;
-    for (let i = 0; i < rows.length; i++) {
-      const el = rows.el[i]!;
-      if (el !== NO_ELEMENT) {
-        if (!seenElements.add(el)) continue;
-      } else {
-        const key = renderRowIdentity(rows.extraAt(i));
-        if (seenOthers.has(key)) continue;
-        seenOthers.add(key);
+    try {
+      for (let i = 0; i < rows.length; i++) {
+        const el = rows.el[i]!;
+        if (el !== NO_ELEMENT) {
+          if (!seenElements.add(el)) continue;
+        } else {
+          const key = renderRowIdentity(rows.extraAt(i));
+          if (seenOthers.has(key)) continue;
+          seenOthers.add(key);
+        }
+        out.pushFrom(rows, i);
       }
-      out.pushFrom(rows, i);
+    } finally {
+      elementMarks.end();
     }
     return rowsOf(out);
   }

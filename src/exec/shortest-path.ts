@@ -40,54 +40,142 @@ export interface PathSearch {
 }
 
 /**
- * Per-thread scratch of one store, in its topology memory so the kernels can use it.
- * `state` holds STATE_WORDS words per node, side by side so one cache line serves a node:
- * [REACH_F] / [REACH_B] = distance + 1 from the source / target (0 = not reached),
- * [PRED_F] = the node that reached it first in the forward BFS. Queues hold each side's
- * nodes in BFS order, so a search resets exactly what it visited and costs what it visits,
- * not what the graph holds.
+ * One search's state, in this thread's kernel scratch (topology memory, so the kernels use
+ * the same words; given back when the search ends). A header (H_*) and an open-addressing
+ * table of the nodes the search reached, ENTRY_WORDS words each, side by side so one cache
+ * line serves a node: [E_KEY] node + 1 (0 = empty slot), [E_REACH_F] / [E_REACH_B] =
+ * distance + 1 from the source / target (0 = not reached), [E_PRED_F] = the node that
+ * reached it first in the forward BFS. Queues hold each side's nodes in BFS order. All of
+ * it grows with what the search visits, never with the store (assembly/kernels.ts repeats
+ * the layout).
  */
-class Scratch {
-  readonly capacity: number;
-  /** Word offsets in the topology memory (for the kernels) ... */
-  readonly at: { state: number; queueF: number; queueB: number };
-  /** ... and views of the same words (for JS). */
-  readonly state: Uint32Array;
-  readonly queueF: Uint32Array;
-  readonly queueB: Uint32Array;
+class Search {
+  /** Word offsets in the topology memory and capacities (words). */
+  head = 0;
+  queueF = 0;
+  capF = 0;
+  queueB = 0;
+  capB = 0;
+  /** One node's sorted list, for the expandOrdered kernel. */
+  temp = 0;
+  tempCap = 0;
   endF = 0;
   endB = 0;
+}
 
-  constructor(topo: Topology, capacity: number) {
-    this.capacity = capacity;
-    const base = topo.scratch('shortest_path', (STATE_WORDS + 2) * capacity);
-    const view = (at: number, words: number) => new Uint32Array(topo.memory.buffer, at * 4, words);
-    this.at = { state: base, queueF: base + STATE_WORDS * capacity, queueB: base + (STATE_WORDS + 1) * capacity };
-    this.state = view(this.at.state, STATE_WORDS * capacity);
-    this.queueF = view(this.at.queueF, capacity);
-    this.queueB = view(this.at.queueB, capacity);
-  }
+const H_TABLE = 0, H_SHIFT = 1, H_COUNT = 2, H_ROOM = 3, H_RESUME = 4, H_NEED = 5, HEADER_WORDS = 8;
+const ENTRY_WORDS = 4, E_KEY = 0, E_REACH_F = 1, E_REACH_B = 2, E_PRED_F = 3;
+/** Fibonacci hashing: node IDs are dense and often consecutive; this spreads them. */
+const HASH = 0x9e3779b1;
+/** claimEntry's flag on an entry it made. */
+const NEW = 0x80000000;
+/**
+ * First sizes (a search that meets in a few layers stays within them: 8 KiB of table).
+ * Each doubles as needed.
+ */
+const TABLE_SLOTS_MIN = 4096, QUEUE_WORDS_MIN = 2048, TEMP_WORDS_MIN = 256;
+/**
+ * Load bound: 1/2 while the table is small enough to stay in cache (short probes are what
+ * counts there), 3/4 beyond 2^20 slots, where the cache misses dominate and the memory
+ * matters (a search at limits.shortestPathVisitedMax fits in limits.scratchBytesPerThreadMax).
+ */
+const roomOf = (slots: number): number => (slots <= 1 << 20 ? slots >>> 1 : slots - (slots >>> 2));
 
-  /** Forget the search: reset what the queues name (PRED_F is only read where REACH_F is set). */
-  reset(): void {
-    const state = this.state;
-    for (let i = 0; i < this.endF; i++) state[this.queueF[i]! * STATE_WORDS + REACH_F] = 0;
-    for (let i = 0; i < this.endB; i++) state[this.queueB[i]! * STATE_WORDS + REACH_B] = 0;
-    this.endF = this.endB = 0;
+/** Word offset of `node`'s entry, or 0 when the search has not reached it. */
+function findEntry(words: Uint32Array, table: number, shift: number, node: number): number {
+  const mask = 0xffffffff >>> shift, key = node + 1;
+  for (let i = Math.imul(node, HASH) >>> shift; ; i = (i + 1) & mask) {
+    const e = table + i * ENTRY_WORDS;
+    const k = words[e + E_KEY]!;
+    if (k === key) return e;
+    if (k === 0) return 0;
   }
 }
 
-const STATE_WORDS = 4, REACH_F = 0, REACH_B = 1, PRED_F = 3;
-
-const scratches = new WeakMap<Topology, Scratch>();
-
-function scratchFor(topo: Topology, nodes: number): Scratch {
-  let s = scratches.get(topo);
-  if (s === undefined || s.capacity < nodes) {
-    s = new Scratch(topo, Math.max(nodes, 1024, (s?.capacity ?? 0) * 2));
-    scratches.set(topo, s);
+/** `node`'s entry, made when missing (then + NEW); the caller made room for it. */
+function claimEntry(words: Uint32Array, table: number, shift: number, node: number): number {
+  const mask = 0xffffffff >>> shift, key = node + 1;
+  for (let i = Math.imul(node, HASH) >>> shift; ; i = (i + 1) & mask) {
+    const e = table + i * ENTRY_WORDS;
+    const k = words[e + E_KEY]!;
+    if (k === key) return e;
+    if (k === 0) {
+      words[e + E_KEY] = key;
+      return e + NEW;
+    }
   }
+}
+
+/** A new search: header, empty table, queues; the caller gives the scratch back. */
+function startSearch(topo: Topology): Search {
+  const arena = topo.scratch();
+  const s = new Search();
+  s.head = arena.takeZeroed(HEADER_WORDS);
+  moveTable(topo, s, TABLE_SLOTS_MIN);
+  s.queueF = arena.take(QUEUE_WORDS_MIN); s.capF = QUEUE_WORDS_MIN;
+  s.queueB = arena.take(QUEUE_WORDS_MIN); s.capB = QUEUE_WORDS_MIN;
+  s.temp = arena.take(TEMP_WORDS_MIN); s.tempCap = TEMP_WORDS_MIN;
   return s;
+}
+
+/**
+ * Give the search a new table of `slots` slots holding its entries (the old table stays
+ * taken until the search ends: at most half the new one). The rehash kernel zeroes and
+ * re-inserts much faster than JS; rehashJs is its twin.
+ */
+function moveTable(topo: Topology, s: Search, slots: number): void {
+  const table = topo.scratch().take(slots * ENTRY_WORDS);
+  const shift = 32 - Math.log2(slots);
+  if (traversalKernelsOn()) topo.kernels().rehash(s.head, table, shift);
+  else rehashJs(topo.words, s.head, table, shift);
+  topo.words[s.head + H_ROOM] = roomOf(slots);
+}
+
+function rehashJs(words: Uint32Array, head: number, table: number, shift: number): void {
+  words.fill(0, table, table + 2 ** (32 - shift) * ENTRY_WORDS);
+  const old = words[head + H_TABLE]!;
+  if (old !== 0) {
+    for (let e = old, stop = old + 2 ** (32 - words[head + H_SHIFT]!) * ENTRY_WORDS; e < stop; e += ENTRY_WORDS) {
+      const key = words[e + E_KEY]!;
+      if (key === 0) continue;
+      const moved = claimEntry(words, table, shift, key - 1) - NEW;
+      words[moved + E_REACH_F] = words[e + E_REACH_F]!;
+      words[moved + E_REACH_B] = words[e + E_REACH_B]!;
+      words[moved + E_PRED_F] = words[e + E_PRED_F]!;
+    }
+  }
+  words[head + H_TABLE] = table;
+  words[head + H_SHIFT] = shift;
+}
+
+/**
+ * Room for `need` more nodes: table entries (at its load bound) and the forward or
+ * backward queue past `end`; or, with `withTemp` (the kernel) when `need` is more than
+ * temp holds, one node's list in temp (only that: the kernel then counts what the node
+ * really adds). Larger regions are new scratch (old ones stay taken until the search ends).
+ */
+function makeRoom(topo: Topology, s: Search, forward: boolean, end: number, need: number, withTemp: boolean): void {
+  const arena = topo.scratch();
+  if (withTemp && need > s.tempCap) {
+    s.tempCap = Math.max(s.tempCap * 2, need);
+    s.temp = arena.take(s.tempCap);
+    return;
+  }
+  const words = topo.words;
+  const count = words[s.head + H_COUNT]!;
+  if (count + need > words[s.head + H_ROOM]!) {
+    let slots = 2 ** (33 - words[s.head + H_SHIFT]!);
+    while (count + need > roomOf(slots)) slots *= 2;
+    moveTable(topo, s, slots);
+  }
+  const cap = forward ? s.capF : s.capB;
+  if (end + need > cap) {
+    const grown = Math.max(cap * 2, end + need);
+    const queue = arena.take(grown);
+    const old = forward ? s.queueF : s.queueB;
+    topo.words.copyWithin(queue, old, old + end);
+    if (forward) { s.queueF = queue; s.capF = grown; } else { s.queueB = queue; s.capB = grown; }
+  }
 }
 
 const forwardWords = (d: PathDirection): readonly DirWord[] => (d === 'out' ? [DIR_OUT] : d === 'in' ? [DIR_IN] : [DIR_OUT, DIR_IN]);
@@ -103,9 +191,11 @@ const FORWARD_WEIGHT = 3;
 
 /** Set in an expansion's result when a new node was already reached by the other side. */
 const MET = 0x80000000;
+/** Set in a kernel's result when it stopped for room (H_RESUME, H_NEED say where and how much). */
+const ROOM = 0x40000000;
 
-/** Layer expansions: (scratch, layer bounds in the queue, ...) -> new queue end, | MET. */
-type Expand = (topo: Topology, s: Scratch, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number) => number;
+/** Layer expansions: (search, layer bounds in the queue, ...) -> new queue end, | MET. */
+type Expand = (topo: Topology, s: Search, from: number, to: number, words: readonly DirWord[], label: number, at: number, mark: number) => number;
 
 /** Reused by expandForwardJs: one node's unreached neighbours before sorting. */
 let fresh: Uint32Array = new Uint32Array(256);
@@ -115,33 +205,46 @@ let fresh: Uint32Array = new Uint32Array(256);
  * neighbours ascending, each remembering the node that reached it. Stops after the node
  * whose list reached a node of the backward side.
  */
-const expandForwardJs: Expand = (topo, s, from, to, words, label, at, mark) => {
-  const queue = s.queueF, state = s.state;
+const expandForwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) => {
+  const w0 = dirWords[0]!, w1 = dirWords[1];
   let end = to;
   for (let i = from; i < to; i++) {
-    const node = queue[i]!;
+    const node = topo.words[s.queueF + i]!;
     const dir = topo.dir(node);
+    // Lengths read once: the room check and the scan count the same entries.
+    const len0 = topo.length(dir, w0), len1 = w1 === undefined ? 0 : topo.length(dir, w1);
+    fresh = withRoom(fresh, 0, len0 + len1);
     let n = 0;
-    for (const w of words) {
-      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
-      const adj = topo.words;
-      fresh = withRoom(fresh, n, n + len);
+    for (let d = 0; d < 2; d++) {
+      const len = d === 0 ? len0 : len1;
+      if (len === 0) continue;
+      const off = topo.entries(dir, d === 0 ? w0 : w1!, len);
+      const words = topo.words;
+      const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-        if (!entryVisible(adj, p, at, label)) continue;
-        const next = adj[p + A_NEIGHBOR]!;
-        if (state[next * STATE_WORDS + REACH_F] === 0) fresh[n++] = next;
+        if (!entryVisible(words, p, at, label)) continue;
+        const next = words[p + A_NEIGHBOR]!;
+        const e = findEntry(words, table, shift, next);
+        if (e === 0 || words[e + E_REACH_F] === 0) fresh[n++] = next;
       }
     }
+    // This node adds at most its n candidates (a hub's mostly reached list asks for little).
+    if (topo.words[s.head + H_COUNT]! + n > topo.words[s.head + H_ROOM]! || end + n > s.capF) makeRoom(topo, s, true, end, n, false);
     if (n > 1) fresh.subarray(0, n).sort();
+    const words = topo.words;
+    const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
+    let count = words[s.head + H_COUNT]!;
     let met = false;
     for (let k = 0; k < n; k++) {
-      const slot = fresh[k]! * STATE_WORDS;
-      if (state[slot + REACH_F] !== 0) continue; // a parallel edge: already appended
-      state[slot + REACH_F] = mark;
-      state[slot + PRED_F] = node;
-      queue[end++] = fresh[k]!;
-      if (state[slot + REACH_B] !== 0) met = true;
+      let e = claimEntry(words, table, shift, fresh[k]!);
+      if (e >= NEW) { e -= NEW; count++; }
+      else if (words[e + E_REACH_F] !== 0) continue; // a parallel edge: already appended
+      words[e + E_REACH_F] = mark;
+      words[e + E_PRED_F] = node;
+      words[s.queueF + end++] = fresh[k]!;
+      if (words[e + E_REACH_B] !== 0) met = true;
     }
+    words[s.head + H_COUNT] = count;
     if (met) return (end | MET) >>> 0;
   }
   return end;
@@ -151,47 +254,103 @@ const expandForwardJs: Expand = (topo, s, from, to, words, label, at, mark) => {
 const expandForwardKernel: Expand = (topo, s, from, to, words, label, at, mark) => {
   const kernels = topo.kernels();
   const dirs = kernelDirections(words);
-  // The largest list one node can contribute is at most the layer's whole entry count.
-  const temp = topo.scratch('shortest_path.sort', Math.max(64, kernels.entryCount(s.at.queueF + from, to - from, dirs)));
-  return kernels.expandOrdered(s.at.queueF, from, to, dirs, label, at, s.at.state, mark, temp) >>> 0;
+  let resume = from, end = to;
+  for (;;) {
+    const result = kernels.expandOrdered(s.queueF, resume, to, end, s.capF, dirs, label, at, s.head, mark, s.temp, s.tempCap) >>> 0;
+    if ((result & ROOM) === 0) return result;
+    end = result - ROOM;
+    resume = topo.words[s.head + H_RESUME]!;
+    makeRoom(topo, s, true, end, topo.words[s.head + H_NEED]!, true);
+  }
 };
 
 /** A backward layer (order irrelevant): unreached neighbours get reach `mark`; stops at the first met node. */
-const expandBackwardJs: Expand = (topo, s, from, to, words, label, at, mark) => {
-  const queue = s.queueB, state = s.state;
+const expandBackwardJs: Expand = (topo, s, from, to, dirWords, label, at, mark) => {
+  const w0 = dirWords[0]!, w1 = dirWords[1];
   let end = to;
   for (let i = from; i < to; i++) {
-    const dir = topo.dir(queue[i]!);
-    for (const w of words) {
-      const len = topo.length(dir, w), off = topo.entries(dir, w, len);
-      const adj = topo.words;
+    const dir = topo.dir(topo.words[s.queueB + i]!);
+    const len0 = topo.length(dir, w0), len1 = w1 === undefined ? 0 : topo.length(dir, w1);
+    const need = len0 + len1;
+    if (topo.words[s.head + H_COUNT]! + need > topo.words[s.head + H_ROOM]! || end + need > s.capB) {
+      // Near the bound (or a hub): ask only for what this node can really add.
+      const fresh = unreachedCountJs(topo, dir, [len0, len1], dirWords, label, at, s, E_REACH_B);
+      if (topo.words[s.head + H_COUNT]! + fresh > topo.words[s.head + H_ROOM]! || end + fresh > s.capB) makeRoom(topo, s, false, end, fresh, false);
+    }
+    for (let d = 0; d < 2; d++) {
+      const len = d === 0 ? len0 : len1;
+      if (len === 0) continue;
+      const off = topo.entries(dir, d === 0 ? w0 : w1!, len);
+      const words = topo.words;
+      const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-        if (!entryVisible(adj, p, at, label)) continue;
-        const next = adj[p + A_NEIGHBOR]!;
-        const slot = next * STATE_WORDS;
-        if (state[slot + REACH_B] !== 0) continue;
-        state[slot + REACH_B] = mark;
-        queue[end++] = next;
-        if (state[slot + REACH_F] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
+        if (!entryVisible(words, p, at, label)) continue;
+        const next = words[p + A_NEIGHBOR]!;
+        let e = claimEntry(words, table, shift, next);
+        if (e >= NEW) { e -= NEW; words[s.head + H_COUNT]++; }
+        else if (words[e + E_REACH_B] !== 0) continue;
+        words[e + E_REACH_B] = mark;
+        words[s.queueB + end++] = next;
+        if (words[e + E_REACH_F] !== 0) return (end | MET) >>> 0; // the sides met: nothing more is needed
       }
     }
   }
   return end;
 };
 
+/** Visible entries of a node's blocks whose neighbour has no reach word `reach` (the unreachedCount kernel helper). */
+function unreachedCountJs(topo: Topology, dir: number, lens: readonly number[], dirWords: readonly DirWord[], label: number, at: number, s: Search, reach: number): number {
+  let fresh = 0;
+  for (let d = 0; d < dirWords.length; d++) {
+    const len = lens[d]!;
+    if (len === 0) continue;
+    const off = topo.entries(dir, dirWords[d]!, len);
+    const words = topo.words;
+    const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
+    for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+      if (!entryVisible(words, p, at, label)) continue;
+      const e = findEntry(words, table, shift, words[p + A_NEIGHBOR]!);
+      if (e === 0 || words[e + reach] === 0) fresh++;
+    }
+  }
+  return fresh;
+}
+
 /** The same on the expandLayer kernel. */
-const expandBackwardKernel: Expand = (topo, s, from, to, words, label, at, mark) =>
-  topo.kernels().expandLayer(s.at.queueB, from, to, kernelDirections(words), label, at, s.at.state, REACH_B, mark) >>> 0;
+const expandBackwardKernel: Expand = (topo, s, from, to, words, label, at, mark) => {
+  const kernels = topo.kernels();
+  const dirs = kernelDirections(words);
+  let resume = from, end = to;
+  for (;;) {
+    const result = kernels.expandLayer(s.queueB, resume, to, end, s.capB, dirs, label, at, s.head, 1, mark) >>> 0;
+    if ((result & ROOM) === 0) return result;
+    end = result - ROOM;
+    resume = topo.words[s.head + H_RESUME]!;
+    makeRoom(topo, s, false, end, topo.words[s.head + H_NEED]!, false);
+  }
+};
+
+/** `node`'s entry word offset in the search table (0: not reached). */
+function entryOf(topo: Topology, s: Search, node: number): number {
+  const words = topo.words;
+  return findEntry(words, words[s.head + H_TABLE]!, words[s.head + H_SHIFT]!, node);
+}
+
+/** Backward reach of `node` (0: not reached from the target). */
+function reachB(topo: Topology, s: Search, node: number): number {
+  const e = entryOf(topo, s, node);
+  return e === 0 ? 0 : topo.words[e + E_REACH_B]!;
+}
 
 /** Whether one of `node`'s successors has backward reach `reach`. */
-function hasSuccessorAt(topo: Topology, s: Scratch, node: number, words: readonly DirWord[], label: number, at: number, reach: number): boolean {
-  if (traversalKernelsOn()) return topo.kernels().hasSuccessorAt(node, kernelDirections(words), label, at, s.at.state, reach) === 1;
+function hasSuccessorAt(topo: Topology, s: Search, node: number, words: readonly DirWord[], label: number, at: number, reach: number): boolean {
+  if (traversalKernelsOn()) return topo.kernels().hasSuccessorAt(node, kernelDirections(words), label, at, s.head, reach) === 1;
   const dir = topo.dir(node);
   for (const w of words) {
     const len = topo.length(dir, w), off = topo.entries(dir, w, len);
     const adj = topo.words;
     for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
-      if (entryVisible(adj, p, at, label) && s.state[adj[p + A_NEIGHBOR]! * STATE_WORDS + REACH_B] === reach) return true;
+      if (entryVisible(adj, p, at, label) && reachB(topo, s, adj[p + A_NEIGHBOR]!) === reach) return true;
     }
   }
   return false;
@@ -200,26 +359,33 @@ function hasSuccessorAt(topo: Topology, s: Scratch, node: number, words: readonl
 /** The node IDs of the path the protocol's BFS finds, source first; [] when none. */
 export function shortestPathJs(q: PathSearch): number[] {
   if (q.source === q.target) return [q.source];
-  const s = scratchFor(q.store.topology, q.store.nodeSlots());
+  const arena = q.store.topology.scratch();
+  const mark = arena.mark();
   try {
-    return search(q, s);
+    return search(q, startSearch(q.store.topology));
   } finally {
-    s.reset();
+    arena.release(mark);
   }
 }
 
-function search(q: PathSearch, s: Scratch): number[] {
+function search(q: PathSearch, s: Search): number[] {
   const { store, at, source, target, label } = q;
   const topo = store.topology;
   const fwd = forwardWords(q.direction), bwd = backwardWords(q.direction);
-  const state = s.state;
   const kernel = traversalKernelsOn();
   const expandForward = kernel ? expandForwardKernel : expandForwardJs;
   const expandBackward = kernel ? expandBackwardKernel : expandBackwardJs;
 
   // 1. Queues hold whole layers back to back; layerF[i] = start of forward layer i.
-  s.queueF[0] = source; s.endF = 1; state[source * STATE_WORDS + REACH_F] = 1;
-  s.queueB[0] = target; s.endB = 1; state[target * STATE_WORDS + REACH_B] = 1;
+  {
+    const words = topo.words;
+    const table = words[s.head + H_TABLE]!, shift = words[s.head + H_SHIFT]!;
+    words[claimEntry(words, table, shift, source) - NEW + E_REACH_F] = 1;
+    words[claimEntry(words, table, shift, target) - NEW + E_REACH_B] = 1;
+    words[s.head + H_COUNT] = 2;
+    words[s.queueF] = source; s.endF = 1;
+    words[s.queueB] = target; s.endB = 1;
+  }
   const layerF = [0, 1], layerB = [0, 1];
   let a = 0, b = 0, met = false;
   while (a + b < q.maxDepth) {
@@ -249,11 +415,12 @@ function search(q: PathSearch, s: Scratch): number[] {
   // 2. The first node of forward layer a with a successor at backward distance b.
   let pivot = -1;
   for (let i = layerF[a]!; i < layerF[a + 1]! && pivot === -1; i++) {
-    if (hasSuccessorAt(topo, s, s.queueF[i]!, fwd, label, at, b + 1)) pivot = s.queueF[i]!;
+    const node = topo.words[s.queueF + i]!;
+    if (hasSuccessorAt(topo, s, node, fwd, label, at, b + 1)) pivot = node;
   }
   if (pivot === -1) throw queryError('internal error: shortest_path lost its way');
   const path: number[] = [];
-  for (let node = pivot, k = a; k >= 0; k--, node = state[node * STATE_WORDS + PRED_F]!) path.push(node);
+  for (let node = pivot, k = a; k >= 0; k--, node = topo.words[entryOf(topo, s, node) + E_PRED_F]!) path.push(node);
   path.reverse();
 
   // 3. The smallest-ID successor at the right backward distance, step by step.
@@ -267,7 +434,7 @@ function search(q: PathSearch, s: Scratch): number[] {
       for (let p = off, stop = off + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
         if (!entryVisible(adj, p, at, label)) continue;
         const next = adj[p + A_NEIGHBOR]!;
-        if ((best === -1 || next < best) && state[next * STATE_WORDS + REACH_B] === total - position + 1) best = next;
+        if ((best === -1 || next < best) && reachB(topo, s, next) === total - position + 1) best = next;
       }
     }
     if (best === -1) throw queryError('internal error: shortest_path lost its way');

@@ -8,11 +8,12 @@ import { SvcError } from '../protocol/errors.js';
 import { DIR_OUT, type DirWord } from './topology.js';
 
 export interface TraversalKernels {
-  expandLayer(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, side: number, mark: number): number;
+  expandLayer(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, side: number, mark: number): number;
   entryCount(queue: number, count: number, dirs: number): number;
-  expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, stamps: number, stamp: number): number;
-  expandOrdered(queue: number, from: number, to: number, dirs: number, label: number, at: number, state: number, mark: number, temp: number): number;
-  hasSuccessorAt(node: number, dirs: number, label: number, at: number, state: number, reach: number): number;
+  expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, seen: number, seenShift: number): number;
+  expandOrdered(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, mark: number, temp: number, tempCap: number): number;
+  hasSuccessorAt(node: number, dirs: number, label: number, at: number, search: number, reach: number): number;
+  rehash(search: number, table: number, shift: number): void;
 }
 
 /** The kernels' `dirs` argument: bit 0 out, bit 1 in. */

@@ -7,7 +7,8 @@
 //   [1]                     reserved
 //   [CHUNK_TABLE ..+CHUNKS) directory chunk table: word offset of the directory chunk for
 //                           nodes k * CHUNK_NODES .. (k+1) * CHUNK_NODES - 1, 0 = none yet
-//   [HEAP_START ..)         heap: directory chunks and adjacency blocks, never freed
+//   [HEAP_START ..)         heap: directory chunks, adjacency blocks and the threads' kernel
+//                           scratch segments (scratch-arena.ts), never freed
 // Directory entry (DIR_WORDS): [outBlock, outLength, inBlock, inLength]; block 0 = none yet
 // Block: [capacity] then `capacity` entries, then one sentinel entry that is never visible;
 // a block's offset names its first entry.
@@ -29,6 +30,7 @@
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { instantiateKernels, type TraversalKernels } from './kernels.js';
+import { ScratchArena } from './scratch-arena.js';
 
 export const DIR_WORDS = 4;
 export const DIR_OUT = 0, DIR_IN = 2; // + 0 block offset, + 1 length
@@ -90,8 +92,7 @@ export class Topology {
   private kernelInstance: TraversalKernels | null = null;
   /** HEAP_USED when kernels() last refreshed this thread's view of the memory. */
   private kernelsCheckedUsed = 0;
-  /** This thread's kernel scratch regions by purpose: word offset and size (see scratch()). */
-  private readonly scratchRegions = new Map<string, { at: number; words: number }>();
+  private arena: ScratchArena | null = null;
 
   private constructor(memory: WebAssembly.Memory) {
     this.memory = memory;
@@ -235,38 +236,60 @@ export class Topology {
     return this.kernelInstance;
   }
 
+  /** This thread's kernel scratch (made on first use; this object is per thread). */
+  scratch(): ScratchArena {
+    if (this.arena === null) this.arena = new ScratchArena(this);
+    return this.arena;
+  }
+
+  /** Words of the heap handed out so far (blocks, directories and every thread's scratch). */
+  heapUsed(): number {
+    return Atomics.load(this.words, T_HEAP_USED);
+  }
+
   /**
-   * This thread's scratch region `purpose` with at least `wordCount` words (word offset),
-   * zeroed when first handed out. A larger request replaces the region (the old one is not
-   * reused: it is at most half of the new one), so callers re-read the offset after asking.
+   * `wordCount` heap words for a thread's scratch segment (any thread; see reserve). The
+   * words are not zeroed: a segment is reused by many queries, which zero what they need.
    */
-  scratch(purpose: string, wordCount: number): number {
-    const region = this.scratchRegions.get(purpose);
-    if (region !== undefined && region.words >= wordCount) return region.at;
-    const words = Math.max(wordCount, (region?.words ?? 0) * 2);
-    const at = this.allocateScratch(words);
-    this.scratchRegions.set(purpose, { at, words });
-    return at;
+  reserveScratch(wordCount: number): number {
+    return this.reserve(wordCount);
   }
 
   // ------------------------------------------------------------ writer
 
   private allocate(wordCount: number): number {
     faultPoint();
-    // Atomic because reader threads take kernel scratch from the same heap.
-    const at = Atomics.add(this.words, T_HEAP_USED, wordCount);
-    const end = at + wordCount;
-    try {
-      if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
-      this.grow(end);
-    } catch (err) {
-      // Give the words back unless a scratch allocation took words after them (then they
-      // stay a hole): the pointer must not stay beyond what the memory holds.
-      Atomics.compareExchange(this.words, T_HEAP_USED, end, at);
-      if (err instanceof SvcError) throw err;
-      throw new SvcError('storage_error', `storage error: adjacency memory could not grow: ${(err as Error).message}`);
+    return this.reserve(wordCount);
+  }
+
+  /**
+   * Move HEAP_USED past `wordCount` words and return where they start. Reader threads take
+   * scratch from the same heap as the writer's blocks, so this is a compare-exchange loop
+   * that checks the bound before it moves the pointer: a request that does not fit changes
+   * nothing (an add-then-undo would let other threads see, and fail on, the overshoot), and
+   * the u32 pointer can never wrap onto live directories.
+   */
+  private reserve(wordCount: number): number {
+    if (!Number.isInteger(wordCount) || wordCount <= 0) {
+      throw new SvcError('internal_error', `internal error: topology request of ${wordCount} words`);
     }
-    return at;
+    const words = this.words; // word 0 is in every view
+    for (;;) {
+      const at = Atomics.load(words, T_HEAP_USED);
+      const end = at + wordCount; // a double: no wrap
+      if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
+      if (Atomics.compareExchange(words, T_HEAP_USED, at, end) !== at) continue;
+      try {
+        this.grow(end);
+      } catch (err) {
+        // Give the words back unless another thread took words after them (then they stay
+        // a hole): the pointer must not stay beyond what the memory holds.
+        Atomics.compareExchange(words, T_HEAP_USED, end, at);
+        if (err instanceof SvcError) throw err;
+        throw new SvcError('storage_error', `storage error: adjacency memory could not grow: ${(err as Error).message}`);
+      }
+      return at;
+    }
   }
 
   /**
@@ -354,19 +377,5 @@ export class Topology {
       else hi = mid - 1;
     }
     return false;
-  }
-
-  /**
-   * `wordCount` words of kernel scratch for one thread, zeroed. Taken from the heap like a
-   * block (HEAP_USED is advanced atomically, so any thread may call this); a snapshot
-   * carries it along as unused words.
-   */
-  private allocateScratch(wordCount: number): number {
-    const at = Atomics.add(this.words, T_HEAP_USED, wordCount);
-    const end = at + wordCount;
-    if (end > limits.topologyWordsMax) throw new SvcError('storage_error', 'storage error: adjacency heap is full');
-    this.grow(end);
-    this.words.fill(0, at, end);
-    return at;
   }
 }
