@@ -1,4 +1,5 @@
-// Local faults of object storage, injected by mocking node:fs (the staging disk is full):
+// Local faults of object storage: a full staging disk (node:fs mocked) and snapshot writes
+// failing on the snapshot thread (snapshotFaults):
 // a snapshot download that fails is not evidence against the snapshot (the open fails with
 // storage_error and every object stays), and a snapshot that cannot be written is retried
 // with backoff while the writer stays ready.
@@ -10,15 +11,15 @@ import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { ObjectWriter } from '../src/durability/object-storage.js';
 import { limits } from '../src/limits.js';
+import { snapshotFaults } from '../src/durability/snapshot.js';
 import { executeRequest } from '../src/exec/request.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 
 /**
  * failAfterBytes: staging writes of downloaded snapshots fail after this many bytes (null: off).
- * snapshotWrites: writeSnapshot's temp files fail to open; attempts counts the tries.
  */
-const fault = { failAfterBytes: null as number | null, snapshotWrites: false, snapshotAttempts: 0 };
+const fault = { failAfterBytes: null as number | null };
 
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
@@ -38,14 +39,7 @@ vi.mock('node:fs', async (importOriginal) => {
     });
     return Object.assign(stream, { bytesWritten: 0 });
   }) as typeof fs.createWriteStream;
-  const openSync = ((path: string, ...rest: unknown[]) => {
-    if (/snapshot-\d+\.bin\.tmp$/.test(String(path))) {
-      fault.snapshotAttempts++;
-      if (fault.snapshotWrites) throw Object.assign(new Error(`ENOSPC: no space left on device, open '${path}'`), { code: 'ENOSPC' });
-    }
-    return (fs.openSync as (...args: unknown[]) => number)(path, ...rest);
-  }) as typeof fs.openSync;
-  return { ...fs, default: { ...fs, createWriteStream, openSync }, createWriteStream, openSync };
+  return { ...fs, default: { ...fs, createWriteStream }, createWriteStream };
 });
 
 let s3: S3rverInstance;
@@ -123,14 +117,16 @@ it('a snapshot that cannot be written is retried with backoff, not per group com
     await writer.sync();
   };
   try {
-    fault.snapshotWrites = true;
-    fault.snapshotAttempts = 0;
+    // The snapshot is written on its own thread: the fault crosses with each job.
+    const injected = 1000;
+    snapshotFaults.failWrites = injected;
     const startedAt = Date.now();
     for (let i = 0; i < 10; i++) await writeOne(i);
-    const burstMs = Date.now() - startedAt;
     // Ten groups, each due a snapshot: one attempt, then each backoff (>= half the first
     // delay) holds the next ones (a burst of ~100 ms makes that exactly one attempt).
-    const failedAttempts = fault.snapshotAttempts;
+    for (let waited = 0; writer.health().problem === null && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    const burstMs = Date.now() - startedAt;
+    const failedAttempts = injected - snapshotFaults.failWrites;
     expect(failedAttempts).toBeGreaterThanOrEqual(1);
     expect(failedAttempts).toBeLessThanOrEqual(1 + Math.floor(burstMs / (limits.snapshotRetryFirstMs / 2)));
     expect(failedAttempts).toBeLessThan(10);
@@ -139,17 +135,16 @@ it('a snapshot that cannot be written is retried with backoff, not per group com
     expect(logged.filter((l) => /snapshot of s3:\/\/bucket\/snapfail failed, retrying with backoff/.test(l))).toHaveLength(1);
 
     // Past the backoff the next group tries again; with the disk back it succeeds.
-    fault.snapshotWrites = false;
+    snapshotFaults.failWrites = 0;
     await new Promise((r) => setTimeout(r, limits.snapshotRetryFirstMs * 2 ** (failedAttempts - 1) + 50));
     await writeOne(10);
     // The snapshot runs after the group's writes were answered: wait for it.
     for (let waited = 0; writer.health().problem !== null && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
-    expect(fault.snapshotAttempts).toBe(failedAttempts + 1);
     expect(writer.health()).toEqual({ ready: true, problem: null });
     expect(logged.filter((l) => new RegExp(`succeeded again after ${failedAttempts} failures`).test(l))).toHaveLength(1);
     expect((await snapshotKeys('snapfail')).length).toBeGreaterThanOrEqual(1);
   } finally {
-    fault.snapshotWrites = false;
+    snapshotFaults.failWrites = 0;
     stderr.mockRestore();
     await writer.close();
   }

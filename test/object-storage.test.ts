@@ -621,7 +621,10 @@ describe('svc serve --mode reader --disk', () => {
     const fast = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '50']);
     const slow = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '3000']);
     try {
-      for (let i = 0; i < 4; i++) expect((await post(writer.url, addOne(i))).status).toBe(200);
+      for (let i = 0; i < 4; i++) {
+        expect((await post(writer.url, addOne(i))).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 150)); // each snapshot (on its own thread) finishes, so older segments get pruned
+      }
       await eventually(async () => (await countOn(fast.url)) === 4, 'the fast disk reader sees 4 nodes');
       await eventually(async () => (await countOn(slow.url)) === 4, 'the slow disk reader sees 4 nodes');
       expect(slow.stderr()).toMatch(/reloaded from snapshot/);

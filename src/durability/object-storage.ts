@@ -36,7 +36,8 @@ import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
 import { processAlive } from './disk-lock.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
-import { readSnapshot, snapshotName, writeSnapshot } from './snapshot.js';
+import { readSnapshot, snapshotName } from './snapshot.js';
+import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, readSegment, segmentHeader } from './wal.js';
 
 export { parseStorageUri, type ObjectStorageOptions } from './object-bucket.js';
@@ -350,6 +351,7 @@ export class ObjectWriter {
   private walObjectsSinceSnapshot: number;
   /** The snapshot being taken (the loop's, close()'s or snapshot()'s: one at a time). */
   private snapshotting: Promise<void> | null = null;
+  private readonly snapshotThread = new SnapshotThread();
   /** Why the last group upload failed, until one succeeds: not ready, new writes refused. */
   private uploadProblem: string | null = null;
   private snapshotProblem: string | null = null;
@@ -662,13 +664,15 @@ export class ObjectWriter {
 
   private async snapshotNow(): Promise<void> {
     if (this.fenced !== null) throw this.fenced;
-    const epoch = this.store.committedEpoch();
-    if (epoch === this.lastSnapshotEpoch) return;
+    if (this.store.committedEpoch() === this.lastSnapshotEpoch) return;
     if (!(await this.lock.ensureFresh())) {
       throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
     }
-    writeSnapshot(this.dir, this.store);
-    const file = join(this.dir, snapshotName(epoch));
+    const epoch = this.store.committedEpoch();
+    // Cut between batches; the snapshot thread writes it while writes go on.
+    const cut = this.store.cut();
+    const file = join(this.dir, snapshotName(cut.epoch));
+    await this.snapshotThread.write(this.store.shared, cut, file);
     const key = this.bucket.snapshotKey(epoch);
     try {
       // The snapshot may hold batches whose group is not uploaded yet: once it is in the
@@ -723,6 +727,7 @@ export class ObjectWriter {
   }
 
   private async closeOnce(): Promise<void> {
+    let stopProblem: SvcError | null = null;
     this.healthChanged();
     this.wake?.();
     try {
@@ -735,14 +740,16 @@ export class ObjectWriter {
         try {
           await this.snapshotOnce();
         } catch (err) {
-          process.stderr.write(`svcdb: snapshot at close failed (the WAL keeps every write): ${errorText(err)}\n`);
+          stopProblem = new SvcError('storage_error', `storage error: the snapshot at stop failed (the WAL keeps every write): ${errorText(err)}`);
         }
       }
       try { await this.lock.release(); } catch { /* the lease runs out */ }
     } finally {
+      await this.snapshotThread.close();
       if (this.ownsDir) rmSync(this.dir, { recursive: true, force: true });
       this.bucket.close();
     }
+    if (stopProblem !== null) throw stopProblem;
   }
 }
 
