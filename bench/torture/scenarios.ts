@@ -542,6 +542,9 @@ export const diskFullScenario: Scenario = {
       const free = Number(st.bavail) * Number(st.bsize);
       const leave = r.int(24, 96) * 1024;
       writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free - leave)));
+      const snapsBefore = new Set(dataFiles(data).snapshots);
+      let tmpSeen = 0;
+      const stopWatch = watchFor(data, (f) => f.endsWith('.tmp') && !f.startsWith('writer.'), () => { tmpSeen++; });
       const statuses = new Map<string, number>();
       let unresponsive = 0;
       let notReady = 0;
@@ -559,7 +562,10 @@ export const diskFullScenario: Scenario = {
           if (!server.alive()) break;
         }
       }
+      stopWatch();
       const tmpLeft = dataFiles(data).other.filter((f) => f.endsWith('.tmp'));
+      const newSnaps = dataFiles(data).snapshots.filter((f) => !snapsBefore.has(f));
+      ctx.note(`while full: ${tmpSeen > 0 ? 'a snapshot was attempted (*.tmp seen)' : 'no snapshot temp file seen'}, ${newSnaps.length > 0 ? 'a snapshot completed' : 'no snapshot completed'}`);
       ctx.note(`while full: ${[...statuses].map(([s, n]) => `${s} x${n}`).join(', ')}`);
       if (!server.alive()) ctx.fail(`server exited while the disk was full: ${server.stderr().slice(0, 300)}`);
       if (unresponsive > 0) ctx.fail(`reads failed ${unresponsive} time(s) while the disk was full`);
