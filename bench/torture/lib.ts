@@ -463,11 +463,13 @@ export function fileRegions(path: string, lastSegment: boolean): Region[] {
 
 /** Whole frames of a WAL segment [start, end) or null when the bytes do not parse as frames. */
 export function walFrames(bytes: Buffer): { start: number; end: number }[] | null {
-  if (bytes.length < 16 || bytes.toString('latin1', 0, 8) !== 'SVCDBWAL') return null;
+  // docs/durability.md §2: a 32-byte segment header, frames of a 16-byte header
+  // (length, epoch, two checksums) and a payload padded to 8 bytes.
+  if (bytes.length < 32 || bytes.toString('latin1', 0, 8) !== 'SVCDBWAL') return null;
   const out: { start: number; end: number }[] = [];
-  let at = 16;
-  while (at + 8 <= bytes.length) {
-    const end = at + 8 + bytes.readUInt32LE(at);
+  let at = 32;
+  while (at + 16 <= bytes.length) {
+    const end = at + 16 + ((bytes.readUInt32LE(at) + 7) & ~7);
     if (end > bytes.length) return null;
     out.push({ start: at, end });
     at = end;

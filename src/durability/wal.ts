@@ -193,7 +193,11 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
       const whole = head !== null && end <= size
         && crc32(reader.read(at + FRAME_HEADER_BYTES, head.length)) === head.payloadSum;
       if (!whole) {
-        if (allZero(reader, at, size)) {
+        // Shorter than a frame header, the rest cannot hide a frame: the start of a write
+        // cut short, whatever its bytes (a torn header may well begin with zero bytes).
+        if (size - at < FRAME_HEADER_BYTES) {
+          scan.ending = 'torn';
+        } else if (allZero(reader, at, size)) {
           scan.ending = 'corrupt';
           scan.problem = corruption(file, at, `${size - at} zero bytes where a frame should be`);
         } else if (laterFrameExists(reader, at + 1, size, expected - 1)) {
