@@ -131,7 +131,7 @@ describe('WAL damage', () => {
     }
   });
 
-  it('damage at the end of a segment that is not the newest is refused when that segment is needed', async () => {
+  it('damage at the end of a segment that is not the newest is refused when that segment is needed, ignored when a snapshot covers it', async () => {
     const dir = tempDir();
     const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 600 });
     for (let i = 0; i < 30; i++) await db.query(addOne(i));
@@ -157,7 +157,7 @@ describe('WAL damage', () => {
     const before = hashes(copy);
     const err = await openFails(copy);
     expect(err.msg).toContain(`${older.split('/').at(-1)!} is corrupt at byte ${frames.at(-1)}`);
-    expect(err.msg).toContain('not the newest');
+    expect(err.msg).toMatch(/fails its checksum/);
     expect(hashes(copy)).toEqual(before);
   });
 });

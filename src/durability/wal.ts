@@ -13,12 +13,13 @@
 //
 // Reading tells three endings apart (scanSegment):
 //   clean    the file ends at a frame boundary;
-//   torn     the bytes after the last good frame hold no complete frame and are not all
-//            zero: the last write of a crash, cut short. Only the last segment may end so,
-//            and only that tail may be dropped;
-//   corrupt  anything else: a bad frame followed by a good one, a zero-filled region, a
-//            frame out of epoch order, a bad segment header. Recovery stops and names the
-//            file and offset; nothing is changed.
+//   torn     the last write of a crash, cut short: after the last good frame there is
+//            less than a frame header, or a frame whose checksummed length runs past the
+//            end of the file. Only the last segment may end so, and only that tail may be
+//            dropped;
+//   corrupt  anything else: a frame whose whole extent is there but fails a checksum (even
+//            the last one), a zero-filled region, a frame out of epoch order, a bad segment
+//            header. Recovery stops and names the file and offset; nothing is changed.
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -193,9 +194,12 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
       const whole = head !== null && end <= size
         && crc32(reader.read(at + FRAME_HEADER_BYTES, head.length)) === head.payloadSum;
       if (!whole) {
-        // Shorter than a frame header, the rest cannot hide a frame: the start of a write
-        // cut short, whatever its bytes (a torn header may well begin with zero bytes).
-        if (size - at < FRAME_HEADER_BYTES) {
+        // A crash cuts the last write short: what follows the last good frame is shorter
+        // than a frame header, or a frame whose (checksummed) length runs past the end of
+        // the file. Anything else is damage, even at the very end: a frame whose whole
+        // extent is there but fails its checksum, a header that fails its own, zeros.
+        const cutShort = size - at < FRAME_HEADER_BYTES || (head !== null && end > size);
+        if (cutShort) {
           scan.ending = 'torn';
         } else if (allZero(reader, at, size)) {
           scan.ending = 'corrupt';
@@ -204,7 +208,10 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
           scan.ending = 'corrupt';
           scan.problem = corruption(file, at, `a damaged frame (epoch ${expected}) is followed by intact frames`);
         } else {
-          scan.ending = 'torn';
+          scan.ending = 'corrupt';
+          scan.problem = corruption(file, at, head === null
+            ? 'the frame header fails its checksum'
+            : `the frame of epoch ${head.epoch} fails its checksum`);
         }
         return scan;
       }
