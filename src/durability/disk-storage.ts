@@ -14,7 +14,7 @@ import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import type { StoreCut } from '../store/store.js';
-import { corruption, listSegments, scanSegment, truncateTornTail, WalWriter } from './wal.js';
+import { corruption, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 
 export type { RecoveryReport } from './durable.js';
 
@@ -90,7 +90,10 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
       replayed++;
     });
     newestEpochSeen = Math.max(newestEpochSeen, scan.lastEpoch);
-    if (scan.ending === 'corrupt') damage = scan.problem!;
+    if (scan.ending === 'corrupt') {
+      damage = scan.problem!;
+      if (salvage) newestEpochSeen = Math.max(newestEpochSeen, newestIntactEpoch(segment.file, scan.end + 1));
+    }
     else if (scan.ending === 'torn' && !last) damage = corruption(segment.file, scan.end, 'a damaged frame in a segment that is not the newest');
     else if (last) {
       tail = { file: segment.file, firstEpoch: segment.firstEpoch, end: scan.end, lastEpoch: scan.lastEpoch, tornBytes: scan.size - scan.end };

@@ -122,24 +122,37 @@ function frameHeadAt(reader: FileReader, at: number, size: number): FrameHead | 
 }
 
 /**
- * Whether a whole, checksummed frame of an epoch after `after` starts anywhere past
- * `from`: then the damage at `from` is not a torn tail. Scans in 1 MiB windows; only on
- * the failure path.
+ * The newest epoch after `after` of a whole, checksummed frame starting anywhere past
+ * `from` (0: none); with `first`, stops at the first one found. A damaged frame with such
+ * a frame after it is not a torn tail. Scans in 1 MiB windows; only on the failure path.
  */
-function laterFrameExists(reader: FileReader, from: number, size: number, after: number): boolean {
+function laterFrameEpoch(reader: FileReader, from: number, size: number, after: number, first: boolean): number {
   // Frames are 8-byte aligned (the segment header is 32 bytes, frames are padded).
   const window = 1 << 20;
+  let newest = 0;
   for (let base = padded(from); base + FRAME_HEADER_BYTES <= size; base += window) {
     const bytes = Buffer.from(reader.read(base, Math.min(window + FRAME_HEADER_BYTES, size - base)));
     for (let i = 0; i + FRAME_HEADER_BYTES <= bytes.length && i < window; i += FRAME_ALIGN) {
       const epoch = bytes.readUInt32LE(i + 4);
-      if (epoch <= after || crc32(bytes.subarray(i, i + 8)) !== bytes.readUInt32LE(i + 8)) continue;
+      if (epoch <= Math.max(after, newest) || crc32(bytes.subarray(i, i + 8)) !== bytes.readUInt32LE(i + 8)) continue;
       const head = frameHeadAt(reader, base + i, size);
       if (head === null || base + i + FRAME_HEADER_BYTES + padded(head.length) > size) continue;
-      if (crc32(reader.read(base + i + FRAME_HEADER_BYTES, head.length)) === head.payloadSum) return true;
+      if (crc32(reader.read(base + i + FRAME_HEADER_BYTES, head.length)) !== head.payloadSum) continue;
+      newest = epoch;
+      if (first) return newest;
     }
   }
-  return false;
+  return newest;
+}
+
+/** The newest intact epoch past byte `from` of a segment (svc repair's count of what it loses). */
+export function newestIntactEpoch(file: string, from: number): number {
+  const fd = openSync(file, 'r');
+  try {
+    return laterFrameEpoch(new FileReader(fd), from, fstatSync(fd).size, 0, false);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function allZero(reader: FileReader, from: number, size: number): boolean {
@@ -204,7 +217,7 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
         } else if (allZero(reader, at, size)) {
           scan.ending = 'corrupt';
           scan.problem = corruption(file, at, `${size - at} zero bytes where a frame should be`);
-        } else if (laterFrameExists(reader, at + 1, size, expected - 1)) {
+        } else if (laterFrameEpoch(reader, at + 1, size, expected - 1, true) > 0) {
           scan.ending = 'corrupt';
           scan.problem = corruption(file, at, `a damaged frame (epoch ${expected}) is followed by intact frames`);
         } else {
