@@ -33,7 +33,12 @@ export interface WriterOptions {
 }
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
-const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * How long a stop waits for the writer to make everything durable and write its final
+ * snapshot before terminating it (the WAL still holds every write then). A snapshot of a
+ * multi-GB store takes tens of seconds on this class of machine.
+ */
+const CLOSE_TIMEOUT_MS = 10 * 60_000;
 
 export class WriterThread implements QuerySink {
   /** The store's buffers (a follower replaces them when it reloads from a snapshot). */
