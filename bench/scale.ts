@@ -176,7 +176,9 @@ async function main(): Promise<void> {
     log(`  load: ${fmtMs(load.ms)} (nodes ${fmtMs(load.nodesMs)}, edges ${fmtMs(load.edgesMs)} = ${fmtOps(edgesPerSec)} edges/s), ${during.windows.length} snapshot(s) during the load; VmRSS ${mem?.rssMiB.toFixed(0)} MiB (empty ${rssEmpty.toFixed(0)} MiB, peak ${mem?.hwmMiB.toFixed(0)} MiB); WAL ${(dirBytes(dir, 'wal-') / MiB).toFixed(0)} MiB`);
     t = performance.now();
     const stopMs = await stopAndWait(server, 30 * 60_000);
-    const snapshotBytes = dirBytes(dir, 'snapshot-');
+    // The newest snapshot only: the previous generation is kept beside it (docs/durability.md).
+    const newestSnapshot = readdirSync(dir).filter((f) => /^snapshot-\d{10}\.bin$/.test(f)).sort().at(-1);
+    const snapshotBytes = newestSnapshot === undefined ? 0 : statSync(join(dir, newestSnapshot)).size;
     log(`  clean stop (final snapshot) ${fmtMs(stopMs)}; snapshot ${(snapshotBytes / MiB).toFixed(1)} MiB; files ${readdirSync(dir).join(' ')}`);
 
     const writeSnap = Number(opt['write-snapshot-wal-bytes']);
