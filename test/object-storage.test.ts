@@ -241,6 +241,20 @@ describe('object storage, failures', () => {
     await expect(openDatabase(s3Options('torn-mid'))).rejects.toThrow(/cannot recover s3:\/\/bucket\/torn-mid: .*does not hold the epochs/);
   });
 
+  it('a damaged (not cut short) newest WAL object is refused, named, and kept', async () => {
+    let db = await openDatabase(s3Options('rot'));
+    await db.query(addOne(0));
+    await db.close();
+    const snapshot = (await keys('rot')).filter((k) => k.startsWith('snapshots/')).at(-1)!;
+    const epoch = Number(/(\d{10})\.bin$/.exec(snapshot)![1]);
+    const key = `wal/${String(epoch + 1).padStart(10, '0')}-${String(epoch + 1).padStart(10, '0')}.log`;
+    const body = Buffer.concat([segmentHeader(epoch + 1), encodeFrame({ epoch: epoch + 1, nodeSlots: 1, edgeSlots: 0, names: [], ops: [] })]);
+    body[body.length - 9] ^= 0x20; // inside the payload: the object is whole, its frame fails its checksum
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: `rot/${key}`, Body: body }));
+    await expect(openDatabase(s3Options('rot'))).rejects.toThrow(new RegExp(`s3://bucket/rot/${key.replace(/\./g, '\\.')} is corrupt at byte 32`));
+    expect(await keys('rot')).toContain(key);
+  });
+
   it('an outage of 1.5-4 s under a write load: not ready during it, ready after, no restart needed; 200s durable, errors absent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-down-'));
     let { server: own, port } = await startS3rver(dir);

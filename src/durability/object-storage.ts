@@ -38,7 +38,7 @@ import { processAlive } from './disk-lock.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
 import { readSnapshot, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
-import { encodeFrame, readSegment, segmentHeader } from './wal.js';
+import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
 
 export { parseStorageUri, type ObjectStorageOptions } from './object-bucket.js';
 
@@ -106,17 +106,18 @@ function workDir(options: ObjectStorageOptions): { dir: string; owned: boolean }
 }
 
 /** Read `bytes` with wal.ts's reader (via a staging file). Null if not whole. */
-function decodeWalObject(dir: string, object: WalObject, bytes: Uint8Array): RedoBatch[] | null {
+function decodeWalObject(dir: string, object: WalObject, bytes: Uint8Array, uri: string): RedoBatch[] | null {
   const file = join(dir, `download-${randomUUID()}.log`);
   writeFileSync(file, bytes);
   try {
-    const { batches, end } = readSegment(file, true);
+    const scan = scanSegment(file);
+    // Damage (a whole frame failing its checksum, zeros) is never an interrupted upload:
+    // refuse, naming the object, and delete nothing. Only a cut-short object may be torn.
+    if (scan.ending === 'corrupt') throw new SvcError('storage_error', scan.problem!.msg.replace(file, uri));
+    const { batches, end } = scan;
     const whole = end === bytes.byteLength && batches.length === object.lastEpoch - object.firstEpoch + 1
       && batches.every((b, i) => b.epoch === object.firstEpoch + i);
     return whole ? batches : null;
-  } catch (err) {
-    if (err instanceof SvcError && err.code === 'storage_error') return null; // torn header
-    throw err; // format version errors are final
   } finally {
     unlinkSync(file);
   }
@@ -128,7 +129,7 @@ async function fetchWal(bucket: Bucket, dir: string, object: WalObject): Promise
   for (let attempt = 1; ; attempt++) {
     const info = await bucket.get(object.key);
     if (info === null) return 'missing';
-    const batches = decodeWalObject(dir, object, info.bytes);
+    const batches = decodeWalObject(dir, object, info.bytes, `s3://${bucket.name}/${object.key}`);
     if (batches !== null) return batches;
     if (attempt >= INCOMPLETE_READ_ATTEMPTS) return 'incomplete';
     await sleep(INCOMPLETE_RETRY_MS * attempt);

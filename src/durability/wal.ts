@@ -394,9 +394,3 @@ function writeAll(fd: number, bytes: Uint8Array, position: number): void {
   let done = 0;
   while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
-
-/** The whole frames of a segment file from byte `from` (object storage reads downloaded objects so). */
-export function readSegment(file: string, _readOnly: boolean, from = 0): { batches: RedoBatch[]; end: number; truncatedBytes: number } {
-  const scan = scanSegment(file, from);
-  return { batches: scan.batches, end: scan.end, truncatedBytes: 0 };
-}
