@@ -67,6 +67,11 @@ export const limits = {
   snapshotRetryFirstMs: 1_000,
   /** Longest wait between retries of a failed snapshot. */
   snapshotRetryMaxMs: 60_000,
+  /**
+   * Threads that may read one store at once (a reader slot each, in the topology header);
+   * past it superseded adjacency blocks are never reused again (no error: memory only).
+   */
+  topologyReaderSlotsMax: 1024,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
   /**

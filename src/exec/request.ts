@@ -99,6 +99,8 @@ export function executeRequest(
     } catch (err) {
       if (write) store.rollback();
       throw err;
+    } finally {
+      if (!write) store.endRead();
     }
     if (write) store.commit();
     return { status: 200, body: response };

@@ -309,6 +309,15 @@ function* copyChunks(source: SharedArrayBuffer, byteLength: number, chunkBytes: 
  * `chunkBlockWords[k]` is what pass 1 (sectionsAt) found; every count is asserted to agree.
  */
 function* topologyChunks(live: LiveStore, chunkBlockWords: Float64Array, totalWords: number, chunkBytes: number): Generator<Uint8Array> {
+  live.topology.beginRead();
+  try {
+    yield* compactedTopologyChunks(live, chunkBlockWords, totalWords, chunkBytes);
+  } finally {
+    live.topology.releaseReaderSlot();
+  }
+}
+
+function* compactedTopologyChunks(live: LiveStore, chunkBlockWords: Float64Array, totalWords: number, chunkBytes: number): Generator<Uint8Array> {
   const out = new WordChunks(chunkBytes, totalWords * 4);
   const chunks = live.directoryChunks();
   const blocks = new BlockCopy(live.cut.epoch, live.cut.edgeSlots);
@@ -399,9 +408,16 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
 
   const chunkBlockWords = new Float64Array(live.directoryChunks());
   let topologyWords = HEAP_START;
-  for (let k = 0; k < chunkBlockWords.length; k++) {
-    chunkBlockWords[k] = live.chunkBlockWords(k);
-    topologyWords += chunkBlockWords[k]! + CHUNK_WORDS;
+  // Like any read, the block scans announce themselves, so the writer reuses no block
+  // they may still hold (topology.ts); the chunk generator does the same for its pass.
+  live.topology.beginRead();
+  try {
+    for (let k = 0; k < chunkBlockWords.length; k++) {
+      chunkBlockWords[k] = live.chunkBlockWords(k);
+      topologyWords += chunkBlockWords[k]! + CHUNK_WORDS;
+    }
+  } finally {
+    live.topology.endRead();
   }
   if (topologyWords > limits.topologyWordsMax) throw internal(`compacted topology of ${topologyWords} words exceeds the limit`);
 

@@ -252,9 +252,16 @@ export class Store {
    * (the writer grows a buffer before it writes what a later epoch publishes).
    */
   beginRead(): number {
+    // Announced before any block offset is read: superseded blocks stay until endRead().
+    this.topology.beginRead();
     const at = Atomics.load(this.meta, M_VISIBLE);
     this.syncViews();
     return at;
+  }
+
+  /** The read begun by beginRead() ended: its superseded blocks may be reused. */
+  endRead(): void {
+    this.topology.endRead();
   }
 
   private syncViews(): void {

@@ -48,6 +48,19 @@ export const HEAP_START = 8192;
 export const PAGE_BYTES = 65536;
 export const PAGES_MAX = 65536;
 const ADJ_BLOCK_MIN = 4;
+/**
+ * Reuse of superseded blocks (epoch-based reclamation). Header word RETIRE_SEQ counts
+ * superseded blocks. Reader slots (one per thread and store, claimed on first read): 0 free,
+ * 1 idle, s + 2 while a read runs that began when RETIRE_SEQ was s. A read announces itself
+ * before it loads any block offset, so a block superseded at sequence r can only be held by
+ * a read whose slot shows s <= r; once every running read shows s > r it is reused.
+ */
+const RETIRE_SEQ = 1;
+const READER_SLOTS_AT = CHUNK_TABLE + CHUNKS;
+const READERS_OVERFLOW = READER_SLOTS_AT + limits.topologyReaderSlotsMax;
+const SLOT_FREE = 0, SLOT_IDLE = 1;
+/** Allocations between two scans of the reader slots (a scan reads every slot). */
+const RECLAIM_EVERY = 64;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
 export const NEVER = 0xffffffff;
 
@@ -93,6 +106,13 @@ export class Topology {
   /** HEAP_USED when kernels() last refreshed this thread's view of the memory. */
   private kernelsCheckedUsed = 0;
   private arena: ScratchArena | null = null;
+  /** This thread's reader slot (-1: none claimed yet). */
+  private readerSlot = -1;
+  /** Writer: superseded blocks as [block, capacity, retire sequence] triples, oldest first. */
+  private retired: number[] = [];
+  /** Writer: reusable blocks by capacity. */
+  private readonly freeBlocks = new Map<number, number[]>();
+  private allocationsSinceReclaim = 0;
 
   private constructor(memory: WebAssembly.Memory) {
     this.memory = memory;
@@ -325,14 +345,18 @@ export class Topology {
     const len = words[slot + 1]!;
     const cap = block === 0 ? 0 : words[block - 1]!;
     if (len === cap) {
-      const newCap = Math.max(ADJ_BLOCK_MIN, cap * 2);
-      const moved = this.allocate(1 + (newCap + 1) * ADJ_WORDS) + 1;
+      // Powers of two, so that superseded blocks can be reused for later ones.
+      let newCap = ADJ_BLOCK_MIN;
+      while (newCap <= cap) newCap *= 2;
+      const moved = this.allocateBlock(newCap);
       words = this.words;
       words[moved - 1] = newCap;
       if (len > 0) words.copyWithin(moved, block, block + len * ADJ_WORDS);
       words[moved + newCap * ADJ_WORDS + A_CREATED] = NEVER;
-      // Published once the block is whole; the old block stays valid for its readers.
+      // Published once the block is whole; the old block stays valid for the reads that
+      // may still hold its offset, and is reused only after they ended.
       Atomics.store(words, slot, moved);
+      if (block !== 0) this.retire(block, cap);
       block = moved;
     }
     const p = block + len * ADJ_WORDS;
@@ -342,6 +366,86 @@ export class Topology {
     words[p + A_DELETED] = 0;
     words[p + A_CREATED] = created;
     Atomics.store(words, slot + 1, len + 1);
+  }
+
+  /** A block of `capacity` entries (word offset of its first entry): a reusable one, else new heap. */
+  private allocateBlock(capacity: number): number {
+    let list = this.freeBlocks.get(capacity);
+    if ((list === undefined || list.length === 0) && this.retired.length > 0 && ++this.allocationsSinceReclaim >= RECLAIM_EVERY) {
+      this.allocationsSinceReclaim = 0;
+      this.reclaim();
+      list = this.freeBlocks.get(capacity);
+    }
+    if (list !== undefined && list.length > 0) {
+      faultPoint();
+      return list.pop()!;
+    }
+    return this.allocate(1 + (capacity + 1) * ADJ_WORDS) + 1;
+  }
+
+  /** A block superseded just now (its successor's offset is published). */
+  private retire(block: number, capacity: number): void {
+    const sequence = Atomics.add(this.words, RETIRE_SEQ, 1);
+    this.retired.push(block, capacity, sequence);
+  }
+
+  /** Move retired blocks that no running read can hold to the free lists. */
+  private reclaim(): void {
+    const words = this.words;
+    if (Atomics.load(words, READERS_OVERFLOW) !== 0) return; // a reader without a slot: never reuse
+    let oldest = Infinity;
+    for (let i = 0; i < limits.topologyReaderSlotsMax; i++) {
+      const v = Atomics.load(words, READER_SLOTS_AT + i);
+      if (v > SLOT_IDLE && v - 2 < oldest) oldest = v - 2;
+    }
+    let kept = 0;
+    const retired = this.retired;
+    for (let i = 0; i < retired.length; i += 3) {
+      const block = retired[i]!, capacity = retired[i + 1]!, sequence = retired[i + 2]!;
+      if (sequence < oldest) {
+        let list = this.freeBlocks.get(capacity);
+        if (list === undefined) this.freeBlocks.set(capacity, list = []);
+        list.push(block);
+      } else {
+        retired[kept++] = block;
+        retired[kept++] = capacity;
+        retired[kept++] = sequence;
+      }
+    }
+    retired.length = kept;
+  }
+
+  /**
+   * Announce a read (before any block offset is loaded): blocks superseded from now on are
+   * not reused until endRead(). Any thread; one slot per thread and store.
+   */
+  beginRead(): void {
+    const words = this.words;
+    if (this.readerSlot < 0) {
+      for (let i = 0; i < limits.topologyReaderSlotsMax; i++) {
+        if (Atomics.compareExchange(words, READER_SLOTS_AT + i, SLOT_FREE, SLOT_IDLE) === SLOT_FREE) {
+          this.readerSlot = i;
+          break;
+        }
+      }
+      if (this.readerSlot < 0) {
+        // Out of slots: this read is safe only if nothing is ever reused again.
+        Atomics.store(words, READERS_OVERFLOW, 1);
+        return;
+      }
+    }
+    Atomics.store(words, READER_SLOTS_AT + this.readerSlot, Atomics.load(words, RETIRE_SEQ) + 2);
+  }
+
+  /** The read announced by beginRead() ended. */
+  endRead(): void {
+    if (this.readerSlot >= 0) Atomics.store(this.words, READER_SLOTS_AT + this.readerSlot, SLOT_IDLE);
+  }
+
+  /** Give this thread's reader slot back (a short-lived attach, such as a snapshot job). */
+  releaseReaderSlot(): void {
+    if (this.readerSlot >= 0) Atomics.store(this.words, READER_SLOTS_AT + this.readerSlot, SLOT_FREE);
+    this.readerSlot = -1;
   }
 
   /**
