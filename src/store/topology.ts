@@ -4,11 +4,14 @@
 //
 // Layout (u32 words, offsets are word indexes; the kernels use byte address = word * 4):
 //   [0]                     HEAP_USED: words allocated so far (bump pointer, atomic)
-//   [1]                     reserved
+//   [1]                     RETIRE_SEQ: blocks superseded so far (block reuse, below)
 //   [CHUNK_TABLE ..+CHUNKS) directory chunk table: word offset of the directory chunk for
 //                           nodes k * CHUNK_NODES .. (k+1) * CHUNK_NODES - 1, 0 = none yet
-//   [HEAP_START ..)         heap: directory chunks, adjacency blocks and the threads' kernel
-//                           scratch segments (scratch-arena.ts), never freed
+//   [READER_SLOTS_AT ..)    one reader slot per thread reading this store, then an
+//                           overflow flag (block reuse, below)
+//   [HEAP_START ..)         heap: directory chunks, adjacency blocks (superseded ones are
+//                           reused for blocks of the same capacity once no read can hold
+//                           them) and the threads' kernel scratch segments (scratch-arena.ts)
 // Directory entry (DIR_WORDS): [outBlock, outLength, inBlock, inLength]; block 0 = none yet
 // Block: [capacity] then `capacity` entries, then one sentinel entry that is never visible;
 // a block's offset names its first entry.
