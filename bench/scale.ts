@@ -269,7 +269,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
+main().then(() => process.exit(process.exitCode ?? 0), (err: unknown) => {
   process.stderr.write(`scale bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   process.exit(1);
 });
