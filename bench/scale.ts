@@ -182,7 +182,25 @@ async function main(): Promise<void> {
     log(`  clean stop (final snapshot) ${fmtMs(stopMs)}; snapshot ${(snapshotBytes / MiB).toFixed(1)} MiB; files ${readdirSync(dir).join(' ')}`);
 
     const writeSnap = Number(opt['write-snapshot-wal-bytes']);
-    const restarted = await serve(dir, ['--snapshot-wal-bytes', String(writeSnap)]);
+    let restarted: Awaited<ReturnType<typeof serve>>;
+    try {
+      restarted = await serve(dir, ['--snapshot-wal-bytes', String(writeSnap)]);
+    } catch (err) {
+      const msg = (err as Error).message.split('\n').slice(0, 2).join(' ').slice(0, 300);
+      log('');
+      log(`== scale: ${big.nodes.toLocaleString('en-US')} nodes / ${load.edgesLoaded.toLocaleString('en-US')} edges loaded of ${big.edges.toLocaleString('en-US')} on --disk: RESTART FAILED ==`);
+      log('');
+      log(table(['measure', 'value', 'goal', 'verdict'], [
+        ...(load.error ? [['LOAD FAILED', load.error.slice(0, 160), 'all edges load', 'MISSED']] : []),
+        ['bulk load, edges (for_each over HTTP, durable)', `${fmtOps(edgesPerSec)} edges/s (${fmtMs(load.edgesMs)}; nodes ${fmtMs(load.nodesMs)}; ${during.windows.length} snapshots during the load)`, '>= 1M edges/s', edgesPerSec >= 1e6 ? 'met' : 'MISSED'],
+        ['snapshot size', `${(snapshotBytes / MiB).toFixed(0)} MiB`, '-', '-'],
+        ['clean stop incl. final snapshot', fmtMs(stopMs), '-', '-'],
+        ['server VmRSS after the load / snapshot size', `${mem?.rssMiB.toFixed(0)} MiB / ${(snapshotBytes / MiB).toFixed(0)} MiB = ${((mem?.rssMiB ?? NaN) * MiB / snapshotBytes).toFixed(2)}x (peak ${mem?.hwmMiB.toFixed(0)} MiB)`, '<= 1.5x', (mem?.rssMiB ?? NaN) * MiB / snapshotBytes <= 1.5 ? 'met' : 'MISSED'],
+        ['restart to ready', `FAILED: ${msg}`, '<= 1 s per 10M edges', 'MISSED'],
+      ]));
+      process.exitCode = 1;
+      return;
+    }
     server = restarted.server;
     const rssRestart = server.memory()?.rssMiB ?? NaN;
     log(`  restart: listening after ${fmtMs(restarted.listenMs)}, /readyz 200 after ${fmtMs(restarted.readyMs)}; VmRSS ${rssRestart.toFixed(0)} MiB`);
@@ -253,7 +271,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
+main().then(() => process.exit(process.exitCode ?? 0), (err: unknown) => {
   process.stderr.write(`scale bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   process.exit(1);
 });
