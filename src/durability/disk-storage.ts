@@ -9,7 +9,7 @@ import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
 import { acquireWriterLock } from './disk-lock.js';
 import { Backoff } from './backoff.js';
-import { healthy, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
+import { healthy, HealthSignal, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
@@ -156,7 +156,7 @@ interface Waiter { epoch: number; resolve: () => void; reject: (err: SvcError) =
 export class DiskWriter implements DurableStorage {
   readonly store: Store;
   readonly report: RecoveryReport;
-  onHealthChange: ((health: StorageHealth) => void) | null = null;
+  private readonly healthSignal = new HealthSignal();
   private wal: WalWriter;
   private releaseLock: (() => void) | null;
   /** Newest epoch logged, and newest made durable (fsynced). */
@@ -231,10 +231,14 @@ export class DiskWriter implements DurableStorage {
     return this.snapshotProblem === null ? healthy : { ready: true, problem: this.snapshotProblem };
   }
 
+  onHealthChange(listener: (health: StorageHealth) => void): () => void {
+    return this.healthSignal.on(listener);
+  }
+
   private healthChanged(): void {
     const h = this.health();
     process.stderr.write(`svcdb: storage ${h.ready ? 'ready' : 'NOT READY'}${h.problem ? `: ${h.problem}` : ''}\n`);
-    this.onHealthChange?.(h);
+    this.healthSignal.update(h);
   }
 
   logBatch(batch: RedoBatch): void {
@@ -432,14 +436,14 @@ export class DiskFollower {
   /** What the first load found. */
   readonly report: RecoveryReport;
   /** Where the next frame is read: segment, offset and the epoch it must follow. */
-  private position: { file: string; firstEpoch: number; end: number } | null;
+  private position: { file: string; end: number } | null;
   private stopped: SvcError | null = null;
   private damage: { at: string; strikes: number } | null = null;
 
   private constructor(readonly dir: string, loaded: Recovered) {
     this.store = loaded.store;
     this.report = loaded.report;
-    this.position = loaded.tail === null ? null : { file: loaded.tail.file, firstEpoch: loaded.tail.firstEpoch, end: loaded.tail.end };
+    this.position = loaded.tail === null ? null : { file: loaded.tail.file, end: loaded.tail.end };
   }
 
   /** Open (retrying while the writer rotates files under us). */
@@ -482,10 +486,10 @@ export class DiskFollower {
           if (newest === undefined || newest.epoch <= epoch) return false; // nothing newer yet
           const loaded = await loadRetrying(this.dir);
           this.store = loaded.store;
-          this.position = loaded.tail === null ? null : { file: loaded.tail.file, firstEpoch: loaded.tail.firstEpoch, end: loaded.tail.end };
+          this.position = loaded.tail === null ? null : { file: loaded.tail.file, end: loaded.tail.end };
           return true;
         }
-        this.position = { file: holder.file, firstEpoch: holder.firstEpoch, end: 0 };
+        this.position = { file: holder.file, end: 0 };
       }
       const position = this.position!;
       const store = this.store;
@@ -513,7 +517,7 @@ export class DiskFollower {
       // Move on when a newer segment continues right after what we applied.
       const after = segments.find((s) => s.firstEpoch === store.committedEpoch() + 1 && s.file !== position.file);
       if (after === undefined) return false;
-      this.position = { file: after.file, firstEpoch: after.firstEpoch, end: 0 };
+      this.position = { file: after.file, end: 0 };
     }
   }
 }

@@ -28,6 +28,29 @@ export interface StorageHealth {
 
 export const healthy: StorageHealth = { ready: true, problem: null };
 
+type HealthListener = (health: StorageHealth) => void;
+
+/** Health listeners, called on every change of (ready, problem). */
+export class HealthSignal {
+  private listeners = new Set<HealthListener>();
+  private last: StorageHealth = healthy;
+
+  on(listener: HealthListener): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  update(health: StorageHealth): void {
+    if (health.ready === this.last.ready && health.problem === this.last.problem) return;
+    this.last = health;
+    for (const listener of this.listeners) {
+      try { listener(health); } catch (err) {
+        process.stderr.write(`svcdb: a storage health listener threw: ${String(err)}\n`);
+      }
+    }
+  }
+}
+
 /** How committed batches become durable and visible. */
 export interface DurableStorage {
   readonly store: Store;
@@ -41,8 +64,8 @@ export interface DurableStorage {
    */
   sync(): Promise<void>;
   health(): StorageHealth;
-  /** Told about every change of health(). */
-  onHealthChange: ((health: StorageHealth) => void) | null;
+  /** Call `listener` on every change of health(); returns the unsubscribe function. */
+  onHealthChange(listener: (health: StorageHealth) => void): () => void;
   /** Make everything durable, snapshot, release the storage. Throws if the stop was not clean. */
   close(): Promise<void>;
 }
@@ -50,8 +73,8 @@ export interface DurableStorage {
 /** Memory: nothing to log, durable at commit. */
 export class MemoryStorage implements DurableStorage {
   readonly report = null;
-  onHealthChange: ((health: StorageHealth) => void) | null = null;
   constructor(readonly store: Store) {}
+  onHealthChange(): () => void { return () => undefined; } // memory never changes health
   logBatch(): void { /* nothing survives a stop anyway */ }
   sync(): Promise<void> { return Promise.resolve(); }
   health(): StorageHealth { return healthy; }

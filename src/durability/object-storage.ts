@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import type { RecoveryReport, StorageHealth } from './durable.js';
+import { HealthSignal, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
 import { processAlive } from './disk-lock.js';
@@ -300,32 +300,9 @@ function describeStop(bucket: Bucket, replay: Replay, epoch: number): string {
 
 // ---------------------------------------------------------------- writer
 
-type HealthListener = (health: StorageHealth) => void;
-
-/** Health listeners, called on every change of (ready, problem). */
-class HealthSignal {
-  private listeners = new Set<HealthListener>();
-  private last: StorageHealth = { ready: true, problem: null };
-
-  on(listener: HealthListener): () => void {
-    this.listeners.add(listener);
-    return () => { this.listeners.delete(listener); };
-  }
-
-  update(health: StorageHealth): void {
-    if (health.ready === this.last.ready && health.problem === this.last.problem) return;
-    this.last = health;
-    for (const listener of this.listeners) {
-      try { listener(health); } catch (err) {
-        process.stderr.write(`svcdb: a storage health listener threw: ${String(err)}\n`);
-      }
-    }
-  }
-}
-
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-export class ObjectWriter {
+export class ObjectWriter implements DurableStorage {
   readonly store: Store;
   readonly report: RecoveryReport;
   readonly uri: string;

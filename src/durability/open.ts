@@ -16,29 +16,13 @@ export interface WriterStorageOptions {
 /** Memory unless a directory or a bucket is given; recovers what the storage holds. */
 export async function openWriterStorage(options: WriterStorageOptions): Promise<DurableStorage> {
   if (options.objectStorage) {
-    const writer = await ObjectWriter.open(options.objectStorage, {
+    return ObjectWriter.open(options.objectStorage, {
       ...defaultObjectWriterOptions,
       snapshotWalBytes: options.snapshotWalBytes ?? defaultObjectWriterOptions.snapshotWalBytes,
     });
-    return objectStorage(writer);
   }
   if (options.diskPath) {
     return DiskWriter.open(options.diskPath, { ...defaultDiskOptions, snapshotWalBytes: options.snapshotWalBytes ?? defaultDiskOptions.snapshotWalBytes });
   }
   return new MemoryStorage(Store.create());
-}
-
-/** ObjectWriter as a DurableStorage. */
-function objectStorage(writer: ObjectWriter): DurableStorage {
-  const storage: DurableStorage = {
-    store: writer.store,
-    report: writer.report,
-    onHealthChange: null,
-    logBatch: (batch) => writer.logBatch(batch),
-    sync: () => writer.sync(),
-    health: () => writer.health(),
-    close: () => writer.close(),
-  };
-  writer.onHealthChange((health) => storage.onHealthChange?.(health));
-  return storage;
 }

@@ -76,7 +76,7 @@ else await runWriter(await openWriterStorage({ diskPath: data.diskPath, objectSt
  */
 async function runWriter(storage: DurableStorage): Promise<void> {
   const committer = new Committer(storage, data.queryTimeoutMs);
-  storage.onHealthChange = (health) => reply({ kind: 'health', health });
+  storage.onHealthChange((health) => reply({ kind: 'health', health }));
   let closing = false;
 
   port!.on('message', (message: WriterRequest) => {
