@@ -2,13 +2,14 @@
 // thread is blocked, and free the moment it dies (kill -9 included). Holders and probes run
 // in child processes (test/fixtures/lock-holder.mjs) on the built dist/ code.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DiskWriter } from '../src/durability/disk-storage.js';
 import { SvcError } from '../src/protocol/errors.js';
+import { tempDirs } from './helpers/temp-dirs.js';
 
 const fixture = new URL('./fixtures/lock-holder.mjs', import.meta.url).pathname;
 /** How long the holder's thread blocks: past the old lock's 10 s stale interval. */
@@ -24,16 +25,10 @@ const lossNoticedMs = 3_000;
 /** A pid above Linux's pid_max (2^22): never a running process. */
 const deadPid = 2 ** 22 + 7;
 
-const dirs: string[] = [];
+const tempDir = tempDirs('lock');
 const children: ChildProcessWithoutNullStreams[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svcdb-lock-'));
-  dirs.push(dir);
-  return dir;
-}
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 interface Fixture {

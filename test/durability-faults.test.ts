@@ -3,8 +3,7 @@
 // says what it lost, a failing fsync makes the writer refuse new writes and retry until
 // every waiting write is durable, and failed snapshots are retried and reported.
 import { createHash } from 'node:crypto';
-import { appendFileSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, copyFileSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, SvcError, type Database } from '../src/index.js';
@@ -12,17 +11,12 @@ import { repairDirectory } from '../src/durability/disk-storage.js';
 import { snapshotFaults } from '../src/durability/snapshot.js';
 import { walFaults } from '../src/durability/wal.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { tempDirs } from './helpers/temp-dirs.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svcdb-faults-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs('faults');
 afterEach(() => {
   walFaults.failSyncs = walFaults.failAppends = 0;
   snapshotFaults.failWrites = 0;
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 const countAll = read([q('c', count(nodes('all')))], ['c']);

@@ -1,24 +1,16 @@
 // Disk storage: restart, torn and corrupt WAL tails, the single-writer lock, read-only
 // handles, format versions, a full file system and kill -9 during a write load.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { dropWriterLock } from './helpers/writer-lock.js';
+import { tempDirs } from './helpers/temp-dirs.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svcdb-disk-'));
-  dirs.push(dir);
-  return dir;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('disk');
 
 const countAll = read([q('c', count(nodes('all')))], ['c']);
 const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);

@@ -30,7 +30,7 @@ import type { RedoBatch } from '../store/store.js';
 import { checkFormatVersion, epochFileName, fsyncDir, listEpochFiles, storageFormatVersion } from './format.js';
 
 const MAGIC = Buffer.from('SVCDBWAL');
-export const SEGMENT_HEADER_BYTES = 32;
+const SEGMENT_HEADER_BYTES = 32;
 const FRAME_HEADER_BYTES = 16;
 const FRAME_ALIGN = 8;
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
