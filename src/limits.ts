@@ -49,11 +49,19 @@ export const limits = {
   planCacheEntriesMax: 1024,
   /** Bodies longer than this are not cached. */
   planCacheBodyBytesMax: 4096,
-  /** A read the uWS thread ran inline for longer than this goes to the reader pool next time. */
-  inlineReadBudgetMs: 2,
-  /** Consecutive slow inline runs after which a body always goes to the reader pool. */
-  inlineSlowStrikes: 3,
-  /** Bodies remembered as too slow to run inline (oldest forgotten). */
+  /**
+   * Bytes one query may allocate for intermediate results and its response (rows, row
+   * extras and paths, sets, group maps, scalar items, rendered JSON; exec/guard.ts); more:
+   * 500 invalid_query. `--query-memory-mb` overrides it. 256 MiB: a handful of worst-case
+   * queries at once stay well inside a reader thread's heap (limits.readerHeapMb).
+   */
+  queryMemoryBytesMax: 256 * 1024 * 1024,
+  /**
+   * Work units (rows, adjacency entries, predicate evaluations; exec/guard.ts) a read may
+   * spend on the HTTP thread before it is handed to the reader pool instead: ~1-2 ms.
+   */
+  inlineReadWorkMax: 20_000,
+  /** Bodies remembered as too costly to run inline (oldest forgotten). */
   slowReadBodiesMax: 4096,
   /** Bytes of one write batch's WAL record; larger: 500 storage_error (the batch rolls back). */
   walFrameBytesMax: 1024 * 1024 * 1024,

@@ -13,7 +13,7 @@ import { setTraversalKernel } from '../src/store/kernels.js';
 import { ReferenceDb } from './reference/interpreter.js';
 import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
 import {
-  extraArb, faultArb, graphArb, probeBody, readArb, repeatCaseArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
+  chainCaseArb, extraArb, faultArb, graphArb, probeBody, readArb, repeatCaseArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
 } from './differential/arbitraries.js';
 
 const replay: fc.Parameters<unknown> = process.env.DIFF_SEED === undefined ? {}
@@ -107,6 +107,10 @@ describe('engine vs reference interpreter', () => {
     } finally {
       setTraversalKernel(true);
     }
+  });
+
+  it('navigation chains under count, exists, limit, range and dedup (answered without materializing every walk)', { timeout: 120_000 }, async () => {
+    await check(chainCaseArb, 500, (bodies) => differential(bodies));
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {

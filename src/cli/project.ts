@@ -4,7 +4,8 @@
 // holds `svc.toml`. Its tables:
 //
 //   [project]            name, container_runtime ("process" | "docker" | "podman")
-//   [local.<name>]       a local instance: host, port, storage, state_dir, readers, query_timeout_ms
+//   [local.<name>]       a local instance: host, port, storage, state_dir, readers, query_timeout_ms,
+//                        query_memory_mb
 //   [enterprise.<name>]  a cloud database: gateway_url, query_auth_header, query_auth_scheme,
 //                        query_auth_env, database_id
 //
@@ -38,6 +39,7 @@ export interface LocalInstance {
   readonly stateDir: string;
   readonly readers: number | null;
   readonly queryTimeoutMs: number | null;
+  readonly queryMemoryMb: number | null;
 }
 
 /** The `[enterprise.<name>]` table as written (unvalidated strings; see cloud.ts). */
@@ -138,7 +140,7 @@ export function parseProject(root: string, configPath: string, text: string): Pr
     if (!instanceNamePattern.test(instance)) throw new CliError(`${at}: invalid instance name (use letters, digits, '-' and '_')`);
     const table = optionalTable(value, at);
     if (table === null) throw new CliError(`${at} must be a table`);
-    checkKeys(table, ['host', 'port', 'storage', 'state_dir', 'readers', 'query_timeout_ms'], at);
+    checkKeys(table, ['host', 'port', 'storage', 'state_dir', 'readers', 'query_timeout_ms', 'query_memory_mb'], at);
     const storage = optionalString(table.storage, 'storage', at) ?? 'memory';
     if (storage !== 'memory' && storage !== 'disk') throw new CliError(`${at} storage must be "memory" or "disk", got ${JSON.stringify(storage)}`);
     local.set(instance, {
@@ -150,6 +152,7 @@ export function parseProject(root: string, configPath: string, text: string): Pr
       stateDir: resolve(root, optionalString(table.state_dir, 'state_dir', at) ?? defaultStateDir),
       readers: optionalInteger(table.readers, 'readers', at, 1, 256),
       queryTimeoutMs: optionalInteger(table.query_timeout_ms, 'query_timeout_ms', at, 1, 86_400_000),
+      queryMemoryMb: optionalInteger(table.query_memory_mb, 'query_memory_mb', at, 1, 65_536),
     });
   }
 

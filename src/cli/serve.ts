@@ -7,6 +7,7 @@ import type { ReadDispatch } from '../server/reader-pool.js';
 import type { ServerMode } from '../server/http.js';
 import { parseStorageUri, type ObjectStorageOptions } from '../durability/object-bucket.js';
 import { uwsNativeProblem } from '../server/uws.js';
+import { limits } from '../limits.js';
 
 interface ServeOptions {
   host: string;
@@ -23,6 +24,7 @@ interface ServeOptions {
   refreshMs: number;
   snapshotWalBytes?: number;
   queryTimeoutMs: number;
+  queryMemoryMb: number;
 }
 
 function integerOption(name: string, min: number, max: number): (value: string) => number {
@@ -72,6 +74,8 @@ export function registerServe(program: Command): void {
     .option('--refresh-ms <ms>', 'reader mode: poll the storage for new writes this often', integerOption('refresh-ms', 1, 3_600_000), 1000)
     .option('--snapshot-wal-bytes <n>', 'snapshot once this many WAL bytes accumulated (default 64 MiB)', integerOption('snapshot-wal-bytes', 1, 2 ** 40))
     .option('--query-timeout-ms <ms>', 'cooperative deadline per query', integerOption('query-timeout-ms', 1, 86_400_000), 30_000)
+    .option('--query-memory-mb <mb>', 'memory budget per query: rows, sets, groups and the response it builds',
+      integerOption('query-memory-mb', 1, 65_536), limits.queryMemoryBytesMax / (1024 * 1024))
     .option('--inline-reads <on|off>', 'run reads on the HTTP thread until one proves slow (writer servers)', onOffOption, 'on')
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
     .action(async (options: ServeOptions) => {
@@ -121,6 +125,7 @@ async function serve(options: ServeOptions): Promise<void> {
       readDispatch: options.readDispatch,
       inlineReads: options.inlineReads === 'on',
       queryTimeoutMs: options.queryTimeoutMs,
+      queryMemoryMb: options.queryMemoryMb,
       diskPath: options.disk ?? null,
       objectStorage,
       mode: options.mode,

@@ -82,6 +82,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
   if (storage === 'disk') args.push('--disk', paths.data);
   if (instance.readers !== null) args.push('--readers', String(instance.readers));
   if (instance.queryTimeoutMs !== null) args.push('--query-timeout-ms', String(instance.queryTimeoutMs));
+  if (instance.queryMemoryMb !== null) args.push('--query-memory-mb', String(instance.queryMemoryMb));
 
   const logFd = openSync(paths.log, 'a');
   let logOffset: number;

@@ -7,7 +7,7 @@
 // publishes durable epochs), and its answer waits for that too. `x-svc-await-durable:
 // false` is the documented exception: answered and published right after commit.
 import { errorBody, SvcError } from '../protocol/errors.js';
-import { executeRequest, type ExecOptions, type RequestFlags } from '../exec/request.js';
+import { executeRequest, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 
 export interface RecoveryReport {
@@ -87,8 +87,8 @@ export interface Answer { status: number; body: string }
 export class Committer {
   private readonly exec: ExecOptions;
 
-  constructor(readonly storage: DurableStorage, queryTimeoutMs: number) {
-    this.exec = { queryTimeoutMs, logBatch: (batch) => storage.logBatch(batch) };
+  constructor(readonly storage: DurableStorage, bounds: QueryBounds) {
+    this.exec = { ...bounds, logBatch: (batch) => storage.logBatch(batch) };
   }
 
   /** The answer now (reads, failures, memory) or once the write is durable. */

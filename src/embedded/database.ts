@@ -2,7 +2,8 @@
 // thread, without HTTP. Answers are exactly what the server would send.
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { defaultExecOptions, executeRequest, type RequestFlags } from '../exec/request.js';
+import { defaultExecOptions, executeRequest, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
 import { Committer } from '../durability/durable.js';
 import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
@@ -35,6 +36,8 @@ export interface OpenOptions {
   mode?: 'writer' | 'reader';
   /** Cooperative deadline per query, default 30 s. */
   queryTimeoutMs?: number;
+  /** Memory budget per query in MiB, default limits.queryMemoryBytesMax (256 MiB). */
+  queryMemoryMb?: number;
   /** Disk / object storage writer: snapshot when the WAL reaches this many bytes. */
   snapshotWalBytes?: number;
 }
@@ -78,11 +81,11 @@ type Backing =
 
 export class Database {
   private backing: Backing | null;
-  private readonly queryTimeoutMs: number;
+  private readonly bounds: QueryBounds;
 
-  constructor(backing: Backing, queryTimeoutMs: number) {
+  constructor(backing: Backing, bounds: QueryBounds) {
     this.backing = backing;
-    this.queryTimeoutMs = queryTimeoutMs;
+    this.bounds = bounds;
   }
 
   /** Status and exact response text, as the server would send them. */
@@ -95,18 +98,19 @@ export class Database {
       }
     }
     const flags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: options.awaitDurable ?? null };
-    const queryTimeoutMs = options.timeoutMs ?? this.queryTimeoutMs;
+    const queryTimeoutMs = options.timeoutMs ?? this.bounds.queryTimeoutMs;
+    const exec = { ...this.bounds, queryTimeoutMs };
     const body = requestText(request);
     if (backing.kind === 'writer') return backing.committer.execute(body, flags, queryTimeoutMs);
     if (backing.kind === 'follower') {
       await backing.follower.refresh();
-      return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
+      return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
     }
     if (Date.now() - backing.refreshedAt >= backing.refreshMs) {
       await backing.follower.refresh();
       backing.refreshedAt = Date.now();
     }
-    return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', { queryTimeoutMs }));
+    return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
   }
 
   private finish(outcome: ReturnType<typeof executeRequest>): { status: number; body: string } {
@@ -136,7 +140,10 @@ export class Database {
 
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
   const storage = options.storage ?? 'memory';
-  const timeout = options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs;
+  const bounds: QueryBounds = {
+    queryTimeoutMs: options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs,
+    queryMemoryBytes: options.queryMemoryMb !== undefined ? options.queryMemoryMb * 1024 * 1024 : limits.queryMemoryBytesMax,
+  };
   if (storage !== 'memory' && storage !== 'disk' && storage !== 's3') {
     throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory', 'disk' or 's3'`);
   }
@@ -145,16 +152,16 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   if ((options.mode ?? 'writer') === 'reader') {
     if (objectStorage !== null) {
       const follower = await ObjectFollower.open(objectStorage);
-      return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, timeout);
+      return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, bounds);
     }
-    if (storage === 'disk') return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, timeout);
+    if (storage === 'disk') return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, bounds);
   }
   const durable = await openWriterStorage({
     diskPath: storage === 'disk' ? options.path! : null,
     objectStorage,
     ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
   });
-  return new Database({ kind: 'writer', committer: new Committer(durable, timeout) }, timeout);
+  return new Database({ kind: 'writer', committer: new Committer(durable, bounds) }, bounds);
 }
 
 function objectStorageOptions(options: OpenOptions): ObjectStorageOptions {

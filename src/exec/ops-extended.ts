@@ -13,6 +13,7 @@ import {
 } from './rows.js';
 import { checkDeadline, neighbors, resolveRef } from './ops.js';
 import { ElementMarks } from './marks.js';
+import { CONTAINER_BYTES, ENTRY_BYTES, EXTRA_BYTES, guard, ROW_BYTES } from './guard.js';
 import { dirWord, type Direction } from '../store/store.js';
 import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
 import { shortestPathJs } from './shortest-path.js';
@@ -49,6 +50,7 @@ function append(out: RowSet, rows: RowSet): void {
 
 /** The extras of row `i`, copied so they can be changed (rows share extras objects). */
 function ownExtra(rows: RowSet, i: number): RowExtra {
+  guard.chargeLater(EXTRA_BYTES);
   const e = rows.extraAt(i);
   return e === null ? emptyExtra() : { ...e };
 }
@@ -110,7 +112,12 @@ function group(ctx: ExecCtx, rows: RowSet, property: string, withIds: boolean): 
     const v = resolveProperty(ctx, el, rows.extraAt(i), property);
     const key = displayText(v);
     let g = groups.get(key);
-    if (g === undefined) groups.set(key, (g = { value: v ?? null, count: 0, ids: [] }));
+    if (g === undefined) {
+      guard.charge(CONTAINER_BYTES + ENTRY_BYTES + 2 * key.length);
+      groups.set(key, (g = { value: v ?? null, count: 0, ids: [] }));
+    }
+    guard.chargeLater(ENTRY_BYTES); // the id
+    guard.step(1);
     g.count++;
     g.ids.push(BigInt(idOfKey(el)));
   }
@@ -133,6 +140,7 @@ function aggregate(ctx: ExecCtx, op: Extract<Op, { op: 'aggregate_by' }>, input:
   const rows = input.rows;
   let count = 0, sum = 0, min = Infinity, max = -Infinity;
   for (let i = 0; i < rows.length; i++) {
+    guard.step(1);
     const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), op.property);
     let n: number;
     if (typeof v === 'bigint' || typeof v === 'number') n = Number(v);
@@ -176,12 +184,16 @@ export function evalRepeat(ctx: ExecCtx, op: Extract<Op, { op: 'repeat' }>, inpu
     if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
     if (c.emit === 'after' && c.emit_predicate !== null) {
       for (let r = 0; r < next.length; r++) {
+        guard.step(1);
         if (evalPredicate(ctx, c.emit_predicate, next.el[r]!, next.extraAt(r))) emitted.pushFrom(next, r);
       }
     }
     let stop = false;
     if (c.until !== null) {
-      for (let r = 0; r < next.length && !stop; r++) stop = evalPredicate(ctx, c.until, next.el[r]!, next.extraAt(r));
+      for (let r = 0; r < next.length && !stop; r++) {
+        guard.step(1);
+        stop = evalPredicate(ctx, c.until, next.el[r]!, next.extraAt(r));
+      }
     }
     frontier = next;
     if (frontier.length === 0 || stop) break;
@@ -214,6 +226,9 @@ function navigateRows(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupLev
   return traversalKernelsOn() ? navigateRowsKernel(ctx, step, rows, dedupLevel) : navigateRowsJs(ctx, step, rows, dedupLevel);
 }
 
+/** Adjacency entries one expandRows call scans at most (~2-5 ms on this class of machine). */
+const KERNEL_ENTRIES_PER_CALL = 1 << 20;
+
 /** Smallest first-occurrence table of navigateRowsKernel (slots; 1 KiB). */
 const SEEN_SLOTS_MIN = 256;
 
@@ -245,10 +260,23 @@ function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, de
         seenShift = 32 - Math.log2(slots);
       }
     }
-    const produced = kernels.expandRows(input, count, dirs, step.label, ctx.at, output, seen, seenShift);
+    // In slices of about KERNEL_ENTRIES_PER_CALL entries, so the deadline is checked
+    // between them (a level of a dense graph can scan tens of millions of entries).
+    const sliceRows = Math.max(1, Math.floor(count * (KERNEL_ENTRIES_PER_CALL / Math.max(bound, 1))));
+    let produced = 0;
+    for (let first = 0; first < count; first += sliceRows) {
+      const rowsInSlice = Math.min(sliceRows, count - first);
+      produced += kernels.expandRows(input + first, rowsInSlice, dirs, step.label, ctx.at, output + produced, seen, seenShift);
+      guard.step(Math.ceil(bound * (rowsInSlice / count)));
+      checkDeadline(ctx);
+    }
+    guard.charge(produced * ROW_BYTES);
     const neighbours = topo.words;
     const out = new Array<number>(produced);
-    for (let i = 0; i < produced; i++) out[i] = nodeKey(neighbours[output + i]!);
+    for (let i = 0; i < produced; i++) {
+      out[i] = nodeKey(neighbours[output + i]!);
+      if ((i & 0xffff) === 0xffff) guard.step(0x10000);
+    }
     return new RowSet(out);
   } finally {
     arena.release(mark);
@@ -261,7 +289,10 @@ function navigateRowsJs(ctx: ExecCtx, step: NavigationStep, rows: RowSet, dedupL
   try {
     for (let i = 0; i < rows.length; i++) {
       for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
-        if (seen === null || seen.add(nodeKey(id))) out.push(nodeKey(id));
+        if (seen === null || seen.add(nodeKey(id))) {
+          guard.row();
+          out.push(nodeKey(id));
+        }
       }
       if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
     }
@@ -370,6 +401,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         const path = rows.extraAt(i)?.path ?? [rows.el[i]!];
+        guard.step(path.length);
         if (new Set(path).size === path.length) out.pushFrom(rows, i);
       }
       return rowsOf(out);
@@ -425,6 +457,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       const bound = ctx.vars.get(op.variable);
       if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
       if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`variable \`${op.variable}\` is not bound to element rows`);
+      guard.charge(bound.rows.length * ENTRY_BYTES);
       const members = new Set(bound.rows.el.filter((el) => el !== NO_ELEMENT));
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
@@ -441,6 +474,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
         const el = rows.el[i]!;
         if (el === NO_ELEMENT) { out.pushFrom(rows, i); continue; }
         const e = ownExtra(rows, i);
+        guard.chargeLater(CONTAINER_BYTES + ENTRY_BYTES * (1 + (e.bindings?.size ?? 0)));
         e.bindings = new Map(e.bindings ?? []);
         e.bindings.set(op.name, { el, rankName: e.rankName, rank: e.rank });
         out.push(el, e);
@@ -472,9 +506,12 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
             }
           }
         }
+        guard.chargeLater(CONTAINER_BYTES + ENTRY_BYTES * m.size);
+        guard.step(1);
         if (op.distinct) {
           const key = renderValueKey(m);
           if (seen.has(key)) continue;
+          guard.chargeLater(ENTRY_BYTES + 2 * key.length);
           seen.add(key);
         }
         items.push(m);

@@ -17,13 +17,17 @@ import {
 import { renderValueKey } from './render.js';
 import { evalExtendedOp, evalRepeat, isExtendedOp } from './ops-extended.js';
 import { ElementMarks, withRoom } from './marks.js';
+import { streamedDedup, streamedTerminal, streamedWindow } from './streaming.js';
+import { CONTAINER_BYTES, deadlineExceeded, ENTRY_BYTES, guard, ROW_BYTES } from './guard.js';
 
 const elementMarks = new ElementMarks();
 
 const emptyRows = (): Stream => rowsOf(new RowSet());
 
+/** Check the query's deadline, memory budget and work cap now (exec/guard.ts). */
 export function checkDeadline(ctx: ExecCtx): void {
-  if (Date.now() > ctx.deadlineMs) throw new SvcError('query_deadline_exceeded', 'db error: query deadline exceeded');
+  guard.check();
+  if (Date.now() > ctx.deadlineMs) throw deadlineExceeded();
 }
 
 function checkRowLimit(n: number): void {
@@ -59,7 +63,13 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
       const out: number[] = [];
       const slots = edges ? ctx.store.edgeSlots() : ctx.store.nodeSlots();
       for (let id = 0; id < slots; id++) {
-        if (edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at)) out.push(id);
+        if (edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at)) {
+          guard.row(); // the id now, its row next: charged once per element here
+          guard.chargeLater(ROW_BYTES);
+          out.push(id);
+        } else {
+          guard.step(1);
+        }
       }
       return out;
     }
@@ -77,6 +87,8 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
         if (asTarget) throw queryError(`variable \`${ref.name}\` is not bound`);
         return [];
       }
+      guard.charge(2 * rows.length * ROW_BYTES);
+      guard.step(rows.length);
       const out: number[] = [];
       for (const el of rows.el) if (el !== NO_ELEMENT && isEdgeKey(el) === edges) out.push(idOfKey(el));
       return out;
@@ -110,6 +122,7 @@ function window(input: Stream, start: number, end: number): Stream {
     return rowsOf(out);
   }
   const items = scalarItems(input)!;
+  guard.charge(Math.max(0, Math.min(end, items.length) - start) * ROW_BYTES);
   return { kind: 'scalars', items: items.slice(start, Math.max(start, end)) };
 }
 
@@ -118,17 +131,22 @@ function window(input: Stream, start: number, end: number): Stream {
 /** Reused per thread: neighbor IDs of one row before sort + dedup. */
 let scratch: Uint32Array = new Uint32Array(1024);
 
-/** Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1). */
-export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+/**
+ * Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1); with `asKeys`,
+ * their row element keys instead.
+ */
+export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number, asKeys = false): number[] {
   const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
   let n = 0;
-  let ordered = dirs.length === 1;
+  // Ascending across both lists (one is often empty), so the sort is skipped when it can be.
+  let ordered = true;
+  let previous = -1;
   for (let d = 0; d < dirs.length; d++) {
     const which = dirWord(dirs[d]!);
     const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
+    guard.step(len);
     scratch = withRoom(scratch, n, n + len);
-    let previous = -1;
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
       if (!entryVisible(words, p, at, label)) continue;
       const neighbor = words[p + A_NEIGHBOR]!;
@@ -140,27 +158,38 @@ export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], 
   if (n === 0) return [];
   // Blocks are in edge ID order, which is often neighbor order too (bulk loads): skip the sort then.
   if (!ordered) scratch.subarray(0, n).sort();
-  const out: number[] = [scratch[0]!];
-  for (let i = 1; i < n; i++) if (scratch[i] !== scratch[i - 1]) out.push(scratch[i]!);
+  const scale = asKeys ? 2 : 1; // nodeKey(id) = id * 2
+  const out: number[] = [scratch[0]! * scale];
+  for (let i = 1; i < n; i++) if (scratch[i] !== scratch[i - 1]) out.push(scratch[i]! * scale);
   return out;
 }
 
-/** Distinct incident edge IDs of node `id`, ascending (operations.md §4.2). */
-function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number): number[] {
+/**
+ * Distinct incident edge IDs of node `id`, ascending (operations.md §4.2); with `asKeys`,
+ * their row element keys instead.
+ */
+export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number, asKeys = false): number[] {
   const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
   const out: number[] = [];
+  let ordered = true;
+  let previous = -1;
   for (const direction of dirs) {
     const which = dirWord(direction);
     const len = topo.length(dir, which), off = topo.entries(dir, which, len);
     const words = topo.words;
+    guard.step(len);
     for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
       if (!entryVisible(words, p, at, label)) continue;
       // A self-loop sits in both lists; keep it once.
       if (direction === 'in' && dirs.length === 2 && words[p + A_NEIGHBOR] === id) continue;
-      out.push(words[p + A_EDGE]!);
+      const edge = words[p + A_EDGE]!;
+      if (edge < previous) ordered = false;
+      previous = edge;
+      out.push(edge);
     }
   }
-  if (dirs.length === 2) out.sort((a, b) => a - b);
+  if (!ordered) out.sort((a, b) => a - b);
+  if (asKeys) for (let i = 0; i < out.length; i++) out[i] = out[i]! * 2 + 1; // edgeKey
   return out;
 }
 
@@ -184,61 +213,109 @@ function otherEnds(ctx: ExecCtx, edge: number, extra: RowExtra | null): number[]
 const dirsOf = (op: string): readonly Direction[] =>
   op === 'out' || op === 'out_e' || op === 'out_n' ? ['out'] : op === 'in' || op === 'in_e' || op === 'in_n' ? ['in'] : ['out', 'in'];
 
-function navigate(ctx: ExecCtx, op: Extract<Op, { op: 'out' | 'in' | 'both' | 'out_e' | 'in_e' | 'both_e' | 'out_n' | 'in_n' | 'other_n' }>, input: RowSet): RowSet {
-  const out = new RowSet();
-  const toEdges = op.op === 'out_e' || op.op === 'in_e' || op.op === 'both_e';
+export type NavigationOp = Extract<Op, { op: 'out' | 'in' | 'both' | 'out_e' | 'in_e' | 'both_e' | 'out_n' | 'in_n' | 'other_n' }>;
+
+export const navigationOps = new Set<string>(['out', 'in', 'both', 'out_e', 'in_e', 'both_e', 'out_n', 'in_n', 'other_n']);
+
+/** A navigation operation with its label resolved once per evaluation. */
+export interface NavigationStep {
+  readonly op: NavigationOp['op'];
+  readonly toEdges: boolean;
+  readonly label: number;
+  /** An unknown label matches no edge of a node row; edge rows ignore the label. */
+  readonly noLabelMatch: boolean;
+  readonly dirs: readonly Direction[];
+  readonly unlabeled: boolean;
+}
+
+export function navigationStep(ctx: ExecCtx, op: NavigationOp): NavigationStep {
   const labelName = 'label' in op ? op.label : null;
   const label = labelName === null ? -1 : ctx.store.names.idOf(labelName);
-  // An unknown label matches no edge of a node row; edge rows ignore the label.
-  const noLabelMatch = labelName !== null && label < 0;
-  const dirs = dirsOf(op.op);
+  return {
+    op: op.op,
+    toEdges: op.op === 'out_e' || op.op === 'in_e' || op.op === 'both_e',
+    label,
+    noLabelMatch: labelName !== null && label < 0,
+    dirs: dirsOf(op.op),
+    unlabeled: op.op === 'out_n' || op.op === 'in_n' || op.op === 'other_n',
+  };
+}
+
+/** Element keys one row moves to (operations.md §4), in order; null: the row yields nothing. */
+export function expandElement(ctx: ExecCtx, step: NavigationStep, el: number, extra: RowExtra | null): number[] | null {
+  if (el === NO_ELEMENT) return null;
+  if (isEdgeKey(el)) {
+    if (step.toEdges) return null;
+    const e = idOfKey(el);
+    guard.step(1);
+    if (step.op === 'out' || step.op === 'out_n') return [nodeKey(ctx.store.edgeTarget(e))];
+    if (step.op === 'in' || step.op === 'in_n') return [nodeKey(ctx.store.edgeSource(e))];
+    return otherEnds(ctx, e, extra).map(nodeKey);
+  }
+  const id = idOfKey(el);
+  if (step.noLabelMatch && !step.unlabeled) return null;
+  if (step.toEdges) return incidentEdges(ctx, id, step.dirs, step.label, true);
+  return neighbors(ctx, id, step.dirs, step.unlabeled ? -1 : step.label, true);
+}
+
+function navigate(ctx: ExecCtx, op: NavigationOp, input: RowSet): RowSet {
+  const out = new RowSet();
+  const step = navigationStep(ctx, op);
   for (let i = 0; i < input.length; i++) {
     const el = input.el[i]!;
-    if (el === NO_ELEMENT) continue;
     const extra = input.extraAt(i);
-    let produced: number[];
-    let asEdges = toEdges;
-    if (isEdgeKey(el)) {
-      if (toEdges) continue;
-      const e = idOfKey(el);
-      if (op.op === 'out' || op.op === 'out_n') produced = [ctx.store.edgeTarget(e)];
-      else if (op.op === 'in' || op.op === 'in_n') produced = [ctx.store.edgeSource(e)];
-      else produced = otherEnds(ctx, e, extra);
-      asEdges = false;
-    } else {
-      const id = idOfKey(el);
-      const unlabeled = op.op === 'out_n' || op.op === 'in_n' || op.op === 'other_n';
-      if (noLabelMatch && !unlabeled) continue;
-      produced = toEdges ? incidentEdges(ctx, id, dirs, label) : neighbors(ctx, id, dirs, unlabeled ? -1 : label);
+    if (el === NO_ELEMENT || isEdgeKey(el)) {
+      // At most two ends: the general form.
+      const produced = expandElement(ctx, step, el, extra);
+      if (produced !== null) for (const key of produced) out.push(key, movedExtra(extra, key, ctx.trackPath, el));
+      continue;
     }
-    for (const target of produced) {
-      const key = asEdges ? edgeKey(target) : nodeKey(target);
-      out.push(key, movedExtra(extra, key, ctx.trackPath, el));
+    // Node rows (the hot path): keys straight from the ID lists, no second array.
+    if (step.noLabelMatch && !step.unlabeled) continue;
+    const id = idOfKey(el);
+    if (step.toEdges) {
+      for (const e of incidentEdges(ctx, id, step.dirs, step.label)) out.push(edgeKey(e), movedExtra(extra, edgeKey(e), ctx.trackPath, el));
+    } else {
+      for (const n of neighbors(ctx, id, step.dirs, step.unlabeled ? -1 : step.label)) out.push(nodeKey(n), movedExtra(extra, nodeKey(n), ctx.trackPath, el));
     }
     checkRowLimit(out.length);
   }
   return out;
 }
 
+/** One navigation or filter operation over materialized rows. */
+export function applyElementOp(ctx: ExecCtx, op: NavigationOp | FilterOp, rows: RowSet): RowSet {
+  return navigationOps.has(op.op) ? navigate(ctx, op as NavigationOp, rows) : filterRows(ctx, op as FilterOp, rows);
+}
+
 // ---------------------------------------------------------------- filters
 
-function filterRows(input: RowSet, keep: (el: number, extra: RowExtra | null) => boolean): RowSet {
+export type FilterOp = Extract<Op, { op: 'has' | 'edge_has' | 'has_label' | 'edge_has_label' | 'has_key' | 'where' }>;
+
+export const filterOps = new Set<string>(['has', 'edge_has', 'has_label', 'edge_has_label', 'has_key', 'where']);
+
+/** Whether a row passes a filter operation (operations.md §5). */
+export function keepRow(ctx: ExecCtx, op: FilterOp, el: number, extra: RowExtra | null): boolean {
+  guard.step(1);
+  switch (op.op) {
+    case 'has': return valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, op.value);
+    case 'edge_has': return valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, inputValue(ctx, op.value, el, extra));
+    case 'has_label': case 'edge_has_label': return resolveProperty(ctx, el, extra, '$label') === op.label;
+    case 'has_key': return resolveProperty(ctx, el, extra, op.property) !== undefined;
+    case 'where': return evalPredicate(ctx, op.predicate, el, extra);
+  }
+}
+
+function filterRows(ctx: ExecCtx, op: FilterOp, input: RowSet): RowSet {
   const out = new RowSet();
   for (let i = 0; i < input.length; i++) {
     const extra = input.extraAt(i);
-    if (keep(input.el[i]!, extra)) out.push(input.el[i]!, extra);
+    if (keepRow(ctx, op, input.el[i]!, extra)) out.push(input.el[i]!, extra);
   }
   return out;
 }
 
-function labelFilter(ctx: ExecCtx, input: RowSet, label: string): RowSet {
-  return filterRows(input, (el, extra) => {
-    const v = resolveProperty(ctx, el, extra, '$label');
-    return v === label;
-  });
-}
-
-function dedup(ctx: ExecCtx, input: Stream): Stream {
+export function dedupStream(ctx: ExecCtx, input: Stream): Stream {
   if (input.kind === 'rows') {
     const rows = input.rows;
     const seenElements = elementMarks.begin(ctx, rows.length);
@@ -252,6 +329,7 @@ function dedup(ctx: ExecCtx, input: Stream): Stream {
         } else {
           const key = renderRowIdentity(rows.extraAt(i));
           if (seenOthers.has(key)) continue;
+          guard.chargeLater(ENTRY_BYTES + 2 * key.length);
           seenOthers.add(key);
         }
         out.pushFrom(rows, i);
@@ -267,7 +345,12 @@ function dedup(ctx: ExecCtx, input: Stream): Stream {
   const out: Value[] = [];
   for (const item of items) {
     const key = renderValueKey(item);
-    if (!seen.has(key)) { seen.add(key); out.push(item); }
+    guard.step(1);
+    if (!seen.has(key)) {
+      guard.chargeLater(ENTRY_BYTES + 2 * key.length);
+      seen.add(key);
+      out.push(item);
+    }
   }
   return { kind: 'scalars', items: out };
 }
@@ -285,6 +368,7 @@ function renderRowIdentity(extra: RowExtra | null): string {
 
 function orderRows(ctx: ExecCtx, input: RowSet, keys: readonly [string, Order][]): RowSet {
   const n = input.length;
+  guard.charge((keys.length + 1) * n * ROW_BYTES); // one column per key, and the index
   const values: (Value | undefined)[][] = keys.map(([prop]) => {
     const col: (Value | undefined)[] = new Array(n);
     for (let i = 0; i < n; i++) col[i] = input.el[i] === NO_ELEMENT && input.extraAt(i) === null ? undefined : resolveProperty(ctx, input.el[i]!, input.extraAt(i), prop);
@@ -292,6 +376,7 @@ function orderRows(ctx: ExecCtx, input: RowSet, keys: readonly [string, Order][]
   });
   const index = Array.from({ length: n }, (_, i) => i);
   index.sort((a, b) => {
+    guard.step(1);
     for (let k = 0; k < keys.length; k++) {
       const c = compareSortKeys(values[k]![a], values[k]![b]);
       if (c !== 0) return keys[k]![1] === 'desc' ? -c : c;
@@ -325,6 +410,13 @@ function storedMap(ctx: ExecCtx, el: number): Map<string, Value> {
   return out;
 }
 
+/** Count one built result item (a Map of a row's properties) against the budget. */
+function chargeItem(m: Map<string, Value>): Map<string, Value> {
+  guard.chargeLater(CONTAINER_BYTES + ENTRY_BYTES * m.size);
+  guard.step(1);
+  return m;
+}
+
 function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Value[] {
   const items: Value[] = [];
   for (let i = 0; i < input.length; i++) {
@@ -334,7 +426,7 @@ function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Val
       if (el === NO_ELEMENT) { items.push(new Map()); continue; }
       const m = storedMap(ctx, el);
       m.set('$id', BigInt(idOfKey(el)));
-      items.push(m);
+      items.push(chargeItem(m));
       continue;
     }
     const m = new Map<string, Value>();
@@ -342,7 +434,7 @@ function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Val
       const v = resolveProperty(ctx, el, extra, p);
       if (v !== undefined) m.set(p, v);
     }
-    items.push(m);
+    items.push(chargeItem(m));
   }
   return items;
 }
@@ -368,11 +460,13 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
         return { kind: 'scalars', items: items.filter((x) => typeof x === 'bigint') };
       }
       const items: Value[] = [];
+      guard.charge(input.rows.length * ENTRY_BYTES);
       for (const el of input.rows.el) if (el !== NO_ELEMENT) items.push(BigInt(idOfKey(el)));
       return { kind: 'scalars', items };
     }
     case 'label': {
       const rows = needRows(input, 'label');
+      guard.charge(rows.length * ROW_BYTES);
       const items: Value[] = [];
       for (let i = 0; i < rows.length; i++) {
         if (rows.el[i] === NO_ELEMENT) continue;
@@ -389,7 +483,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
           const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), p);
           if (v !== undefined) m.set(p, v);
         }
-        if (m.size > 0) items.push(m);
+        if (m.size > 0) items.push(chargeItem(m));
       }
       return { kind: 'scalars', items };
     }
@@ -408,7 +502,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
             m.set(p.alias, evalExpr(ctx, p.expr, rows.el[i]!, rows.extraAt(i)));
           }
         }
-        items.push(m);
+        items.push(chargeItem(m));
       }
       return { kind: 'scalars', items };
     }
@@ -422,7 +516,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
         m.set('$id', BigInt(id));
         m.set('$from', BigInt(ctx.store.edgeSource(id)));
         m.set('$to', BigInt(ctx.store.edgeTarget(id)));
-        items.push(m);
+        items.push(chargeItem(m));
       }
       return { kind: 'scalars', items };
     }
@@ -583,6 +677,7 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
     case 'nodes': case 'edges': {
       const edges = op.op === 'edges';
       const ids = resolveRef(ctx, op.reference, edges, false);
+      if (op.reference.kind !== 'all' && op.reference.kind !== 'var') guard.charge(2 * ids.length * ROW_BYTES);
       return rowsOf(new RowSet(ids.map(edges ? edgeKey : nodeKey)));
     }
     case 'nodes_where': case 'edges_where': {
@@ -593,42 +688,26 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
         if (!(edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at))) continue;
         const key = edges ? edgeKey(id) : nodeKey(id);
         if (evalPredicate(ctx, op.predicate, key, null)) out.push(key, null);
-        if ((id & 0xfff) === 0) checkDeadline(ctx);
+        guard.step(1);
       }
       return rowsOf(out);
     }
     case 'out': case 'in': case 'both': case 'out_e': case 'in_e': case 'both_e': case 'out_n': case 'in_n': case 'other_n':
       return rowsOf(navigate(ctx, op, needRows(evalOp(ctx, op.input, context), op.op)));
-    case 'has': {
-      const rows = needRows(evalOp(ctx, op.input, context), 'has');
-      return rowsOf(filterRows(rows, (el, extra) => valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, op.value)));
-    }
-    case 'edge_has': {
-      const rows = needRows(evalOp(ctx, op.input, context), 'edge_has');
-      return rowsOf(filterRows(rows, (el, extra) =>
-        valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, inputValue(ctx, op.value, el, extra))));
-    }
-    case 'has_label': case 'edge_has_label':
-      return rowsOf(labelFilter(ctx, needRows(evalOp(ctx, op.input, context), op.op), op.label));
-    case 'has_key': {
-      const rows = needRows(evalOp(ctx, op.input, context), 'has_key');
-      return rowsOf(filterRows(rows, (el, extra) => resolveProperty(ctx, el, extra, op.property) !== undefined));
-    }
-    case 'where': {
-      const rows = needRows(evalOp(ctx, op.input, context), 'where');
-      return rowsOf(filterRows(rows, (el, extra) => evalPredicate(ctx, op.predicate, el, extra)));
-    }
+    case 'has': case 'edge_has': case 'has_label': case 'edge_has_label': case 'has_key': case 'where':
+      return rowsOf(filterRows(ctx, op, needRows(evalOp(ctx, op.input, context), op.op)));
     case 'dedup': {
       const source = op.input;
       if (source.op === 'repeat') {
         // Each level of the repeat may drop its own duplicates (see evalRepeat).
-        return dedup(ctx, rowsOf(evalRepeat(ctx, source, needRows(evalOp(ctx, source.input, context), 'repeat'), evalOp, true)));
+        return dedupStream(ctx, rowsOf(evalRepeat(ctx, source, needRows(evalOp(ctx, source.input, context), 'repeat'), evalOp, true)));
       }
-      return dedup(ctx, evalOp(ctx, op.input, context));
+      return streamedDedup(ctx, op.input, context, evalOp) ?? dedupStream(ctx, evalOp(ctx, op.input, context));
     }
     case 'limit': {
       const n = boundValue(ctx, op.count, 'limit count');
-      return window(evalOp(ctx, op.input, context), 0, n);
+      const streamed = streamedWindow(ctx, op.input, context, evalOp, 0, n);
+      return streamed !== null ? rowsOf(streamed) : window(evalOp(ctx, op.input, context), 0, n);
     }
     case 'skip': {
       const n = boundValue(ctx, op.count, 'skip count');
@@ -637,14 +716,16 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
     case 'range': {
       const start = boundValue(ctx, op.start, 'range start');
       const end = boundValue(ctx, op.end, 'range end');
-      const input = evalOp(ctx, op.input, context);
-      return window(input, start, Math.max(start, end));
+      const streamed = streamedWindow(ctx, op.input, context, evalOp, start, Math.max(start, end));
+      return streamed !== null ? rowsOf(streamed) : window(evalOp(ctx, op.input, context), start, Math.max(start, end));
     }
     case 'order_by':
       return rowsOf(orderRows(ctx, needRows(evalOp(ctx, op.input, context), 'order_by'), [[op.property, op.order]]));
     case 'order_by_multiple':
       return rowsOf(orderRows(ctx, needRows(evalOp(ctx, op.input, context), 'order_by_multiple'), op.orderings));
-    case 'count': case 'exists': case 'id': case 'label': case 'values': case 'value_map': case 'project': case 'edge_properties':
+    case 'count': case 'exists':
+      return streamedTerminal(ctx, op.op, op.input, context, evalOp) ?? terminal(ctx, op, evalOp(ctx, op.input, context));
+    case 'id': case 'label': case 'values': case 'value_map': case 'project': case 'edge_properties':
       return terminal(ctx, op, evalOp(ctx, op.input, context));
     case 'add_n': case 'drop_edge_by_id':
       return mutate(ctx, op, op.input === null ? null : evalOp(ctx, op.input, context));

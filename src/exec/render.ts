@@ -2,6 +2,7 @@
 import { compareKeys, renderValue, writeF64, writeString } from '../protocol/json.js';
 import { tagOf, type Value } from '../protocol/value.js';
 import type { ShapeClass } from '../plan/plan.js';
+import { guard } from './guard.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, sizeOf, type RowExtra, type RowSet, type Stream } from './rows.js';
 
 /** A value bound to an entry name, with what rendering needs. */
@@ -32,16 +33,43 @@ function renderRow(el: number, extra: RowExtra | null): string {
   return `${out}}`;
 }
 
+// Rendering counts against the query's memory budget (exec/guard.ts): each part as it is
+// built, then the joined text (JS strings: up to 2 bytes per character).
+
 export function renderRows(rows: RowSet): string {
   const parts: string[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) parts[i] = renderRow(rows.el[i]!, rows.extraAt(i));
+  guard.charge(8 * rows.length);
+  let length = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const part = renderRow(rows.el[i]!, rows.extraAt(i));
+    parts[i] = part;
+    length += part.length;
+    guard.chargeLater(2 * part.length + 16);
+    guard.step(1);
+  }
+  guard.charge(2 * length);
+  return `[${parts.join(',')}]`;
+}
+
+function renderItems(items: readonly Value[]): string {
+  const parts: string[] = new Array(items.length);
+  guard.charge(8 * items.length);
+  let length = 0;
+  for (let i = 0; i < items.length; i++) {
+    const part = renderValue(items[i]!);
+    parts[i] = part;
+    length += part.length;
+    guard.charge(2 * part.length + 16);
+    guard.step(1);
+  }
+  guard.charge(2 * length);
   return `[${parts.join(',')}]`;
 }
 
 function renderPresent(s: Stream): string {
   switch (s.kind) {
     case 'rows': case 'fold': return renderRows(s.rows);
-    case 'scalars': return `[${s.items.map(renderValue).join(',')}]`;
+    case 'scalars': return renderItems(s.items);
     case 'count': return String(s.n);
     case 'exists': return s.value ? 'true' : 'false';
     case 'object': return renderValue(s.value);
@@ -85,5 +113,8 @@ export function renderValueKey(v: Value): string {
 /** The response object: returned names in byte-wise key order (envelope.md §7). */
 export function renderResponse(returns: readonly string[], values: Map<string, string>): string {
   const names = [...returns].sort(compareKeys);
+  let length = 0;
+  for (const text of values.values()) length += text.length;
+  guard.charge(2 * length);
   return `{${names.map((n) => `${writeString(n)}:${values.get(n)!}`).join(',')}}`;
 }

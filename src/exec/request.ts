@@ -8,6 +8,7 @@ import { limits } from '../limits.js';
 import type { RedoBatch, Store } from '../store/store.js';
 import { runBatch } from './batch.js';
 import type { ExecCtx } from './context.js';
+import { InlineWorkExceeded, QueryGuard, withGuard } from './guard.js';
 
 /** Execution headers after stage-1 parsing (envelope.md §11); null = header absent. */
 export interface RequestFlags {
@@ -24,17 +25,31 @@ export const noFlags: RequestFlags = { warm: null, requireWriter: null, awaitDur
  */
 export type ExecRole = 'writer' | 'reader' | 'replica';
 
-/** A finished response, or (reader role only) "this is a write, send it to the writer". */
-export type ExecOutcome = { status: number; body: string } | { forward: 'writer' };
+/**
+ * A finished response, or "send it elsewhere": to the writer (reader role: a write), or to
+ * the reader pool (an inline run whose plan has no static cost bound, or that outgrew its
+ * work cap; reads have no side effects, so running one again is exact).
+ */
+export type ExecOutcome = { status: number; body: string } | { forward: 'writer' | 'pool' };
 
 export interface ExecOptions {
   /** Cooperative deadline per request (`--query-timeout-ms`). */
   queryTimeoutMs: number;
+  /** Memory budget per request in bytes (`--query-memory-mb`), default limits.queryMemoryBytesMax. */
+  queryMemoryBytes?: number;
+  /**
+   * Set on the HTTP thread: run only plans with a static cost bound, and give up after this
+   * many work units (the outcome is then `{forward: 'pool'}`).
+   */
+  inlineWorkMax?: number;
   /** Disk storage: log the batch before it is published; a throw rolls the batch back. */
   logBatch?: (batch: RedoBatch) => void;
 }
 
 export const defaultExecOptions: ExecOptions = { queryTimeoutMs: 30_000 };
+
+/** The per-query bounds a server or handle is configured with (`--query-timeout-ms`, `--query-memory-mb`). */
+export type QueryBounds = Pick<ExecOptions, 'queryTimeoutMs' | 'queryMemoryBytes'>;
 
 /**
  * Decoded and planned requests by exact body text, per thread. Read-heavy clients (and
@@ -83,15 +98,18 @@ export function executeRequest(
       plan = planRequest(request);
       if (key !== null) remember(key, plan);
     }
+    const inline = options.inlineWorkMax !== undefined;
+    if (inline && !plan.inlineSafe) return { forward: 'pool' };
     const nowMs = Date.now();
     const at = write ? store.beginWrite() : store.beginRead();
     const ctx: ExecCtx = {
       store, at, writing: write, paramFrames: [request.parameters], vars: new Map(),
       trackPath: plan.trackPath, nowMs, deadlineMs: nowMs + options.queryTimeoutMs,
     };
+    const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, ctx.deadlineMs, options.inlineWorkMax);
     let response: string;
     try {
-      response = runBatch(ctx, plan);
+      response = withGuard(queryGuard, () => runBatch(ctx, plan));
       if (write && options.logBatch) {
         const redo = store.pendingRedo();
         if (redo !== null) options.logBatch(redo);
@@ -105,6 +123,7 @@ export function executeRequest(
     if (write) store.commit();
     return { status: 200, body: response };
   } catch (err) {
+    if (err instanceof InlineWorkExceeded) return { forward: 'pool' };
     const e = asSvcError(err);
     return { status: e.status, body: errorBody(e) };
   }

@@ -5,6 +5,7 @@
 import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
+import { EXTRA_BYTES, guard, ROW_BYTES } from './guard.js';
 
 export const NO_ELEMENT = -1;
 export const nodeKey = (id: number): number => id * 2;
@@ -32,6 +33,7 @@ export class RowSet {
   readonly el: number[];
   /** Parallel to `el`, or null when no row has extras. */
   extra: (RowExtra | null)[] | null;
+  /** `el` given: the caller charged its rows to the query's guard (exec/guard.ts). */
   constructor(el: number[] = [], extra: (RowExtra | null)[] | null = null) {
     this.el = el;
     this.extra = extra;
@@ -43,7 +45,11 @@ export class RowSet {
   }
 
   push(el: number, extra: RowExtra | null): void {
-    if (extra !== null && this.extra === null) this.extra = new Array<RowExtra | null>(this.el.length).fill(null);
+    guard.row();
+    if (extra !== null && this.extra === null) {
+      guard.charge(this.el.length * ROW_BYTES);
+      this.extra = new Array<RowExtra | null>(this.el.length).fill(null);
+    }
     this.el.push(el);
     if (this.extra !== null) this.extra.push(extra);
   }
@@ -61,12 +67,14 @@ export function emptyExtra(): RowExtra {
 /** The extras of a row that moved to a new element: ranking dropped, path extended. */
 export function movedExtra(from: RowExtra | null, newEl: number, trackPath: boolean, fromEl: number): RowExtra | null {
   if (from === null && !trackPath) return null;
+  guard.chargeLater(EXTRA_BYTES);
   const next = from === null ? emptyExtra() : { ...from };
   next.rankName = null;
   next.rank = 0;
   if (trackPath) {
     const base = from?.path ?? (fromEl === NO_ELEMENT ? [] : [fromEl]);
     if (base.length >= limits.pathLengthMax) throw queryError(`a row path exceeded ${limits.pathLengthMax} elements`);
+    guard.charge((base.length + 1) * 8);
     next.path = [...base, newEl];
   }
   if (next.bindings === null && next.path === null && next.sack === undefined && !next.pathVisible && !next.sackVisible) return null;

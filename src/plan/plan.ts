@@ -13,7 +13,18 @@ export interface Plan {
   readonly classOf: Map<Op, ShapeClass>;
   /** Whether any operation needs row paths (path, simple_path, other_n, both on edges). */
   readonly trackPath: boolean;
+  /**
+   * Whether the request's cost has a static bound, so the HTTP thread may run it inline
+   * (under a work cap, exec/guard.ts): no scans of every element, no repeat, no searches
+   * or shortest paths. Everything else goes to the reader pool without being tried.
+   */
+  readonly inlineSafe: boolean;
 }
+
+/** Operations whose cost follows the size of the graph, not of their input. */
+const unboundedOps = new Set<string>(['nodes_where', 'edges_where', 'repeat', 'shortest_path',
+  'vector_search_nodes', 'vector_search_edges', 'text_search_nodes', 'text_search_edges',
+  'vector_search_nodes_within', 'vector_search_edges_within', 'text_search_nodes_within', 'text_search_edges_within']);
 
 type Kind = 'node' | 'edge' | 'unknown';
 interface StreamState { bound: boolean; kind: Kind }
@@ -102,6 +113,8 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 class Checker {
   trackPath = false;
+  /** An operation without a static cost bound was seen (Plan.inlineSafe). */
+  unbounded = false;
   constructor(private readonly write: boolean) {}
 
   /** The chain from the innermost operation (source or context) to `root`. */
@@ -145,6 +158,8 @@ class Checker {
       fail('invalid_after_bind_operation', `\`${op.op}\` after bind needs rows known to be edges`);
     }
     const keep = input;
+    if (unboundedOps.has(op.op)) this.unbounded = true;
+    if ((op.op === 'nodes' || op.op === 'edges') && op.reference.kind === 'all') this.unbounded = true;
     switch (op.op) {
       case 'nodes': checkRef(op.reference, 'nodes reference'); return { bound: false, kind: 'node' };
       case 'edges': checkRef(op.reference, 'edges reference'); return { bound: false, kind: 'edge' };
@@ -163,7 +178,9 @@ class Checker {
         return { bound: false, kind: 'unknown' };
       case 'out': case 'in': case 'both':
         if (op.label !== null) checkName(op.label, 'navigation label');
-        if (op.op === 'both') this.trackPath = true;
+        // `both` from an edge row needs the node it came from (operations.md §4.3); from
+        // node rows it needs nothing, and tracking paths costs an object per row.
+        if (op.op === 'both' && keep.kind !== 'node') this.trackPath = true;
         return { bound: keep.bound, kind: 'node' };
       case 'out_e': case 'in_e': case 'both_e':
         if (op.label !== null) checkName(op.label, 'navigation label');
@@ -408,5 +425,6 @@ export function planRequest(request: Request): Plan {
   for (const name of batch.returns) {
     if (!bound.has(name)) fail('internal_planner_error', `return variable \`${name}\` has no executable binding`);
   }
-  return { request, classOf, trackPath: checker.trackPath };
+  const inlineSafe = request.request_type === 'read' && !checker.unbounded;
+  return { request, classOf, trackPath: checker.trackPath, inlineSafe };
 }

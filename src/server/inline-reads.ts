@@ -1,10 +1,15 @@
 // Reads executed on the uWS thread itself. measured.md: one Piscina hop costs ~22 us of
 // CPU per request and a point lookup ~3.5 us, so for cheap reads the hop, not the query,
-// is the cost. A body that once took longer than `limits.inlineReadBudgetMs` is sent to
-// the reader pool from then on (per exact body text), so a slow query stalls the event
-// loop at most `limits.inlineSlowStrikes` times in a row per distinct body (early runs pay
-// for parsing, planning, a cold JIT and GC pauses, so a single slow run proves nothing); bodies too
-// large to key go to the pool directly.
+// is the cost. But the uWS thread serves every client and /healthz, so it must never run
+// unbounded work:
+//
+// - Only small bodies (limits.planCacheBodyBytesMax) are considered: parsing and planning
+//   them is bounded.
+// - Only plans with a static cost bound run here (Plan.inlineSafe: no scans, repeats,
+//   searches or shortest paths); the rest go to the reader pool before executing.
+// - An inline run gets a work cap (limits.inlineReadWorkMax units, ~1-2 ms, exec/guard.ts);
+//   a read that outgrows it is abandoned and sent to the pool (reads have no side effects),
+//   and its body text is remembered so the next identical body goes to the pool directly.
 import { limits } from '../limits.js';
 import { executeRequest, type ExecOptions } from '../exec/request.js';
 import type { Store } from '../store/store.js';
@@ -13,29 +18,33 @@ import type { QueryJob, QuerySink } from './job.js';
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export class InlineReads implements QuerySink {
-  /** Consecutive slow runs per body (a fast run clears it); at limits.inlineSlowStrikes the body goes to the pool. */
-  private readonly strikes = new Map<string, number>();
+  /** Body texts that outgrew the inline work cap (oldest forgotten). */
+  private readonly tooCostly = new Set<string>();
+  private readonly options: ExecOptions;
 
   constructor(
     private readonly store: Store,
     private readonly pool: QuerySink,
     private readonly writer: QuerySink,
-    private readonly options: ExecOptions,
-  ) {}
+    options: ExecOptions,
+  ) {
+    this.options = { ...options, inlineWorkMax: options.inlineWorkMax ?? limits.inlineReadWorkMax };
+  }
 
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
-    if (text === null || (this.strikes.get(text) ?? 0) >= limits.inlineSlowStrikes) {
+    if (text === null || this.tooCostly.has(text)) {
       this.pool.submit(job);
       return;
     }
-    const started = performance.now();
     const outcome = executeRequest(this.store, text, job.flags, 'reader', this.options);
-    if (performance.now() - started > limits.inlineReadBudgetMs) this.markSlow(text);
-    else if (this.strikes.size > 0) this.strikes.delete(text);
-    if ('forward' in outcome) this.writer.submit(job);
-    else job.responder.respond(outcome.status, outcome.body);
+    if (!('forward' in outcome)) job.responder.respond(outcome.status, outcome.body);
+    else if (outcome.forward === 'writer') this.writer.submit(job);
+    else {
+      this.remember(text);
+      this.pool.submit(job);
+    }
   }
 
   private text(body: Uint8Array): string | null {
@@ -46,8 +55,8 @@ export class InlineReads implements QuerySink {
     }
   }
 
-  private markSlow(text: string): void {
-    if (this.strikes.size >= limits.slowReadBodiesMax) this.strikes.delete(this.strikes.keys().next().value!);
-    this.strikes.set(text, (this.strikes.get(text) ?? 0) + 1);
+  private remember(text: string): void {
+    if (this.tooCostly.size >= limits.slowReadBodiesMax) this.tooCostly.delete(this.tooCostly.values().next().value!);
+    this.tooCostly.add(text);
   }
 }

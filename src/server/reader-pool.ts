@@ -48,6 +48,8 @@ export interface ReaderPoolOptions {
   dispatch: ReadDispatch;
   /** Cooperative deadline per query. */
   queryTimeoutMs: number;
+  /** Memory budget per query (bytes). */
+  queryMemoryBytes: number;
   /** Where requests a reader may not run go (the writer thread). */
   forward: QuerySink;
   /** 'reader' (default) on a writer server; 'replica' on a read-only server (writes answer 503). */
@@ -85,7 +87,7 @@ export class ReaderPool implements QuerySink {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       return Promise.reject(new Error(`reader threads must be a positive integer, got ${options.threads}`));
     }
-    const workerData: ReaderWorkerData = { shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs };
+    const workerData: ReaderWorkerData = { shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
       filename: new URL('./reader-worker.js', import.meta.url).href,
       minThreads: options.threads,

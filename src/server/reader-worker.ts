@@ -19,6 +19,7 @@ export interface ReaderWorkerData {
   /** 'reader' on a writer server (writes are forwarded), 'replica' on a read-only one. */
   role: Extract<ExecRole, 'reader' | 'replica'>;
   queryTimeoutMs: number;
+  queryMemoryBytes: number;
 }
 
 const data = Piscina.workerData as ReaderWorkerData;
@@ -26,7 +27,7 @@ let store = Store.attach(data.shared);
 /** Which store swap `store` is (reader servers replace the store when they reload). */
 let generation = 0;
 const role = data.role;
-const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs };
+const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes };
 
 export default function runReadTask(task: SwappableReadTask): unknown {
   if (task.generation !== undefined && task.generation > generation && task.shared !== undefined) {

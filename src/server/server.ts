@@ -9,6 +9,7 @@
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
 import { defaultExecOptions } from '../exec/request.js';
+import { limits } from '../limits.js';
 import { HttpFrontEnd, type ServerMode } from './http.js';
 import { describeError } from './job.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
@@ -31,6 +32,8 @@ export interface ServerOptions {
   readDispatch?: ReadDispatch;
   /** Cooperative deadline per query. */
   queryTimeoutMs?: number;
+  /** Memory budget per query in MiB (default limits.queryMemoryBytesMax). */
+  queryMemoryMb?: number;
   /** Persist to this directory (WAL + snapshots); memory when absent. */
   diskPath?: string | null;
   /** Persist to an S3-compatible bucket instead (snapshots + WAL objects). */
@@ -83,6 +86,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const readDispatch = options.readDispatch ?? 'coalesce';
   const drainTimeoutMs = options.drainTimeoutMs ?? DRAIN_TIMEOUT_MS_DEFAULT;
   const queryTimeoutMs = options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs;
+  const queryMemoryBytes = options.queryMemoryMb !== undefined ? options.queryMemoryMb * 1024 * 1024 : limits.queryMemoryBytesMax;
   const onFatal = options.onFatal ?? ((err: Error) => process.stderr.write(`svcdb: ${err.message}\n`));
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
     throw new Error(`port must be an integer from 0 to 65535, got ${requestedPort}`);
@@ -108,7 +112,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // on the buffers current then and catches up with later swaps below.
     let onSwap = (_shared: StoreShared): void => undefined;
     writer = await WriterThread.start({
-      queryTimeoutMs, onFatal, diskPath, objectStorage,
+      queryTimeoutMs, queryMemoryBytes, onFatal, diskPath, objectStorage,
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       follow: mode === 'reader' ? { refreshMs } : null,
       onSwap: (shared) => onSwap(shared),
@@ -117,7 +121,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     front.storageReady = writer.health.ready;
     const startShared = writer.shared;
     pool = await ReaderPool.start({
-      shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, forward: writer,
+      shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, queryMemoryBytes, forward: writer,
       role: mode === 'reader' ? 'replica' : 'reader',
     });
     const readerPool = pool;
@@ -133,7 +137,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // Writer servers run reads on the uWS thread unless they proved slow (inline-reads.ts);
   // reader servers swap stores under their followers, so they keep the pool path.
   const inline = mode === 'writer' && (options.inlineReads ?? true);
-  const reads = inline ? new InlineReads(Store.attach(writer.shared), pool, writer, { queryTimeoutMs }) : pool;
+  const reads = inline ? new InlineReads(Store.attach(writer.shared), pool, writer, { queryTimeoutMs, queryMemoryBytes }) : pool;
   front.attach({ readers: reads, writer });
 
   const startedPool = pool;

@@ -21,6 +21,7 @@ import { decodeFlags } from './job.js';
 /** `workerData` of the writer thread (structured-cloned: plain data only). */
 export interface WriterWorkerData {
   queryTimeoutMs: number;
+  queryMemoryBytes: number;
   /** Disk storage directory, or null for memory (or object storage). */
   diskPath: string | null;
   snapshotWalBytes?: number;
@@ -75,7 +76,7 @@ else await runWriter(await openWriterStorage({ diskPath: data.diskPath, objectSt
  * one and execution is synchronous, so batches are serial by construction.
  */
 async function runWriter(storage: DurableStorage): Promise<void> {
-  const committer = new Committer(storage, data.queryTimeoutMs);
+  const committer = new Committer(storage, { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
   storage.onHealthChange((health) => reply({ kind: 'health', health }));
   let closing = false;
 
@@ -188,7 +189,7 @@ async function runFollower(refreshMs: number): Promise<void> {
       return;
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
-    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', { queryTimeoutMs: data.queryTimeoutMs });
+    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
     if ('forward' in outcome) sendResult(message.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
     else sendResult(message.id, outcome.status, outcome.body);
   });

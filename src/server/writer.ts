@@ -15,6 +15,8 @@ import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-work
 export interface WriterOptions {
   /** Cooperative deadline per query. */
   queryTimeoutMs: number;
+  /** Memory budget per query (bytes). */
+  queryMemoryBytes: number;
   /** Disk storage directory (WAL + snapshots), or null for memory. */
   diskPath: string | null;
   /** Object storage instead of a directory. */
@@ -70,6 +72,7 @@ export class WriterThread implements QuerySink {
   static start(options: WriterOptions): Promise<WriterThread> {
     const workerData: WriterWorkerData = {
       queryTimeoutMs: options.queryTimeoutMs,
+      queryMemoryBytes: options.queryMemoryBytes,
       diskPath: options.diskPath,
       objectStorage: options.objectStorage ?? null,
       follow: options.follow ?? null,

@@ -684,3 +684,45 @@ export const repeatCaseArb: fc.Arbitrary<string[]> = denseGraphArb.chain(([n, gr
   return fc.array(repeat, { minLength: 4, maxLength: 4 }).map((queries) =>
     [graph, drops, jsonText(request('read', queries.map((q, i) => entry(`r${i}`, q)), queries.map((_, i) => `r${i}`)))]);
 });
+
+/**
+ * Chains of navigation and element filters on a dense multigraph under count, exists,
+ * limit/range and dedup: the terminals the engine answers without materializing every walk
+ * (exec/streaming.ts). Some filters raise errors on every row (arithmetic on a missing
+ * property), which an early stop must not hide. [graph, drops, read].
+ */
+export const chainCaseArb: fc.Arbitrary<string[]> = denseGraphArb.chain(([n, graph, drops]) => {
+  const stepArb = fc.oneof(
+    { weight: 6, arbitrary: fc.tuple(fc.constantFrom('out', 'in', 'both', 'out_e', 'in_e', 'both_e'), fc.option(fc.constantFrom('X', 'Y', 'Q'), { freq: 3 }))
+      .map(([k, l]) => (input: J) => op.nav(k, input, l ?? undefined)) },
+    { weight: 2, arbitrary: fc.constantFrom('out_n', 'in_n').map((k) => (input: J) => op.unary(k, input)) },
+    { weight: 1, arbitrary: fc.constantFrom('A', 'X', 'Y').map((label) => (input: J) => op.with('has_label', input, { label })) },
+    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('lt', 'gt', 'neq'), fc.integer({ min: 0, max: n + 4 }))
+      .map(([kind, k]) => (input: J) => op.with('where', input, { predicate: pr.cmp(kind as 'lt', ex.id, ex.c(tv.i64(k))) })) },
+    { weight: 1, arbitrary: fc.constant((input: J) => op.with('where', input, { predicate: pr.cmp('eq', ex.bin('mod', ex.prop('x'), ex.c(tv.i64(2))), ex.c(tv.i64(0))) })) },
+  );
+  const bound = fc.integer({ min: 0, max: 6 }).map(op.lit);
+  const query = fc.record({
+    start: fc.oneof(fc.subarray([...Array(n).keys()], { minLength: 1, maxLength: Math.min(3, n) }).map((ids) => op.nodes({ ids: ids.map(BigInt) })),
+      fc.constant(op.nodes('all')), fc.constant(op.edges({ ids: [0n, 1n] }))),
+    steps: fc.array(stepArb, { minLength: 1, maxLength: 5 }),
+    wrap: fc.constantFrom('count', 'exists', 'limit', 'range', 'dedup', 'count_dedup', 'rows'),
+    a: bound,
+    b: bound,
+  }).map((q) => {
+    const chain = q.steps.reduce((input, step) => step(input), q.start);
+    switch (q.wrap) {
+      case 'count': case 'exists': return op.unary(q.wrap, chain);
+      case 'limit': return op.unary('id', op.with('limit', chain, { count: q.a }));
+      case 'range': {
+        const [start, end] = (q.a as { literal: bigint }).literal <= (q.b as { literal: bigint }).literal ? [q.a, q.b] : [q.b, q.a];
+        return op.unary('id', op.with('range', chain, { start, end }));
+      }
+      case 'dedup': return op.unary('id', op.unary('dedup', chain));
+      case 'count_dedup': return op.unary('count', op.unary('dedup', chain));
+      default: return op.unary('id', chain);
+    }
+  });
+  return fc.array(query, { minLength: 4, maxLength: 4 }).map((queries) =>
+    [graph, drops, jsonText(request('read', queries.map((q, i) => entry(`c${i}`, q)), queries.map((_, i) => `c${i}`)))]);
+});
