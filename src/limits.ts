@@ -20,10 +20,13 @@ export const limits = {
    * one wasm32 memory, 4 GiB. About 100 M edges when blocks are full; more: 500 storage_error.
    */
   topologyWordsMax: (4 * 1024 * 1024 * 1024) / 4 - 16 * 1024,
+  // Every thread (main, writer, each reader) keeps its own decoded copy of the dictionary
+  // in its JS heap: ~56 bytes per name plus its characters (measured on Node 20). The two
+  // bounds below keep that under ~500 MiB, well inside the thread heap limits further down.
   /** Distinct labels / property keys (dictionary entries); more: 500 storage_error. */
-  dictionaryEntriesMax: 1 << 24,
+  dictionaryEntriesMax: 1 << 22,
   /** UTF-8 bytes of all distinct names together; more: 500 storage_error. */
-  dictionaryBytesMax: 1 << 30,
+  dictionaryBytesMax: 256 * 1024 * 1024,
   /** Committed write batches before the u32 epoch wraps; more: 500 storage_error. */
   epochMax: 0xfffffff0,
   /** Rows any one operator may produce; more: 500 invalid_query. */
@@ -83,8 +86,63 @@ export const limits = {
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
   /**
+   * Body bytes coalesced into one reader-pool task (a single larger body travels alone).
+   * The main thread keeps a copy of a batch's bodies so that, if the thread running it
+   * dies, the other requests of the batch can be retried: 1 MiB costs ~0.1 ms of memcpy.
+   */
+  readBatchBodyBytesMax: 1024 * 1024,
+
+  // ---- Load shedding: every queue between threads is bounded in requests and body bytes.
+  // Past a bound the NEW request is answered 503 server_overloaded with a Retry-After
+  // header, before anything runs (a shed write never executes). 4096 requests is tens of
+  // milliseconds of work at the measured rates (notes/measured.md: ~22 us per Piscina hop,
+  // a few us per point read; writes wait for a group commit): a deeper queue adds only
+  // latency that clients would time out on. 1 GiB of bodies is 64 bodies at bodyBytesMax;
+  // the bounds together (receiving + early + readers + writer) cap queued bodies at 4 GiB.
+  /** Seconds in the Retry-After header of a 503 server_overloaded answer. */
+  overloadRetryAfterSeconds: 1,
+  /** Bytes of request bodies being received at once (bodies not complete yet); more: 503 server_overloaded. */
+  receivingBodyBytesMax: 1024 * 1024 * 1024,
+  /** Requests that arrived before the threads were up (start-up, recovery); more: 503 server_overloaded. */
+  earlyQueueRequestsMax: 4096,
+  /** Body bytes of those requests; more: 503 server_overloaded. */
+  earlyQueueBodyBytesMax: 1024 * 1024 * 1024,
+  /** Requests waiting for a reader thread (the pool's FIFO, or Piscina's queue per request); more: 503 server_overloaded. */
+  readerQueueRequestsMax: 4096,
+  /** Body bytes of those requests; more: 503 server_overloaded. */
+  readerQueueBodyBytesMax: 1024 * 1024 * 1024,
+  /**
+   * Requests sent to the writer thread and not answered yet: waiting to run, running, or
+   * committed and waiting for durability (group commit); more: 503 server_overloaded.
+   */
+  writerPendingRequestsMax: 4096,
+  /** Body bytes of those requests; more: 503 server_overloaded. */
+  writerPendingBodyBytesMax: 1024 * 1024 * 1024,
+  /**
+   * Writes answered before they were durable (`x-svc-await-durable: false`) whose WAL frames
+   * the writer still holds (object storage uploads them in groups); another such write:
+   * 503 server_overloaded. Writes that await durability are bounded by writerPendingRequestsMax.
+   */
+  writerUndurableAcksMax: 4096,
+
+  // ---- Thread heaps. Node's default on this machine is 4144 MB for every thread
+  // (v8.getHeapStatistics().heap_size_limit, 24 GB of RAM), so two readers, the writer and
+  // the main thread could grow to 16 GB together and take the process down with the OS OOM
+  // killer. With a limit a runaway thread dies alone: a reader is replaced and its requests
+  // answered (reader-pool.ts); a writer's death stops the server (writer.ts). The store
+  // itself lives in SharedArrayBuffers, outside these heaps; what a thread's heap holds is
+  // the dictionary copy (<= ~500 MiB, above), caches, and the queries it runs (each one
+  // bounded by the per-query memory budget, ~256 MiB).
+  /** Old-generation MB of each reader-pool thread: the dictionary, caches and ~3 query budgets. */
+  readerThreadHeapMbMax: 1536,
+  /** Old-generation MB of the writer thread: as a reader, plus WAL frames and decoded write bodies. */
+  writerThreadHeapMbMax: 2048,
+  /**
    * Bytes of one chunk of a snapshot section (snapshot-sections.ts): what an export holds
    * in memory per section being read, instead of a copy of the store.
    */
   snapshotChunkBytes: 4 * 1024 * 1024,
 } as const;
+
+/** Overrides of some limits for one component (tests lower the queue bounds). */
+export type LimitOverrides<K extends keyof typeof limits> = Partial<Record<K, number>>;

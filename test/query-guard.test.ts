@@ -68,6 +68,20 @@ describe('the per-query memory budget', () => {
     });
   }
 
+  it('counts what a request keeps, not what it threw away: a long for_each and a long repeat fit', async () => {
+    // Each iteration builds 14,400 rows (~230 KB); 100 of them would be 23 MB if nothing
+    // were given back, but only the latest iteration's result stays bound.
+    const loop = await db.queryRaw(JSON.stringify({
+      ...read([{ for_each: { param: 'xs', body: [q('r', count({ dedup: { input: { order_by: { input: both(both(nodes([0]))), property: 'i', order: 'asc' } } } }))] } }], ['r']),
+      parameters: { xs: Array.from({ length: 100 }, () => ({})) },
+    }));
+    expect(loop).toEqual({ status: 200, body: '{"r":120}' });
+    // 40 levels of 14,400 intermediate rows each, 120 kept per level.
+    const levels = await db.queryRaw(readOne(count({ repeat: { input: nodes([0]), config: {
+      traversal: { root: { dedup: { input: both(both('context')) } } }, times: 40, emit: 'none', max_depth: 40 } } })));
+    expect(levels).toEqual({ status: 200, body: '{"r":120}' });
+  });
+
   it('counts the rendered response: many rows of a large string do not fit', async () => {
     const big = 'x'.repeat(64 * 1024);
     const w = await db.queryRaw(JSON.stringify(write([q(null, { set_property: { input: nodes('all'), name: 'blob', value: { value: { string: big } } } })], [])));

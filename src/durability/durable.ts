@@ -6,7 +6,8 @@
 // it back, so it is never visible); readers see it once it is durable (the storage
 // publishes durable epochs), and its answer waits for that too. `x-svc-await-durable:
 // false` is the documented exception: answered and published right after commit.
-import { errorBody, SvcError } from '../protocol/errors.js';
+import { limits } from '../limits.js';
+import { errorBody, overloadError, SvcError } from '../protocol/errors.js';
 import { executeRequest, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 
@@ -81,18 +82,38 @@ export class MemoryStorage implements DurableStorage {
   close(): Promise<void> { return Promise.resolve(); }
 }
 
-export interface Answer { status: number; body: string }
+export interface Answer {
+  status: number;
+  body: string;
+  /** Set on a 503 server_overloaded answer: the Retry-After header. */
+  retryAfterSeconds?: number;
+}
 
 /** Executes requests on the writer's store and answers writes once they are durable. */
 export class Committer {
   private readonly exec: ExecOptions;
+  /**
+   * Writes answered before they were durable (`x-svc-await-durable: false`) that are not
+   * durable yet: the storage holds their frames in memory (object storage uploads in
+   * groups). Writes that wait for durability are bounded where they are sent (writer.ts).
+   */
+  private undurableAcks = 0;
 
-  constructor(readonly storage: DurableStorage, bounds: QueryBounds) {
+  constructor(
+    readonly storage: DurableStorage,
+    bounds: QueryBounds,
+    private readonly undurableAcksMax: number = limits.writerUndurableAcksMax,
+  ) {
     this.exec = { ...bounds, logBatch: (batch) => storage.logBatch(batch) };
   }
 
   /** The answer now (reads, failures, memory) or once the write is durable. */
   execute(body: Uint8Array | string, flags: RequestFlags, timeoutMs?: number): Answer | Promise<Answer> {
+    if (flags.awaitDurable === false && this.undurableAcks >= this.undurableAcksMax) {
+      // Shed before running (the header is only valid on writes): nothing of it happens.
+      const err = overloadError('the writer\'s queue of writes answered before they are durable', `${this.undurableAcks} writes not durable yet`);
+      return { status: err.status, body: errorBody(err), retryAfterSeconds: limits.overloadRetryAfterSeconds };
+    }
     const store = this.storage.store;
     const before = store.committedEpoch();
     const exec = timeoutMs === undefined ? this.exec : { ...this.exec, queryTimeoutMs: timeoutMs };
@@ -106,7 +127,10 @@ export class Committer {
     if (flags.awaitDurable === false) {
       // Answered before it is durable: visible now as well (the documented exception).
       store.publish(epoch);
-      durable.catch(() => undefined); // a later acknowledged write reports the failure
+      this.undurableAcks++;
+      // A failure is reported by a later acknowledged write.
+      const settled = (): void => { this.undurableAcks--; };
+      durable.then(settled, settled);
       return outcome;
     }
     return durable.then(() => outcome, (err: unknown) => {

@@ -7,16 +7,47 @@ import { limits } from '../limits.js';
 import type { Plan, ShapeClass } from '../plan/plan.js';
 import { paramValue, type ExecCtx } from './context.js';
 import { evalOp } from './ops.js';
+import { guard } from './guard.js';
 import { renderBound, renderResponse, type Bound } from './render.js';
 import { RowSet, sizeOf, type Stream } from './rows.js';
 
 interface BatchState {
   readonly plan: Plan;
+  /**
+   * Bytes charged to the query guard by each entry whose result stays reachable (named, or
+   * binding variables), keyed by the entry's root: a `for_each` iteration's result replaces
+   * the previous iteration's, so only the latest counts.
+   */
+  readonly retained: Map<Op, number>;
   /** Latest binding of every entry name. */
   readonly bound: Map<string, Bound>;
   /** Result of the entry that ran (or was skipped) last, for prev_not_empty. */
   prev: Stream | null;
   iterations: number;
+}
+
+const bindingOps = new Set(['as', 'store']);
+const bindsCache = new WeakMap<Op, boolean>();
+
+/** Whether an entry binds variables (`as`, `store`) that outlive it. */
+function bindsVariables(root: Op): boolean {
+  let binds = bindsCache.get(root);
+  if (binds === undefined) {
+    binds = containsOp(root, bindingOps);
+    bindsCache.set(root, binds);
+  }
+  return binds;
+}
+
+/** Whether any operation object under `node` (sub-traversals included) has one of `names`. */
+function containsOp(node: unknown, names: ReadonlySet<string>): boolean {
+  if (node === null || typeof node !== 'object') return false;
+  if (Array.isArray(node)) return node.some((item) => containsOp(item, names));
+  if (node instanceof Map || ArrayBuffer.isView(node)) return false; // values, not operations
+  const record = node as Record<string, unknown>;
+  if (typeof record['op'] === 'string' && names.has(record['op'])) return true;
+  for (const key in record) if (containsOp(record[key], names)) return true;
+  return false;
 }
 
 function variableSize(ctx: ExecCtx, state: BatchState, name: string): number {
@@ -46,7 +77,16 @@ function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[]):
     let stream: Stream;
     let skipped = false;
     if (conditionHolds(ctx, state, entry)) {
+      const before = guard.bytes;
       stream = evalOp(ctx, entry.root, null);
+      const charged = guard.bytes - before;
+      guard.release((state.retained.get(entry.root) ?? 0) + charged);
+      if (entry.name !== null || bindsVariables(entry.root)) {
+        guard.charge(charged);
+        state.retained.set(entry.root, charged);
+      } else {
+        state.retained.delete(entry.root);
+      }
     } else {
       stream = { kind: 'rows', rows: new RowSet() };
       skipped = true;
@@ -93,7 +133,7 @@ function staticClass(plan: Plan, entries: readonly Entry[], name: string): Shape
 
 /** Run every entry and render the response object. */
 export function runBatch(ctx: ExecCtx, plan: Plan): string {
-  const state: BatchState = { plan, bound: new Map(), prev: null, iterations: 0 };
+  const state: BatchState = { plan, retained: new Map(), bound: new Map(), prev: null, iterations: 0 };
   runEntries(ctx, state, plan.request.batch.entries);
   const rendered = new Map<string, string>();
   for (const name of plan.request.batch.returns) {

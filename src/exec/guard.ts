@@ -3,10 +3,12 @@
 // query on its thread, so no query can exhaust the heap or run past its deadline by more
 // than one check interval.
 //
-// Memory is counted as the bytes a query *allocates* for its intermediate results (rows,
-// row extras and paths, dedup sets, group maps, scalar items, the rendered response), not
-// the bytes live at one moment: allocation is what can be counted cheaply at the point it
-// happens, and it bounds the peak from above. Estimates are per allocation, not measured.
+// Memory is counted as the bytes a query allocates for its intermediate results (rows,
+// row extras and paths, dedup sets, group maps, scalar items, the rendered response),
+// with fixed estimates per allocation: allocation is what can be counted cheaply where it
+// happens, and it bounds the peak from above. Two places give bytes back because what
+// they allocated is garbage afterwards: a batch entry whose result is not kept (exec/batch.ts;
+// a `for_each` runs its body many times), and a `repeat` level once the next one exists.
 //
 // Why a thread-wide "active guard" instead of a field passed to every function: RowSet and
 // the render helpers have no ExecCtx, and a thread runs exactly one query at a time
@@ -67,6 +69,11 @@ export class QueryGuard {
   charge(bytes: number): void {
     this.bytes += bytes;
     if (this.bytes > this.bytesMax) this.overBudget();
+  }
+
+  /** Give back `bytes` charged for results that are garbage now. */
+  release(bytes: number): void {
+    this.bytes -= bytes;
   }
 
   /** Fail now if `bytes` more would exceed the budget (before allocating what is charged later). */

@@ -176,11 +176,18 @@ export function evalRepeat(ctx: ExecCtx, op: Extract<Op, { op: 'repeat' }>, inpu
   const step = navigationStep(ctx, c, input);
   let frontier = input;
   const emitted = new RowSet();
+  /** Bytes charged for the current frontier (and its level's garbage); 0 for the input. */
+  let frontierBytes = 0;
   for (let i = 0; i < iterations; i++) {
     if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
     checkDeadline(ctx);
     if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
+    const before = guard.bytes;
     const next = step !== null ? navigateRows(ctx, step, frontier, dedupLevels) : body(ctx, evalOp, c.traversal, frontier, 'repeat');
+    // The previous level is garbage once the next exists (emitted rows were charged when copied).
+    const levelBytes = guard.bytes - before;
+    guard.release(frontierBytes);
+    frontierBytes = levelBytes;
     if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
     if (c.emit === 'after' && c.emit_predicate !== null) {
       for (let r = 0; r < next.length; r++) {

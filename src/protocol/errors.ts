@@ -34,6 +34,8 @@ export type ErrorCode =
   // availability and migration
   | 'database_closed' | 'invalid_configuration' | 'migration_required' | 'writer_migration_required'
   | 'unsupported_index_storage_version' | 'writer_mode_required' | 'reader_mode_required'
+  // load shedding: not in errors.md's catalog (SPEC.md: new codes may be added); docs/protocol-choices.md
+  | 'server_overloaded'
   // internal
   | 'storage_error' | 'response_serialization_error' | 'internal_error';
 
@@ -60,7 +62,7 @@ export function statusOf(code: ErrorCode): number {
       return 400;
     case 'transaction_conflict': case 'writer_fenced_commit_outcome_unknown':
       return 409;
-    case 'writer_mode_required':
+    case 'writer_mode_required': case 'server_overloaded':
       return 503;
     default:
       return 500;
@@ -87,6 +89,9 @@ export const queryError = (detail: string) => new SvcError('invalid_query', `db 
 export const dbError = (code: ErrorCode, detail: string) => new SvcError(code, `db error: ${detail}`);
 export const optionError = (detail: string, status = 400) => new SvcError('invalid_request_option', detail, status);
 export const bodyError = (detail: string) => new SvcError('invalid_request_body', `failed to read request body: ${detail}`);
+/** `queue`: which queue is full, `full`: how ("4096 requests waiting"). */
+export const overloadError = (queue: string, full: string) =>
+  new SvcError('server_overloaded', `server overloaded: ${queue} is full (${full}); retry later`);
 
 /** The wire envelope of a failure: `{"error": code, "msg": text}`. */
 export function errorBody(err: SvcError): string {

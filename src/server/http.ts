@@ -14,12 +14,13 @@
 import assert from 'node:assert/strict';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { limits } from '../limits.js';
-import { asSvcError, bodyError, errorBody, type SvcError } from '../protocol/errors.js';
+import { limits, type LimitOverrides } from '../limits.js';
+import { asSvcError, bodyError, errorBody, overloadError, type SvcError } from '../protocol/errors.js';
 import {
   HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
+import { QueueBound, shed } from './queue-bound.js';
 import { uws } from './uws.js';
 
 /** `writer`: a read/write server. `reader`: a read-only replica following disk or object storage. */
@@ -104,6 +105,8 @@ class PendingQuery implements QueryJob, QueryResponder {
   private readonly expected: number;
   private received = 0;
   private buffer: Uint8Array | null = null;
+  /** Bytes of `buffer` counted in the front end's receiving total (kept by HttpFrontEnd). */
+  reservedBytes = 0;
 
   constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number) {
     this.front = front;
@@ -115,6 +118,7 @@ class PendingQuery implements QueryJob, QueryResponder {
   onAborted(): void {
     this.aborted = true;
     this.buffer = null;
+    this.front.releaseReceiving(this);
     this.settle();
   }
 
@@ -125,28 +129,42 @@ class PendingQuery implements QueryJob, QueryResponder {
     const total = this.received + size;
     if (total > limits.bodyBytesMax) {
       this.buffer = null;
+      this.front.releaseReceiving(this);
       this.fail(bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`));
       return;
     }
     if (size > 0) {
-      this.room(total, isLast).set(new Uint8Array(chunk), this.received);
+      const room = this.room(total, isLast);
+      if (room === null) return; // shed: answered 503
+      room.set(new Uint8Array(chunk), this.received);
       this.received = total;
     }
     if (!isLast) return;
     const buffer = this.buffer;
     this.buffer = null;
+    this.front.releaseReceiving(this); // from here on the queue that takes the job counts it
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
     this.front.dispatch(this);
   }
 
-  /** The body buffer, with room for `total` bytes. Never larger than the body limit. */
-  private room(total: number, isLast: boolean): Uint8Array {
+  /**
+   * The body buffer, with room for `total` bytes. Never larger than the body limit. Null
+   * when the front end holds too many body bytes already: the request was shed.
+   */
+  private room(total: number, isLast: boolean): Uint8Array | null {
     const buffer = this.buffer;
     if (buffer !== null && total <= buffer.byteLength) return buffer;
     let capacity: number;
     if (buffer === null && this.expected >= total) capacity = this.expected; // Content-Length: exact
     else if (buffer === null && isLast) capacity = total; // whole body in one chunk
     else capacity = Math.min(limits.bodyBytesMax, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
+    const refused = this.front.reserveReceiving(this, capacity);
+    if (refused !== null) {
+      this.buffer = null;
+      this.front.releaseReceiving(this);
+      shed(this, refused);
+      return null;
+    }
     // Unpooled and not zeroed: the whole ArrayBuffer is ours to transfer to a worker.
     const grown = allocTransferable(capacity);
     if (buffer !== null) grown.set(buffer.subarray(0, this.received));
@@ -158,14 +176,16 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.respond(err.status, errorBody(err));
   }
 
-  respond(status: number, body: Uint8Array | string): void {
+  respond(status: number, body: Uint8Array | string, retryAfterSeconds?: number): void {
     if (this.settled) return;
     if (!this.aborted) {
       const res = this.res;
       // While draining, close each connection after its answer so clients move on.
       const close = this.front.closing;
       res.cork(() => {
-        res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body, close);
+        res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
+        if (retryAfterSeconds !== undefined) res.writeHeader('Retry-After', String(retryAfterSeconds));
+        res.end(body, close);
       });
     }
     this.settle();
@@ -180,6 +200,8 @@ class PendingQuery implements QueryJob, QueryResponder {
 
 export interface FrontEndOptions {
   mode: ServerMode;
+  /** Lower bounds than limits.ts (tests). */
+  limits?: LimitOverrides<'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
 }
 
 export class HttpFrontEnd {
@@ -191,6 +213,10 @@ export class HttpFrontEnd {
   private routes: QueryRoutes | null = null;
   /** Jobs that arrived before the threads were up (listening starts first). */
   private early: QueryJob[] = [];
+  private readonly earlyBound: QueueBound;
+  /** Body bytes allocated for requests still being received. */
+  private receivingBytes = 0;
+  private readonly receivingBytesMax: number;
   /** Query requests accepted and neither answered nor aborted. */
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
@@ -199,6 +225,12 @@ export class HttpFrontEnd {
 
   constructor(options: FrontEndOptions) {
     this.mode = options.mode;
+    this.earlyBound = new QueueBound(
+      'the queue of requests waiting for the server to start',
+      options.limits?.earlyQueueRequestsMax ?? limits.earlyQueueRequestsMax,
+      options.limits?.earlyQueueBodyBytesMax ?? limits.earlyQueueBodyBytesMax,
+    );
+    this.receivingBytesMax = options.limits?.receivingBodyBytesMax ?? limits.receivingBodyBytesMax;
     const app = uws.App();
     // One `any` handler per known path, dispatching on the method: no reliance on how
     // the router orders method-specific and `any` routes.
@@ -250,6 +282,7 @@ export class HttpFrontEnd {
     this.routes = routes;
     const early = this.early;
     this.early = [];
+    this.earlyBound.clear();
     for (const job of early) if (!job.responder.settled) this.route(routes, job);
   }
 
@@ -283,8 +316,29 @@ export class HttpFrontEnd {
   /** A body arrived completely: send the job to the thread that runs it. */
   dispatch(job: QueryJob): void {
     const routes = this.routes;
-    if (routes === null) this.early.push(job);
-    else this.route(routes, job);
+    if (routes !== null) this.route(routes, job);
+    else if (this.earlyBound.admit(job, job.body.byteLength)) this.early.push(job);
+  }
+
+  /**
+   * Count a request's body buffer growing to `capacity` bytes; the overload error when the
+   * bodies being received would pass limits.receivingBodyBytesMax (nothing is counted then).
+   */
+  reserveReceiving(query: PendingQuery, capacity: number): SvcError | null {
+    const more = capacity - query.reservedBytes;
+    if (this.receivingBytes + more > this.receivingBytesMax) {
+      return overloadError('the buffer of request bodies being received', `${this.receivingBytes} bytes held, ${more} more would pass ${this.receivingBytesMax}`);
+    }
+    this.receivingBytes += more;
+    query.reservedBytes = capacity;
+    return null;
+  }
+
+  /** The request's body is complete (or dropped): it no longer counts as being received. */
+  releaseReceiving(query: PendingQuery): void {
+    this.receivingBytes -= query.reservedBytes;
+    query.reservedBytes = 0;
+    assert(this.receivingBytes >= 0, 'released more body bytes than were reserved');
   }
 
   /** PendingQuery calls this exactly once, when answered or aborted. */

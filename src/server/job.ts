@@ -8,8 +8,11 @@ import { errorBody, SvcError } from '../protocol/errors.js';
 export interface QueryResponder {
   /** True once the request was answered or its client went away: skip the work. */
   readonly settled: boolean;
-  /** Send the answer (JSON bytes or text). Called at most once; later calls are ignored. */
-  respond(status: number, body: Uint8Array | string): void;
+  /**
+   * Send the answer (JSON bytes or text). Called at most once; later calls are ignored.
+   * `retryAfterSeconds` adds a Retry-After header (a shed request, queue-bound.ts).
+   */
+  respond(status: number, body: Uint8Array | string, retryAfterSeconds?: number): void;
 }
 
 /**

@@ -19,15 +19,25 @@
 // The price: requests in one batch run one after the other on one thread, so a slow
 // read delays the others of its batch (head-of-line blocking within a batch).
 //
-// `dispatch: 'per-request'` turns coalescing off (one Piscina task per request, Piscina's
-// own queue) so benchmarks can show the difference.
+// `dispatch: 'per-request'` turns coalescing off (a task of one request each, from the
+// same FIFO) so benchmarks can show the difference.
+//
+// Bounds (limits.ts): the FIFO holds at most readerQueueRequestsMax requests and
+// readerQueueBodyBytesMax body bytes; a request past either is shed (503, queue-bound.ts).
+// Piscina's own queue stays empty: at most one task per thread is ever handed to it.
+//
+// A thread that dies (heap limit, a bug) is replaced by Piscina (minThreads = threads) and
+// the task's promise rejects. The requests of a dead batch are collateral: each is retried
+// once, alone (reads change nothing; a batch's bodies are sent as copies, so the main
+// thread still has them). A request that fails alone answers 500 internal_error.
 import assert from 'node:assert/strict';
 import { Piscina } from 'piscina';
-import { limits } from '../limits.js';
+import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
 import {
   describeError, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
+import { QueueBound } from './queue-bound.js';
 import type { ReaderWorkerData } from './reader-worker.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
@@ -56,6 +66,8 @@ export interface ReaderPoolOptions {
   role?: ReaderWorkerData['role'];
   /** Give up if the threads are not up after this long. */
   startTimeoutMs?: number;
+  /** Lower bounds than limits.ts (tests). */
+  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax'>;
 }
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
@@ -65,9 +77,14 @@ export class ReaderPool implements QuerySink {
   readonly dispatch: ReadDispatch;
   private readonly pool: Piscina<SwappableReadTask, ReadTaskResult>;
   private readonly forward: QuerySink;
-  /** Complete requests waiting for an idle thread (coalesce mode). */
+  /** Complete requests waiting for an idle thread. */
   private queue: QueryJob[] = [];
-  /** Tasks sent and not yet returned. */
+  private readonly queueBound: QueueBound;
+  /** Requests of a batch whose thread died, each to run again alone (before the queue). */
+  private retries: QueryJob[] = [];
+  /** Requests per task: limits.readBatchRequestsMax, or 1 per request. */
+  private readonly batchRequestsMax: number;
+  /** Tasks sent and not yet returned (or failed). */
   private busy = 0;
   private closed = false;
   /** Store swaps so far, and the current store once there was one. */
@@ -80,6 +97,12 @@ export class ReaderPool implements QuerySink {
     this.dispatch = options.dispatch;
     this.forward = options.forward;
     this.current = options.shared;
+    this.queueBound = new QueueBound(
+      'the reader queue',
+      options.limits?.readerQueueRequestsMax ?? limits.readerQueueRequestsMax,
+      options.limits?.readerQueueBodyBytesMax ?? limits.readerQueueBodyBytesMax,
+    );
+    this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -95,6 +118,7 @@ export class ReaderPool implements QuerySink {
       // Fixed size: never retire an idle thread (it would re-attach on the next burst).
       idleTimeout: Number.POSITIVE_INFINITY,
       concurrentTasksPerWorker: 1,
+      resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax },
       workerData,
     });
     const reader = new ReaderPool(pool, options);
@@ -111,7 +135,7 @@ export class ReaderPool implements QuerySink {
         if (created < options.threads) return;
         cleanup();
         pool.on('error', (err: unknown) => {
-          // A worker died; Piscina replaces it and its task's requests got a 500.
+          // A thread died between tasks (a death during a task rejects the task instead).
           process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
         });
         resolve(reader);
@@ -131,9 +155,19 @@ export class ReaderPool implements QuerySink {
     });
   }
 
-  /** Requests waiting for a thread (coalesce mode). */
+  /** Requests waiting for a thread. */
   get queued(): number {
     return this.queue.length;
+  }
+
+  /** Tasks handed to the threads and not returned yet. */
+  get tasksInFlight(): number {
+    return this.busy;
+  }
+
+  /** Threads alive or starting (Piscina replaces one that died). */
+  get threadsAlive(): number {
+    return this.pool.threads.length;
   }
 
   submit(job: QueryJob): void {
@@ -141,10 +175,12 @@ export class ReaderPool implements QuerySink {
       failJob(job, 'reader pool is closed');
       return;
     }
-    if (this.dispatch === 'per-request') {
+    // A request that leaves at once (a thread is idle) never waits: only the FIFO is bounded.
+    if (this.busy < this.threads && this.queue.length === 0 && this.retries.length === 0) {
       this.run([job]);
       return;
     }
+    if (!this.queueBound.admit(job, job.body.byteLength)) return;
     this.queue.push(job);
     if (this.busy < this.threads) this.pump();
   }
@@ -163,40 +199,68 @@ export class ReaderPool implements QuerySink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const queue = this.queue;
+    const waiting = [...this.retries, ...this.queue];
+    this.retries = [];
     this.queue = [];
-    for (const job of queue) failJob(job, 'server is shutting down');
+    this.queueBound.clear();
+    for (const job of waiting) failJob(job, 'server is shutting down');
     await this.pool.destroy();
   }
 
-  /** Send queued requests while a thread is idle: all of them, up to the batch bound. */
+  /** Send waiting requests while a thread is idle: retries alone, then batches from the FIFO. */
   private pump(): void {
-    while (this.busy < this.threads && this.queue.length > 0) {
-      let jobs: QueryJob[];
-      if (this.queue.length <= limits.readBatchRequestsMax) {
-        jobs = this.queue;
-        this.queue = [];
-      } else {
-        jobs = this.queue.splice(0, limits.readBatchRequestsMax);
+    while (this.busy < this.threads) {
+      const retry = this.retries.shift();
+      if (retry !== undefined) {
+        if (!retry.responder.settled) this.run([retry]);
+        continue;
       }
-      // Clients that went away while queued: don't run their reads.
-      if (jobs.some((job) => job.responder.settled)) jobs = jobs.filter((job) => !job.responder.settled);
+      if (this.queue.length === 0) return;
+      const jobs = this.takeBatch();
       if (jobs.length > 0) this.run(jobs);
     }
+  }
+
+  /**
+   * The next batch from the FIFO: up to batchRequestsMax requests and
+   * limits.readBatchBodyBytesMax body bytes (at least one request, however large).
+   * Clients that went away while queued are dropped: their reads don't run.
+   */
+  private takeBatch(): QueryJob[] {
+    const queue = this.queue;
+    let taken = 0;
+    let takenBytes = 0;
+    while (taken < queue.length && taken < this.batchRequestsMax) {
+      const bytes = queue[taken]!.body.byteLength;
+      if (taken > 0 && takenBytes + bytes > limits.readBatchBodyBytesMax) break;
+      taken++;
+      takenBytes += bytes;
+    }
+    let jobs: QueryJob[];
+    if (taken === queue.length) {
+      jobs = queue;
+      this.queue = [];
+    } else {
+      jobs = queue.splice(0, taken);
+    }
+    for (const job of jobs) this.queueBound.remove(job.body.byteLength);
+    if (jobs.some((job) => job.responder.settled)) jobs = jobs.filter((job) => !job.responder.settled);
+    return jobs;
   }
 
   private run(jobs: QueryJob[]): void {
     const count = jobs.length;
     const bodies = new Array<Uint8Array>(count);
     const flags = new Uint8Array(count);
-    const transferList = new Array<ArrayBuffer>(count);
+    // A request alone moves its body to the thread: free, where copying a 16 MiB body is
+    // not (each body owns its ArrayBuffer: http.ts allocates one per request). A batch's
+    // bodies are copied (at most limits.readBatchBodyBytesMax, or one body), so they
+    // survive a thread that dies and can be retried.
+    const transferList: ArrayBuffer[] = count === 1 ? [jobs[0]!.body.buffer as ArrayBuffer] : [];
     for (let i = 0; i < count; i++) {
       const job = jobs[i]!;
       bodies[i] = job.body;
       flags[i] = encodeFlags(job.flags);
-      // Each body owns its ArrayBuffer (http.ts allocates one per request): moving it is
-      // free, copying a 16 MiB body is not.
-      transferList[i] = job.body.buffer as ArrayBuffer;
     }
     this.busy++;
     const task: SwappableReadTask = this.generation === 0 ? { bodies, flags } : { bodies, flags, generation: this.generation, shared: this.current };
@@ -229,10 +293,25 @@ export class ReaderPool implements QuerySink {
     assert.equal(nextReturned, returned.length, 'reader task returned bodies it did not forward');
   }
 
+  /**
+   * The task rejected: its thread died (Piscina starts a replacement) or the task threw.
+   * A batch's requests are each retried alone; a request that failed alone gets a 500
+   * that says nothing of the cause (the log has it).
+   */
   private failed(jobs: QueryJob[], err: unknown): void {
     this.busy--;
+    if (this.closed) {
+      for (const job of jobs) failJob(job, 'server is shutting down');
+      return;
+    }
+    const detail = describeError(err);
+    if (jobs.length === 1) {
+      process.stderr.write(`svcdb: reader thread failed running one request alone (answered 500 internal_error): ${detail}\n`);
+      failJob(jobs[0]!, 'a reader thread failed while running this request; see the server log');
+    } else {
+      process.stderr.write(`svcdb: reader thread failed running a batch of ${jobs.length} requests (each is retried alone): ${detail}\n`);
+      for (const job of jobs) this.retries.push(job);
+    }
     this.pump();
-    const detail = `reader task failed: ${describeError(err)}`;
-    for (const job of jobs) failJob(job, detail);
   }
 }

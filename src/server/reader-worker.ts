@@ -29,6 +29,26 @@ let generation = 0;
 const role = data.role;
 const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes };
 
+/**
+ * Test hook (test/overload.test.ts), never set in production: with
+ * SVCDB_TEST_READER_CRASH=MARKER in the server's environment, a request whose body
+ * contains MARKER makes this thread allocate until its heap limit kills it, the way a
+ * runaway query would. A client cannot turn it on: only whoever starts the server can,
+ * and the marker is theirs (at least 16 characters, so it cannot match by accident).
+ */
+const crashMarker = testCrashMarker(process.env['SVCDB_TEST_READER_CRASH']);
+
+function testCrashMarker(value: string | undefined): Buffer | null {
+  if (value === undefined || value === '') return null;
+  if (value.length < 16) throw new Error('SVCDB_TEST_READER_CRASH must be at least 16 characters');
+  return Buffer.from(value, 'utf8');
+}
+
+function dieOfHeapExhaustion(): never {
+  const hog: number[][] = [];
+  for (;;) hog.push(new Array<number>(100_000).fill(1.5));
+}
+
 export default function runReadTask(task: SwappableReadTask): unknown {
   if (task.generation !== undefined && task.generation > generation && task.shared !== undefined) {
     store = Store.attach(task.shared);
@@ -41,6 +61,7 @@ export default function runReadTask(task: SwappableReadTask): unknown {
   let totalBytes = 0;
   for (let i = 0; i < count; i++) {
     const body = task.bodies[i]!;
+    if (crashMarker !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(crashMarker)) dieOfHeapExhaustion();
     const outcome = executeRequest(store, body, decodeFlags(task.flags[i]!), role, exec);
     if ('forward' in outcome) {
       index[2 * i] = FORWARD_TO_WRITER;

@@ -8,6 +8,7 @@
 // connections), close the remaining idle sockets, stop the readers, then let the writer
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
+import type { LimitOverrides } from '../limits.js';
 import { defaultExecOptions } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { HttpFrontEnd, type ServerMode } from './http.js';
@@ -53,7 +54,15 @@ export interface ServerOptions {
   drainTimeoutMs?: number;
   /** Called when the server can no longer work (the writer thread died). Default: log. */
   onFatal?: (err: Error) => void;
+  /** Other values for the queue bounds and thread heaps of limits.ts (tests lower them). */
+  limits?: LimitOverrides<ServerLimitName>;
 }
+
+/** The limits a server takes from ServerOptions.limits instead of limits.ts. */
+export type ServerLimitName =
+  | 'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'
+  | 'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax'
+  | 'writerPendingRequestsMax' | 'writerPendingBodyBytesMax' | 'writerUndurableAcksMax' | 'writerThreadHeapMbMax';
 
 export interface RunningServer {
   /** `http://host:port` with the real port. */
@@ -103,7 +112,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const refreshMs = options.refreshMs ?? REFRESH_MS_DEFAULT;
 
-  const front = new HttpFrontEnd({ mode });
+  const bounds = options.limits ?? {};
+  const front = new HttpFrontEnd({ mode, limits: bounds });
   const port = await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
@@ -117,12 +127,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       follow: mode === 'reader' ? { refreshMs } : null,
       onSwap: (shared) => onSwap(shared),
       onHealth: (health) => { front.storageReady = health.ready; },
+      limits: bounds,
     });
     front.storageReady = writer.health.ready;
     const startShared = writer.shared;
     pool = await ReaderPool.start({
       shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, queryMemoryBytes, forward: writer,
-      role: mode === 'reader' ? 'replica' : 'reader',
+      role: mode === 'reader' ? 'replica' : 'reader', limits: bounds,
     });
     const readerPool = pool;
     onSwap = (shared) => readerPool.swapStore(shared);

@@ -29,6 +29,13 @@ export interface WriterWorkerData {
   objectStorage?: ObjectStorageOptions | null;
   /** Reader server: follow the storage read-only, polling every refreshMs. */
   follow?: { refreshMs: number } | null;
+  /**
+   * One i64: the id of the last request this thread began to run. If the thread dies, the
+   * main thread knows which unanswered requests never started (writer.ts onStopped).
+   */
+  started: SharedArrayBuffer;
+  /** limits.writerUndurableAcksMax, or lower (tests). */
+  undurableAcksMax: number;
 }
 
 /** Main thread -> writer. */
@@ -40,8 +47,8 @@ export type WriterRequest =
 /** Writer -> main thread. */
 export type WriterReply =
   | { kind: 'ready'; shared: StoreShared; recovery: RecoveryReport | null; health: StorageHealth }
-  /** `body` is UTF-8 JSON; its buffer is transferred. */
-  | { kind: 'result'; id: number; status: number; body: Uint8Array }
+  /** `body` is UTF-8 JSON; its buffer is transferred. `retryAfterSeconds`: a shed request. */
+  | { kind: 'result'; id: number; status: number; body: Uint8Array; retryAfterSeconds?: number }
   /** Follower only: the store was replaced (reloaded from a newer snapshot). */
   | { kind: 'swap'; shared: StoreShared; epoch: number }
   /** The storage's health changed (not ready: writes are refused; /readyz answers 503). */
@@ -53,15 +60,24 @@ const port = parentPort;
 if (port === null) throw new Error('writer-worker.ts must run in a worker thread');
 const data = workerData as WriterWorkerData;
 const encoder = new TextEncoder();
+const started = new BigInt64Array(data.started);
 
 function reply(message: WriterReply, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(message, transfer);
 }
 
-function sendResult(id: number, status: number, text: string): void {
+function sendResult(id: number, status: number, text: string, retryAfterSeconds?: number): void {
   // TextEncoder allocates a fresh, unpooled buffer: safe to transfer.
   const body = encoder.encode(text);
-  reply({ kind: 'result', id, status, body }, [body.buffer as ArrayBuffer]);
+  const result: WriterReply = retryAfterSeconds === undefined
+    ? { kind: 'result', id, status, body }
+    : { kind: 'result', id, status, body, retryAfterSeconds };
+  reply(result, [body.buffer as ArrayBuffer]);
+}
+
+/** Before running request `id` (ids grow with arrival order, which is the order they run in). */
+function markStarted(id: number): void {
+  Atomics.store(started, 0, BigInt(id));
 }
 
 const snapshotWalBytes = data.snapshotWalBytes;
@@ -76,7 +92,7 @@ else await runWriter(await openWriterStorage({ diskPath: data.diskPath, objectSt
  * one and execution is synchronous, so batches are serial by construction.
  */
 async function runWriter(storage: DurableStorage): Promise<void> {
-  const committer = new Committer(storage, { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
+  const committer = new Committer(storage, { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes }, data.undurableAcksMax);
   storage.onHealthChange((health) => reply({ kind: 'health', health }));
   let closing = false;
 
@@ -94,9 +110,10 @@ async function runWriter(storage: DurableStorage): Promise<void> {
         });
       return;
     }
+    markStarted(message.id);
     const answer = committer.execute(message.body, decodeFlags(message.flags));
     if ('then' in answer) void answer.then((a) => sendResult(message.id, a.status, a.body));
-    else sendResult(message.id, answer.status, answer.body);
+    else sendResult(message.id, answer.status, answer.body, answer.retryAfterSeconds);
   });
 
   reply({ kind: 'ready', shared: storage.store.shared, recovery: storage.report, health: storage.health() });
@@ -189,6 +206,7 @@ async function runFollower(refreshMs: number): Promise<void> {
       return;
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
+    markStarted(message.id);
     const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
     if ('forward' in outcome) sendResult(message.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
     else sendResult(message.id, outcome.status, outcome.body);

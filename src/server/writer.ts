@@ -3,13 +3,27 @@
 //
 // One postMessage per request, unbatched: writes are few next to reads and costly anyway
 // (~9 us per raw hop, notes/measured.md), and the writer must answer each as soon as it
-// commits. Jobs are tagged with an id; the writer answers in the order it received them.
+// commits. Jobs are tagged with an id and run in id order.
+//
+// Bounds (limits.ts): requests sent and not answered yet (waiting, running, or committed
+// and waiting for durability) are at most writerPendingRequestsMax, with at most
+// writerPendingBodyBytesMax body bytes; a request past either is shed (503) before it is
+// sent, so a shed write never runs. The thread's heap is capped (writerThreadHeapMbMax).
+//
+// If the thread dies, its unanswered requests split in two: those it never started
+// (answered 500 internal_error: nothing happened) and those it had started (a write among
+// them may have committed, and may even be durable: answered 409
+// writer_fenced_commit_outcome_unknown, never as failed). Then onFatal stops the server;
+// a restart recovers every durable write (memory storage loses everything, as at any stop).
 import { Worker } from 'node:worker_threads';
+import { limits, type LimitOverrides } from '../limits.js';
+import { errorBody, SvcError } from '../protocol/errors.js';
 import type { StoreShared } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
+import { QueueBound } from './queue-bound.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
 export interface WriterOptions {
@@ -32,7 +46,18 @@ export interface WriterOptions {
   /** The storage's health changed (not ready: /readyz answers 503, writes are refused). */
   onHealth?: (health: StorageHealth) => void;
   startTimeoutMs?: number;
+  /** Lower bounds than limits.ts (tests). */
+  limits?: LimitOverrides<'writerPendingRequestsMax' | 'writerPendingBodyBytesMax' | 'writerUndurableAcksMax' | 'writerThreadHeapMbMax'>;
 }
+
+/** A job sent to the thread; its body has moved there, so its size is kept here. */
+interface SentJob {
+  job: QueryJob;
+  bodyBytes: number;
+}
+
+/** The answer to requests the writer thread had not started when it died. */
+const WRITER_FAILED = 'the writer thread failed; see the server log';
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
 /**
@@ -52,14 +77,26 @@ export class WriterThread implements QuerySink {
   /** Set when the writer's stop was not clean (e.g. its final snapshot failed). */
   closeProblem: string | null = null;
   private readonly worker: Worker;
-  private readonly pending = new Map<number, QueryJob>();
+  private readonly pending = new Map<number, SentJob>();
+  private readonly pendingBound: QueueBound;
+  /** The id of the last request the thread began to run (it writes, we read after it died). */
+  private readonly started: BigInt64Array;
   private nextId = 1;
   /** Set when the thread stopped (closed or crashed): new jobs fail at once. */
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
 
-  private constructor(worker: Worker, shared: StoreShared, recovery: RecoveryReport | null, health: StorageHealth, options: WriterOptions) {
+  private constructor(
+    worker: Worker, started: BigInt64Array, shared: StoreShared, recovery: RecoveryReport | null, health: StorageHealth, options: WriterOptions,
+  ) {
     this.worker = worker;
+    this.started = started;
+    this.pendingBound = new QueueBound(
+      'the writer queue',
+      options.limits?.writerPendingRequestsMax ?? limits.writerPendingRequestsMax,
+      options.limits?.writerPendingBodyBytesMax ?? limits.writerPendingBodyBytesMax,
+      'in progress',
+    );
     this.shared = shared;
     this.recovery = recovery;
     this.health = health;
@@ -70,6 +107,7 @@ export class WriterThread implements QuerySink {
 
   /** Start the thread; resolves when it has created the store. */
   static start(options: WriterOptions): Promise<WriterThread> {
+    const started = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT));
     const workerData: WriterWorkerData = {
       queryTimeoutMs: options.queryTimeoutMs,
       queryMemoryBytes: options.queryMemoryBytes,
@@ -77,8 +115,14 @@ export class WriterThread implements QuerySink {
       objectStorage: options.objectStorage ?? null,
       follow: options.follow ?? null,
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+      started: started.buffer as SharedArrayBuffer,
+      undurableAcksMax: options.limits?.writerUndurableAcksMax ?? limits.writerUndurableAcksMax,
     };
-    const worker = new Worker(new URL('./writer-worker.js', import.meta.url), { workerData, name: 'svcdb-writer' });
+    const worker = new Worker(new URL('./writer-worker.js', import.meta.url), {
+      workerData,
+      name: 'svcdb-writer',
+      resourceLimits: { maxOldGenerationSizeMb: options.limits?.writerThreadHeapMbMax ?? limits.writerThreadHeapMbMax },
+    });
     return new Promise((resolve, reject) => {
       const fail = (err: Error): void => {
         cleanup();
@@ -92,7 +136,7 @@ export class WriterThread implements QuerySink {
       const onMessage = (reply: WriterReply): void => {
         if (reply.kind !== 'ready') return;
         cleanup();
-        resolve(new WriterThread(worker, reply.shared, reply.recovery, reply.health, options));
+        resolve(new WriterThread(worker, started, reply.shared, reply.recovery, reply.health, options));
       };
       const onError = (err: Error): void => fail(new Error(`writer thread failed to start: ${err.message}`));
       const onExit = (code: number): void => fail(new Error(`writer thread exited during start-up with code ${code}`));
@@ -110,12 +154,14 @@ export class WriterThread implements QuerySink {
 
   submit(job: QueryJob): void {
     if (this.stopped !== null || this.closing !== null) {
-      failJob(job, this.stopped ?? 'server is shutting down');
+      failJob(job, this.stopped !== null ? WRITER_FAILED : 'server is shutting down');
       return;
     }
     if (job.responder.settled) return; // client went away while its read looked at it
+    const bodyBytes = job.body.byteLength;
+    if (!this.pendingBound.admit(job, bodyBytes)) return;
     const id = this.nextId++;
-    this.pending.set(id, job);
+    this.pending.set(id, { job, bodyBytes });
     const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags) };
     this.worker.postMessage(message, [job.body.buffer as ArrayBuffer]);
   }
@@ -154,17 +200,39 @@ export class WriterThread implements QuerySink {
       return;
     }
     if (reply.kind !== 'result') return;
-    const job = this.pending.get(reply.id);
-    if (job === undefined) return;
+    const sent = this.pending.get(reply.id);
+    if (sent === undefined) return;
     this.pending.delete(reply.id);
-    job.responder.respond(reply.status, reply.body);
+    this.pendingBound.remove(sent.bodyBytes);
+    sent.job.responder.respond(reply.status, reply.body, reply.retryAfterSeconds);
   }
 
   private onStopped(reason: string, options: WriterOptions): void {
     if (this.stopped !== null) return;
     this.stopped = reason;
-    for (const job of this.pending.values()) failJob(job, reason);
+    // The thread wrote `started` before running each request and can write no more.
+    const lastStarted = Number(Atomics.load(this.started, 0));
+    let notStarted = 0;
+    let uncertain = 0;
+    const outcomeUnknown = new SvcError(
+      'writer_fenced_commit_outcome_unknown',
+      'the writer thread failed after this request started: if it was a write, it may or may not have happened; see the server log',
+    );
+    for (const [id, sent] of this.pending) {
+      if (id > lastStarted) {
+        notStarted++;
+        failJob(sent.job, WRITER_FAILED);
+      } else {
+        uncertain++;
+        sent.job.responder.respond(outcomeUnknown.status, errorBody(outcomeUnknown));
+      }
+    }
     this.pending.clear();
+    this.pendingBound.clear();
+    if (notStarted + uncertain > 0) {
+      process.stderr.write(`svcdb: ${reason}: ${notStarted} unanswered requests it had not started answered 500 internal_error, `
+        + `${uncertain} it had started answered 409 writer_fenced_commit_outcome_unknown\n`);
+    }
     // Exiting after a close request is the normal end, anything else is fatal.
     if (this.closing === null) options.onFatal(new Error(reason));
   }

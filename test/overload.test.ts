@@ -1,0 +1,426 @@
+// Load shedding and thread failure (issue 10): every queue between threads has a bound and
+// sheds the NEW request with 503 server_overloaded + Retry-After before anything of it
+// runs; a reader thread that dies is replaced and its requests answered; a writer thread
+// that dies answers what it never started as failed and what it started as uncertain.
+// Servers run in-process from dist/ (`npm test` builds first) so bounds can be lowered.
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HttpFrontEnd } from '../dist/src/server/http.js';
+import { ReaderPool } from '../dist/src/server/reader-pool.js';
+import { WriterThread } from '../dist/src/server/writer.js';
+import { startServer, type RunningServer, type ServerOptions } from '../dist/src/server/server.js';
+import { Committer, MemoryStorage } from '../dist/src/durability/durable.js';
+import { Store } from '../dist/src/store/store.js';
+import { executeRequest, noFlags } from '../dist/src/exec/request.js';
+import type { QueryJob, QuerySink } from '../dist/src/server/job.js';
+import { addN, count, nodes, q, read, write } from './helpers/requests.js';
+
+const RETRY_AFTER = '1';
+/** How long the deliberately slow read holds its thread (the query deadline cuts it). */
+const SLOW_MS = 2000;
+/** Nodes of the complete graph the slow read walks (4 hops: 30^4 rows per iteration). */
+const MESH = 30;
+
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+  text: string;
+}
+
+async function post(url: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Answer> {
+  const res = await fetch(`${url}/v2/query`, { method: 'POST', body, headers });
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), text: await res.text() };
+}
+
+function errorOf(answer: Answer): { error: string; msg: string } {
+  return JSON.parse(answer.text) as { error: string; msg: string };
+}
+
+function expectShed(answer: Answer, queue: RegExp): void {
+  expect(answer.status, answer.text).toBe(503);
+  expect(answer.retryAfter, 'a shed request carries Retry-After').toBe(RETRY_AFTER);
+  const err = errorOf(answer);
+  expect(err.error).toBe('server_overloaded');
+  expect(err.msg).toMatch(/^server overloaded: .* is full \(.*\); retry later$/);
+  expect(err.msg).toMatch(queue);
+}
+
+let labelCounter = 0;
+const freshLabel = (): string => `Shed${process.pid}_${++labelCounter}`;
+
+const addNode = (label: string): string => JSON.stringify(write([q('n', addN(label))], ['n']));
+const countLabel = (label: string): string => JSON.stringify(read([q('c', count({ nodes_where: { predicate: {
+  eq: { left: { property: '$label' }, right: { constant: { string: label } } },
+} } }))], ['c']));
+
+/** A read that would run for minutes; the server's query deadline stops it after SLOW_MS. */
+const slowRead = JSON.stringify({
+  ...read([{ for_each: { param: 'xs', body: [q('r', count({ repeat: { input: nodes([0]), config: {
+    traversal: { root: { out: { input: 'context', label: 'MESH' } } }, times: 4, emit: 'none', max_depth: 100,
+  } } }))] } }], []),
+  parameters: { xs: Array.from({ length: 10_000 }, () => ({})) },
+});
+
+/** The complete graph on MESH nodes (ids 0..MESH-1): the slow read's playground. */
+const meshWrite = JSON.stringify({
+  ...write([
+    { for_each: { param: 'ns', body: [q(null, addN('MeshNode'))] } },
+    { for_each: { param: 'es', body: [q(null, { add_e: { input: { nodes: { reference: { param: 'src' } } }, label: 'MESH', to: { param: 'dst' }, properties: [] } })] } },
+  ], []),
+  parameters: {
+    ns: Array.from({ length: MESH }, () => ({})),
+    es: Array.from({ length: MESH * MESH }, (_, i) => ({ src: Math.floor(i / MESH), dst: i % MESH })),
+  },
+});
+
+/** `length` bytes: `json` padded with trailing spaces (still the same request). */
+function padded(json: string, length: number): Uint8Array {
+  const body = Buffer.alloc(length, 0x20);
+  Buffer.from(json).copy(body);
+  return body;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function startMeshServer(options: ServerOptions): Promise<RunningServer> {
+  const server = await startServer({ port: 0, readers: 1, inlineReads: false, queryTimeoutMs: SLOW_MS, ...options });
+  const loaded = await post(server.url, meshWrite);
+  expect(loaded.status, loaded.text).toBe(200);
+  return server;
+}
+
+/** Start the slow read and give it time to reach its thread (wrapped: an async function would wait for it). */
+async function occupy(url: string, headers: Record<string, string> = {}): Promise<{ answer: Promise<Answer> }> {
+  const answer = post(url, slowRead, headers);
+  await sleep(400);
+  return { answer };
+}
+
+async function expectDeadline(slow: Promise<Answer>): Promise<void> {
+  const answer = await slow;
+  expect(answer.status, answer.text).toBe(500);
+  expect(errorOf(answer).error).toBe('query_deadline_exceeded');
+}
+
+describe('the reader queue', () => {
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    server = await startMeshServer({ limits: { readerQueueRequestsMax: 2, readerQueueBodyBytesMax: 64 * 1024 } });
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('sheds the request past readerQueueRequestsMax with 503, and a shed write leaves no trace', async () => {
+    const label = freshLabel();
+    const slow = await occupy(server.url);
+    const queued = [post(server.url, countLabel(label)), post(server.url, countLabel(label))];
+    await sleep(300);
+    const shedWrite = await post(server.url, addNode(label)); // writes pass the reader queue too
+    expectShed(shedWrite, /the reader queue is full \(2 requests waiting\)/);
+    for (const answer of await Promise.all(queued)) expect(answer.text).toBe('{"c":0}');
+    await expectDeadline(slow.answer);
+    expect((await post(server.url, countLabel(label))).text, 'the shed write did not run').toBe('{"c":0}');
+    expect((await post(server.url, addNode(label))).status, 'the queue accepts again once it drained').toBe(200);
+    expect((await post(server.url, countLabel(label))).text).toBe('{"c":1}');
+  });
+
+  it('sheds the request whose body would pass readerQueueBodyBytesMax', async () => {
+    const label = freshLabel();
+    const slow = await occupy(server.url);
+    const small = post(server.url, padded(countLabel(label), 40 * 1024));
+    await sleep(300);
+    expectShed(await post(server.url, padded(addNode(label), 30 * 1024)), /the reader queue is full \(40960 body bytes waiting/);
+    expect((await small).text).toBe('{"c":0}');
+    await expectDeadline(slow.answer);
+    expect((await post(server.url, countLabel(label))).text).toBe('{"c":0}');
+  });
+
+  it('bounds the per-request dispatch the same way', async () => {
+    const perRequest = await startMeshServer({ readDispatch: 'per-request', limits: { readerQueueRequestsMax: 1 } });
+    try {
+      const label = freshLabel();
+      const slow = await occupy(perRequest.url);
+      const queued = post(perRequest.url, countLabel(label));
+      await sleep(300);
+      expectShed(await post(perRequest.url, addNode(label)), /the reader queue is full \(1 request waiting\)/);
+      expect((await queued).text).toBe('{"c":0}');
+      await expectDeadline(slow.answer);
+      expect((await post(perRequest.url, countLabel(label))).text).toBe('{"c":0}');
+    } finally {
+      await perRequest.close();
+    }
+  });
+});
+
+describe('the writer queue', () => {
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    // readers: 2 so the writes' trip through a reader is never what waits.
+    // The slow read's body (~30 KB) counts too: 100 KB leaves room for it and one 40 KiB write.
+    server = await startMeshServer({ readers: 2, limits: { writerPendingRequestsMax: 3, writerPendingBodyBytesMax: 100_000 } });
+  });
+
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('sheds the write past writerPendingRequestsMax before it runs', async () => {
+    const [kept, shedLabel] = [freshLabel(), freshLabel()];
+    const slow = await occupy(server.url, { 'x-svc-require-writer': 'true' }); // pending 1, running
+    const accepted = [post(server.url, addNode(kept)), post(server.url, addNode(kept))]; // pending 2 and 3
+    await sleep(300);
+    expectShed(await post(server.url, addNode(shedLabel)), /the writer queue is full \(3 requests in progress\)/);
+    for (const answer of await Promise.all(accepted)) expect(answer.status, answer.text).toBe(200);
+    await expectDeadline(slow.answer);
+    expect((await post(server.url, countLabel(kept))).text).toBe('{"c":2}');
+    expect((await post(server.url, countLabel(shedLabel))).text, 'the shed write did not run').toBe('{"c":0}');
+  });
+
+  it('sheds the write whose body would pass writerPendingBodyBytesMax', async () => {
+    const label = freshLabel();
+    const slow = await occupy(server.url, { 'x-svc-require-writer': 'true' });
+    const accepted = post(server.url, padded(addNode(label), 40 * 1024));
+    await sleep(300);
+    const shedLabel = freshLabel();
+    const waitingBytes = slowRead.length + 40 * 1024;
+    expect(waitingBytes + 70 * 1024).toBeGreaterThan(100_000);
+    expectShed(await post(server.url, padded(addNode(shedLabel), 70 * 1024)), new RegExp(`the writer queue is full \\(${waitingBytes} body bytes in progress`));
+    expect((await accepted).status).toBe(200);
+    await expectDeadline(slow.answer);
+    expect((await post(server.url, countLabel(label))).text).toBe('{"c":1}');
+    expect((await post(server.url, countLabel(shedLabel))).text).toBe('{"c":0}');
+  });
+});
+
+describe('writes answered before they are durable', () => {
+  it('past writerUndurableAcksMax are shed before they run; awaited writes still go through', async () => {
+    const store = Store.create();
+    let resolveSync = (): void => undefined;
+    const durable = new Promise<void>((resolve) => { resolveSync = resolve; });
+    const storage = Object.assign(new MemoryStorage(store), { sync: () => durable }); // storage that is behind
+    const committer = new Committer(storage, 30_000, 2);
+    const noWait = { ...noFlags, awaitDurable: false };
+    const label = freshLabel();
+    for (let i = 0; i < 2; i++) expect(committer.execute(addNode(label), noWait)).toMatchObject({ status: 200 });
+    const shed = committer.execute(addNode(label), noWait);
+    expect(shed).toMatchObject({ status: 503, retryAfterSeconds: 1 });
+    expect(JSON.parse((shed as { body: string }).body)).toMatchObject({ error: 'server_overloaded' });
+    const awaited = committer.execute(addNode(label), noFlags);
+    expect('then' in awaited, 'a write that awaits durability is not bounded here').toBe(true);
+    resolveSync();
+    expect(await awaited).toMatchObject({ status: 200 });
+    const counted = executeRequest(store, countLabel(label), noFlags, 'writer');
+    expect(counted).toMatchObject({ status: 200, body: '{"c":3}' }); // two early acks + the awaited one
+    expect(committer.execute(addNode(label), noWait), 'durable again: the bound has room').toMatchObject({ status: 200 });
+  });
+});
+
+describe('the HTTP front end', () => {
+  const echo: QuerySink = { submit: (job: QueryJob) => job.responder.respond(200, `{"bytes":${job.body.byteLength}}`) };
+
+  it('sheds requests past earlyQueueRequestsMax / earlyQueueBodyBytesMax before the threads are up', async () => {
+    const front = new HttpFrontEnd({ mode: 'writer', limits: { earlyQueueRequestsMax: 2, earlyQueueBodyBytesMax: 1000 } });
+    const url = `http://127.0.0.1:${await front.listen('127.0.0.1', 0)}`;
+    try {
+      const waiting = [post(url, '{"a":1}'), post(url, padded('{}', 600))];
+      await sleep(300);
+      expectShed(await post(url, '{"b":2}'), /the queue of requests waiting for the server to start is full \(2 requests waiting\)/);
+      front.attach({ readers: echo, writer: echo });
+      expect((await Promise.all(waiting)).map((a) => a.text)).toEqual(['{"bytes":7}', '{"bytes":600}']);
+
+      const front2 = new HttpFrontEnd({ mode: 'writer', limits: { earlyQueueBodyBytesMax: 1000 } });
+      const url2 = `http://127.0.0.1:${await front2.listen('127.0.0.1', 0)}`;
+      try {
+        const first = post(url2, padded('{}', 600));
+        await sleep(300);
+        expectShed(await post(url2, padded('{}', 600)), /\(600 body bytes waiting, a request of 600 more would pass 1000\)/);
+        front2.attach({ readers: echo, writer: echo });
+        expect((await first).text).toBe('{"bytes":600}');
+      } finally {
+        front2.stopAccepting();
+        front2.closeAllSockets();
+      }
+    } finally {
+      front.stopAccepting();
+      front.closeAllSockets();
+    }
+  });
+
+  it('sheds a body that would pass receivingBodyBytesMax while others are still being received', async () => {
+    const front = new HttpFrontEnd({ mode: 'writer', limits: { receivingBodyBytesMax: 100_000 } });
+    const url = `http://127.0.0.1:${await front.listen('127.0.0.1', 0)}`;
+    front.attach({ readers: echo, writer: echo });
+    try {
+      let finish = (): void => undefined;
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new Uint8Array(10).fill(0x20)); // chunked: the front end reserves 64 KiB
+          finish = () => { controller.enqueue(new Uint8Array(10).fill(0x20)); controller.close(); };
+        },
+      });
+      const slowUpload = fetch(`${url}/v2/query`, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
+      await sleep(200);
+      expectShed(await post(url, padded('{}', 50_000)), /the buffer of request bodies being received is full \(65536 bytes held, 50000 more would pass 100000\)/);
+      finish();
+      expect(await (await slowUpload).text()).toBe('{"bytes":20}');
+      expect((await post(url, padded('{}', 50_000))).text, 'released once complete').toBe('{"bytes":50000}');
+      expect(front.pending).toBe(0);
+    } finally {
+      front.stopAccepting();
+      front.closeAllSockets();
+    }
+  });
+});
+
+describe('a reader thread that dies', () => {
+  const marker = `crash-${process.pid}-${Date.now()}-reader`;
+  const crashRead = JSON.stringify(read([q('c', count({ nodes_where: { predicate: {
+    eq: { left: { property: '$label' }, right: { constant: { string: marker } } },
+  } } }))], ['c']));
+  let stderr: string[] = [];
+
+  beforeAll(() => {
+    // Read by each reader thread when it starts (reader-worker.ts): workers started from now on.
+    process.env['SVCDB_TEST_READER_CRASH'] = marker;
+    const write = process.stderr.write.bind(process.stderr);
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      stderr.push(String(chunk));
+      return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
+    });
+  });
+
+  afterEach(() => {
+    stderr = [];
+  });
+
+  afterAll(() => {
+    delete process.env['SVCDB_TEST_READER_CRASH'];
+    vi.restoreAllMocks();
+  });
+
+  interface Answered { status: number; body: string }
+
+  /** A job answered through a promise, like http.ts would answer a client. */
+  function job(body: string): { job: QueryJob; answer: Promise<Answered> } {
+    let done: (a: Answered) => void = () => undefined;
+    const answer = new Promise<Answered>((resolve) => { done = resolve; });
+    const responder = {
+      settled: false,
+      respond(status: number, reply: Uint8Array | string) {
+        if (this.settled) return;
+        this.settled = true;
+        done({ status, body: typeof reply === 'string' ? reply : Buffer.from(reply).toString('utf8') });
+      },
+    };
+    const bytes = Buffer.from(body);
+    const own = new Uint8Array(new ArrayBuffer(bytes.byteLength)); // its own buffer, as http.ts allocates
+    own.set(bytes);
+    return { job: { body: own, flags: noFlags, responder }, answer };
+  }
+
+  it('is replaced; the others of its batch are retried alone and answered; the killer answers a generic 500', async () => {
+    const store = Store.create();
+    const label = freshLabel();
+    executeRequest(store, addNode(label), noFlags, 'writer');
+    const forwarded: QueryJob[] = [];
+    const forward: QuerySink = { submit: (j) => { forwarded.push(j); j.responder.respond(200, '{"forwarded":true}'); } };
+    const pool = await ReaderPool.start({
+      shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, forward,
+      limits: { readerThreadHeapMbMax: 128 }, // dies in a fraction of a second
+    });
+    try {
+      // The first goes out alone at once; the rest queue behind it and leave as ONE batch.
+      const first = job(countLabel(label));
+      const batch = [job(countLabel(label)), job(crashRead), job(countLabel(label)), job(addNode(label))];
+      pool.submit(first.job);
+      for (const b of batch) pool.submit(b.job);
+      expect(pool.queued).toBe(4);
+
+      expect(await first.answer).toEqual({ status: 200, body: '{"c":1}' });
+      const [before, killer, after, aWrite] = await Promise.all(batch.map((b) => b.answer));
+      expect(before).toEqual({ status: 200, body: '{"c":1}' });
+      expect(after).toEqual({ status: 200, body: '{"c":1}' });
+      expect(aWrite, 'a collateral write is still forwarded to the writer').toEqual({ status: 200, body: '{"forwarded":true}' });
+      expect(forwarded).toHaveLength(1);
+      expect(killer!.status).toBe(500);
+      expect(JSON.parse(killer!.body)).toEqual({
+        error: 'internal_error', msg: 'internal error: a reader thread failed while running this request; see the server log',
+      });
+      const log = stderr.join('');
+      expect(log).toMatch(/svcdb: reader thread failed running a batch of 4 requests \(each is retried alone\): .*memory limit/);
+      expect(log).toMatch(/svcdb: reader thread failed running one request alone \(answered 500 internal_error\): .*memory limit/);
+
+      expect(pool.tasksInFlight, 'no task is counted twice or lost').toBe(0);
+      // Piscina starts the replacement asynchronously; reads wait for it.
+      const later = await Promise.all([job(countLabel(label)), job(countLabel(label))].map((b) => { pool.submit(b.job); return b.answer; }));
+      expect(later).toEqual([{ status: 200, body: '{"c":1}' }, { status: 200, body: '{"c":1}' }]);
+      expect(pool.threadsAlive).toBe(1);
+      expect(pool.tasksInFlight).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('over HTTP: the killer answers 500, the server keeps both threads and answers reads', async () => {
+    const server = await startMeshServer({ readers: 2, limits: { readerThreadHeapMbMax: 128 } });
+    try {
+      const label = freshLabel();
+      expect((await post(server.url, addNode(label))).status).toBe(200);
+      const killed = await post(server.url, crashRead);
+      expect(killed.status).toBe(500);
+      expect(errorOf(killed)).toEqual({
+        error: 'internal_error', msg: 'internal error: a reader thread failed while running this request; see the server log',
+      });
+      for (let i = 0; i < 4; i++) expect((await post(server.url, countLabel(label))).text).toBe('{"c":1}');
+      // Two threads again: two slow reads run side by side, not one after the other.
+      const started = performance.now();
+      await Promise.all([expectDeadline(post(server.url, slowRead)), expectDeadline(post(server.url, slowRead))]);
+      expect(performance.now() - started, 'two slow reads in parallel').toBeLessThan(2 * SLOW_MS);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a writer thread that dies', () => {
+  it('answers what it never started 500 and what it started 409 outcome unknown, then reports fatal', async () => {
+    const fatal: Error[] = [];
+    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, diskPath: null, onFatal: (err) => fatal.push(err) });
+    const answers: Promise<{ status: number; body: string }>[] = [];
+    const submit = (body: string, requireWriter: boolean): void => {
+      answers.push(new Promise((resolve) => {
+        const responder = {
+          settled: false,
+          respond(status: number, reply: Uint8Array | string) {
+            this.settled = true;
+            resolve({ status, body: typeof reply === 'string' ? reply : Buffer.from(reply).toString('utf8') });
+          },
+        };
+        writer.submit({ body: new Uint8Array(Buffer.from(body)), flags: { ...noFlags, requireWriter }, responder });
+      }));
+    };
+    expect((await new Promise<number>((resolve) => {
+      writer.submit({ body: new Uint8Array(Buffer.from(meshWrite)), flags: noFlags, responder: { settled: false, respond: (s: number) => resolve(s) } });
+    }))).toBe(200);
+    submit(slowRead, true); // starts running at once and holds the thread
+    submit(addNode(freshLabel()), false); // waits behind it: never starts
+    await sleep(300);
+    // The thread dies the way a heap-limit death or a crash ends it: from outside, mid-request.
+    await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    const [running, waiting] = await Promise.all(answers);
+    expect(running!.status).toBe(409);
+    expect(JSON.parse(running!.body)).toEqual({
+      error: 'writer_fenced_commit_outcome_unknown',
+      msg: 'the writer thread failed after this request started: if it was a write, it may or may not have happened; see the server log',
+    });
+    expect(waiting!.status).toBe(500);
+    expect(JSON.parse(waiting!.body)).toEqual({ error: 'internal_error', msg: 'internal error: the writer thread failed; see the server log' });
+    expect(fatal).toHaveLength(1);
+    submit(addNode(freshLabel()), false);
+    expect((await answers[2])!.status, 'after the death: failed at once, generically').toBe(500);
+    expect(JSON.parse((await answers[2])!.body).msg).toBe('internal error: the writer thread failed; see the server log');
+  });
+});
