@@ -48,6 +48,11 @@ export const limits = {
   forEachIterationsMax: 1_000_000,
   /** Decoded property records cached per thread (records are immutable, so caching is exact). */
   recordCacheEntriesMax: 1 << 16,
+  /**
+   * Encoded bytes of the records cached per thread (a record may be 16 MiB, so the entry
+   * bound alone would let the cache outgrow a thread's heap).
+   */
+  recordCacheBytesMax: 64 * 1024 * 1024,
   /** Planned requests cached per thread, keyed by exact body text (oldest evicted). */
   planCacheEntriesMax: 1024,
   /** Bodies longer than this are not cached. */

@@ -118,6 +118,8 @@ export class Store {
   private heapWords: Uint32Array;
   readonly names: Dictionary;
   private readonly recordCache = new Map<number, PropertyRecord>();
+  /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
+  private recordCacheBytes = 0;
   /** Writer only: the epoch being written, or 0 outside a batch. */
   private pending = 0;
   private readonly undo: Undo[] = [];
@@ -365,8 +367,14 @@ export class Store {
       // slice() copies out of shared memory: msgpackr's native string extractor crashes
       // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
       record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
-      if (this.recordCache.size >= limits.recordCacheEntriesMax) this.recordCache.clear();
-      this.recordCache.set(ptr, record);
+      if (this.recordCache.size >= limits.recordCacheEntriesMax || this.recordCacheBytes + length > limits.recordCacheBytesMax) {
+        this.recordCache.clear();
+        this.recordCacheBytes = 0;
+      }
+      if (length <= limits.recordCacheBytesMax) {
+        this.recordCache.set(ptr, record);
+        this.recordCacheBytes += length;
+      }
     }
     return record;
   }
