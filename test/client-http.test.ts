@@ -9,7 +9,7 @@ import {
 } from '../src/client/index.js';
 
 interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string }
-interface Reply { status: number; body: string; statusMessage?: string; contentType?: string }
+interface Reply { status: number; body: string; statusMessage?: string; contentType?: string; headers?: Record<string, string> }
 
 let server: Server;
 let baseUrl: string;
@@ -27,7 +27,7 @@ beforeAll(async () => {
     req.on('end', () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       const r = replies.shift() ?? { status: 200, body: '{}' };
-      res.writeHead(r.status, r.statusMessage ?? '', { 'Content-Type': r.contentType ?? 'application/json' });
+      res.writeHead(r.status, r.statusMessage ?? '', { 'Content-Type': r.contentType ?? 'application/json', ...r.headers });
       res.end(r.body);
     });
   });
@@ -183,7 +183,7 @@ describe('Client over HTTP', () => {
     });
   });
 
-  describe('retry on 409 (opt-in, bounded)', () => {
+  describe('retry on 409 and 503 server_overloaded (opt-in, bounded)', () => {
     const conflict = json(409, { error: 'transaction_conflict', msg: 'db error: transaction conflict' });
     const write = writeBatch().varAs('a', g().addN('A')).returning(['a']);
 
@@ -218,6 +218,19 @@ describe('Client over HTTP', () => {
       answer(conflict, json(200, {}));
       await expect(client.query(write, { retry: false })).rejects.toMatchObject({ status: 409 });
       expect(seen).toHaveLength(2);
+    });
+
+    it('retries 503 server_overloaded (shed before running) after its Retry-After, but no other 503', async () => {
+      const shed: Reply = { ...json(503, { error: 'server_overloaded', msg: 'server overloaded: the reader queue is full (4096 requests waiting); retry later' }), headers: { 'Retry-After': '1' } };
+      answer(shed, json(200, { a: [{ $id: 2 }] }));
+      const started = performance.now();
+      const r = await new Client({ baseUrl, retry: { attempts: 3, baseDelayMs: 1 } }).query(write);
+      expect(r).toStrictEqual({ a: [{ $id: 2 }] });
+      expect(seen).toHaveLength(2);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(950); // waited for Retry-After: 1
+      answer(json(503, { error: 'writer_mode_required', msg: 'writer mode required' }), json(200, {}));
+      await expect(new Client({ baseUrl, retry: { attempts: 3, baseDelayMs: 1 } }).query(write)).rejects.toMatchObject({ status: 503 });
+      expect(seen).toHaveLength(3);
     });
 
     it('backs off exponentially with jitter, capped', () => {

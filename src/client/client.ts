@@ -7,8 +7,9 @@
 // Headers (envelope.md §1, §11): `Content-Type: application/json`; the API key in
 // `authHeader` (default `Authorization`) as `Bearer <key>` or raw; `x-svc-tenant-id` when a
 // tenant is set; `x-svc-warm: true` / `x-svc-require-writer: true` when asked;
-// `x-svc-await-durable: true|false` only when given. Only status 200 is success; only 409
-// (`transaction_conflict`) is retried, and only when the caller opts in.
+// `x-svc-await-durable: true|false` only when given. Only status 200 is success. With a
+// retry policy (opt-in), 409 answers are retried, and so is `503 server_overloaded` (the
+// server shed the request before running any of it), waiting at least its Retry-After.
 
 import { isPlainObject, parseResponseJson, writeJson, type WireObject } from './json.js';
 import { SvcClientError, errorFromResponse } from './errors.js';
@@ -29,7 +30,7 @@ export type FetchLike = (url: string, init: {
   headers: Record<string, string>;
   body: string;
   signal?: AbortSignal;
-}) => Promise<{ status: number; statusText: string; text(): Promise<string> }>;
+}) => Promise<{ status: number; statusText: string; text(): Promise<string>; headers?: { get(name: string): string | null } }>;
 
 export interface ClientOptions {
   /** Default `http://localhost:6969`. */
@@ -43,7 +44,7 @@ export interface ClientOptions {
   authScheme?: 'bearer' | 'raw';
   /** Replaces the global fetch (tests, proxies, custom agents). */
   fetch?: FetchLike;
-  /** Default retry policy for 409 answers; off unless given. */
+  /** Default retry policy for 409 and `503 server_overloaded` answers; off unless given. */
   retry?: RetryOptions;
 }
 
@@ -56,7 +57,7 @@ export interface QueryOptions {
   awaitDurable?: boolean;
   /** Overrides the client's tenant for this request. */
   tenantId?: string;
-  /** Retry on 409 for this request (`false` disables the client default). */
+  /** Retry on 409 and `503 server_overloaded` for this request (`false` disables the client default). */
   retry?: RetryOptions | false;
   /** Parameter values for a batch builder (instead of `batch.withParams(...)`). */
   params?: { readonly [name: string]: unknown };
@@ -75,7 +76,13 @@ export interface OpenEmbeddedOptions {
   queryTimeoutMs?: number;
 }
 
-interface Answer { status: number; statusText: string; body: string }
+interface Answer {
+  status: number;
+  statusText: string;
+  body: string;
+  /** Retry-After in milliseconds, when the answer carried one in whole seconds. */
+  retryAfterMs?: number;
+}
 
 interface Transport {
   send(body: string, options: QueryOptions): Promise<Answer>;
@@ -118,7 +125,10 @@ class HttpTransport implements Transport {
       const why = err instanceof Error ? err.message : String(err);
       throw new SvcClientError({ status: 0, msg: `cannot reach ${this.url}: ${why}`, cause: err });
     }
-    return { status: res.status, statusText: res.statusText, body: text };
+    const retryAfter = res.headers?.get('retry-after') ?? null;
+    const answer: Answer = { status: res.status, statusText: res.statusText, body: text };
+    if (retryAfter !== null && /^\d{1,6}$/.test(retryAfter)) answer.retryAfterMs = Number(retryAfter) * 1000;
+    return answer;
   }
 
   async close(): Promise<void> {}
@@ -220,8 +230,9 @@ export class Client {
       const answer = await this.transport.send(body, options);
       if (answer.status === 200) return parseSuccess(answer.body) as T;
       const err = errorFromResponse(answer.status, answer.body, answer.statusText);
-      if (answer.status !== 409 || attempt >= attempts) throw err;
-      await sleep(backoffDelayMs(attempt, policy!));
+      const retryable = answer.status === 409 || (answer.status === 503 && err.code === 'server_overloaded');
+      if (!retryable || attempt >= attempts) throw err;
+      await sleep(Math.max(backoffDelayMs(attempt, policy!), answer.retryAfterMs ?? 0));
     }
   }
 
