@@ -185,6 +185,8 @@ interface Target {
   dead: boolean;
   /** Requests sent and not answered: id -> "category: what". */
   inFlight: Map<number, string>;
+  /** The last requests that got no answer (the server may still be running them). */
+  unanswered: string[];
 }
 
 const HEAP_TEXT = /heap limit|FATAL ERROR|JavaScript heap out of memory|Allocation failed/i;
@@ -260,7 +262,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
     const server = await mustStart(args, { timeoutMs: 60_000 });
     live.add(server);
     void server.exited.then(() => live.delete(server));
-    const t: Target = { name, server, args, dead: false, inFlight: new Map() };
+    const t: Target = { name, server, args, dead: false, inFlight: new Map(), unanswered: [] };
     watchExit(t);
     targets.push(t);
     return t;
@@ -270,9 +272,12 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
     void server.exited.then((exit: Exit) => {
       if (stopping || t.server !== server) return;
       t.dead = true;
-      const inFlight = [...t.inFlight.values()].slice(0, 6).join(' | ') || 'none';
-      const tail = server.stderr().trim().split('\n').slice(-6).join(' | ').slice(0, 800);
-      fail({ kind: 'crash', server: t.name, category: 'server', what: `exited (code ${exit.code}, signal ${exit.signal})`, detail: `in flight: ${inFlight}; stderr: ${tail}` });
+      // The suspects: what was in flight, and what went unanswered before (maybe still running).
+      const suspects = [...t.inFlight.values(), ...t.unanswered.slice().reverse()].slice(0, 6).join(' | ') || 'none';
+      const err = server.stderr().trim().split('\n');
+      const fatal = err.find((l) => HEAP_TEXT.test(l));
+      const tail = (fatal !== undefined ? [fatal.trim()] : err.slice(-6)).join(' | ').slice(0, 800);
+      fail({ kind: 'crash', server: t.name, category: 'server', what: `exited (code ${exit.code}, signal ${exit.signal})`, detail: `in flight or unanswered: ${suspects}; stderr: ${tail}` });
     });
   };
   // Loading and auditing need the answer text (IDs, sequence numbers): a plain fetch. A
@@ -303,6 +308,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
     t.inFlight.set(id, `${category}: ${what}`);
     const a = await timedRequest(t.server.url, path, body, capMs, stopAll.signal);
     t.inFlight.delete(id);
+    if (a.status === 0) { t.unanswered.push(`${category}: ${what}`); if (t.unanswered.length > 16) t.unanswered.shift(); }
     const s = stats(category);
     s.requests++;
     s.latenciesMs.push(a.ms);
