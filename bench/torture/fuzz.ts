@@ -39,6 +39,9 @@ const OP_NAMES = [
 const FIELD_NAMES = ['input', 'reference', 'ids', 'label', 'config', 'traversal', 'times', 'emit', 'max_depth', 'count', 'literal', 'expr', 'param',
   'predicate', 'property', 'value', 'root', 'entries', 'returns', 'name', 'traversals', 'source', 'target', 'direction', 'properties'];
 
+/** 0-9 e E + - . */
+const isNumberChar = (c: number): boolean => (c >= 48 && c <= 57) || c === 101 || c === 69 || c === 43 || c === 45 || c === 46;
+
 /** Byte positions of JSON number tokens outside strings (a cheap scan; good enough to aim mutations). */
 function numberSpans(text: string): [number, number][] {
   const spans: [number, number][] = [];
@@ -53,7 +56,7 @@ function numberSpans(text: string): [number, number][] {
     if (c === '"') { inString = true; continue; }
     if (c === '-' || (c >= '0' && c <= '9')) {
       let j = i + 1;
-      while (j < text.length && /[0-9eE+\-.]/.test(text[j]!)) j++;
+      while (j < text.length && isNumberChar(text.charCodeAt(j))) j++;
       spans.push([i, j]);
       i = j - 1;
     }
@@ -227,6 +230,9 @@ export function fuzzBody(corpus: CorpusBody[], r: Random): FuzzBody {
       if (out === null) continue;
       bytes = out;
       applied.push(what);
+      // Scanning megabytes of nesting again would stall this client's event loop (and so
+      // every latency it measures): deep nesting is the last mutation.
+      if (what === 'deep nesting') break;
     } catch {
       continue; // e.g. JSON.parse of an already broken body: try another mutation
     }

@@ -249,6 +249,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
   const targets: Target[] = [];
   let stopping = false;
   let nextRequest = 0;
+  let floodStart = NaN;
   const lag = monitorEventLoopDelay({ resolution: 10 });
 
   const EXAMPLES_PER_KIND = 200;
@@ -277,7 +278,8 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
       const err = server.stderr().trim().split('\n');
       const fatal = err.find((l) => HEAP_TEXT.test(l));
       const tail = (fatal !== undefined ? [fatal.trim()] : err.slice(-6)).join(' | ').slice(0, 800);
-      fail({ kind: 'crash', server: t.name, category: 'server', what: `exited (code ${exit.code}, signal ${exit.signal})`, detail: `in flight or unanswered: ${suspects}; stderr: ${tail}` });
+      const when = Number.isNaN(floodStart) ? 'before the flood' : `${((performance.now() - floodStart) / 1000).toFixed(1)} s into the flood`;
+      fail({ kind: 'crash', server: t.name, category: 'server', what: `exited ${when} (code ${exit.code}, signal ${exit.signal})`, detail: `in flight or unanswered: ${suspects}; stderr: ${tail}` });
     });
   };
   // Loading and auditing need the answer text (IDs, sequence numbers): a plain fetch. A
@@ -426,6 +428,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
     phase = 'flood';
     lag.enable();
     const t0 = performance.now();
+    floodStart = t0;
     const until = t0 + opt.seconds * 1000;
     const running = (): boolean => performance.now() < until && !stopAll.signal.aborted;
     const clientSeed = (kind: number, i: number): Random => seeded((Math.imul(opt.seed ^ 0x5bd1e995, kind + 1) + Math.imul(i + 1, 0x27d4eb2f)) >>> 0);
@@ -583,6 +586,7 @@ export function printReport(r: QueryTortureReport, out: (line: string) => void):
     ratio(pct(p.flood, 99), pct(p.idle, 99)), String(p.idle.length + p.flood.length), String(p.failedIdle + p.failedFlood),
   ]))) out(l);
   out(`(this client's event-loop delay during the flood: p99 ${fmtMs(r.clientLagMs.p99)}, max ${fmtMs(r.clientLagMs.max)}; latencies include it)`);
+  if (r.clientLagMs.max > SLACK_MS) out(`!! this client itself stalled for up to ${fmtMs(r.clientLagMs.max)} (2 cores shared with the servers): a 'slow' failure within that of the limit may be the client's`);
 
   out('\n== acknowledged writes (disk server) ==\n');
   const w = r.writes;
