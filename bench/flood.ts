@@ -59,8 +59,6 @@ const PROBE_PAUSE_MS = 10;
 const PROBE_TIMEOUT_MS = 5_000;
 /** The flood runs this long before the probe starts measuring. */
 const FLOOD_RAMP_MS = 300;
-/** A flood request gets this long (the server's own deadline is normally shorter). */
-const FLOOD_REQUEST_TIMEOUT_MS = 10_000;
 const floodClient = fileURLToPath(new URL('./flood-client.js', import.meta.url));
 
 export const percentile = (xs: number[], p: number): number => {
@@ -133,7 +131,7 @@ export async function runFlood(p: RunningProcess, graph: Graph, startIds: Uint32
     const file = join(dir, 'bodies.json');
     writeFileSync(file, JSON.stringify(floodBodies(a, busiest(graph))));
     await waitForQuiet(s.waitIdleMs, s.threshold);
-    const args = [floodClient, p.url, file, String(s.connections), String(FLOOD_RAMP_MS + durationMs), String(FLOOD_REQUEST_TIMEOUT_MS)];
+    const args = [floodClient, p.url, file, String(s.connections), String(FLOOD_RAMP_MS + durationMs)];
     const [cmd, argv] = s.cpus !== null ? ['taskset', ['-c', s.cpus, process.execPath, ...args]] : [process.execPath, args];
     const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';

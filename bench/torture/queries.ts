@@ -70,6 +70,8 @@ const PROBE_MEMORY_INTERVAL_MS = 25;
 const PROBE_DISK_INTERVAL_MS = 50;
 const PROBE_FUZZ_INTERVAL_MS = 100;
 const WRITE_PAUSE_MS = 5;
+/** Pause of a client after a 503. */
+const SHED_PAUSE_MS = 50;
 /** Bytes of an answer kept to read its error code; the rest is counted, not stored. */
 const ANSWER_HEAD_BYTES = 16 * 1024;
 
@@ -344,6 +346,9 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
     } else if (a.status === 200) s.ok++;
     else if (a.status >= 400) s.client4xx++;
     if (failed) s.failed++;
+    // A shed client comes back soon, not at once: retrying in a tight loop would only
+    // measure how fast this client can spin (it does not wait the whole Retry-After either).
+    if (a.status === 503) await sleep(SHED_PAUSE_MS);
     return a;
   };
 
