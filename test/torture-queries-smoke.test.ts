@@ -6,16 +6,20 @@
 // ISSUE 10: the assertions marked [issue 10] need its fixes (per-query memory budget,
 // deadlines checked inside every loop, inline-vs-pool decided from the plan, load shedding,
 // worker heap limits). Against the code before them they FAIL, on purpose:
-//   - "every answer ... within the deadline + 100 ms": the first pathological read runs
+//   - "every answer ... within the deadline + 400 ms": the first pathological read runs
 //     inline on the uWS thread of the memory and disk servers and does not return (no
 //     deadline check in its loops), so every request behind it, /healthz included, gets no
 //     answer within the cap (deadline + 3 s).
 //   - "servers answer right after the flood": the same servers are still stuck in that read.
-//   - "... (some are acknowledged)" passes today only when the writer's first write gets in
-//     before the disk server's uWS thread is stuck (it did in the runs so far, 1.3 s late);
-//     otherwise no write is acknowledged at all.
+//   - "writes are acknowledged during the flood" passes today only when the writer's first
+//     write gets in before the disk server's uWS thread is stuck (one run in two here, 1.3 s
+//     late); otherwise no write is acknowledged at all.
 // "no server exits or runs out of heap" passes today only because 5 s is shorter than the
 // ~40 s such a read needs to exhaust the heap; the full run (120 s) shows the exits.
+//
+// Answers may come 400 ms after the deadline here, not 100 ms as in the full run: vitest runs
+// test files in parallel, and on 2 cores other suites then take the CPU from the servers and
+// from this client. `npm run torture -- --queries` holds the 100 ms.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeAllTemps } from '../bench/torture/lib.js';
 import { runQueryTorture, type FailureKind, type QueryTortureReport } from '../bench/torture/queries.js';
@@ -24,7 +28,7 @@ let report: QueryTortureReport;
 
 beforeAll(async () => {
   report = await runQueryTorture({
-    seconds: 5, seed: 10, quick: true, verbose: false, queryTimeoutMs: 1000,
+    seconds: 5, seed: 10, quick: true, verbose: false, queryTimeoutMs: 1000, slackMs: 400,
     graphs: [{ kind: 'bipartite', a: 300, b: 300 }],
     diskGraph: { kind: 'bipartite', a: 100, b: 100 },
     clients: { pathological: 2, pathologicalDisk: 1, deep: 1, fuzz: 1 },
@@ -51,7 +55,7 @@ describe('query torture (smoke)', () => {
     expect(failuresOf('crash', 'heap')).toEqual([]);
   });
 
-  it('[issue 10] every answer, 503s included, arrives within the deadline + 100 ms', () => {
+  it('[issue 10] every answer, 503s included, arrives within the deadline + 400 ms', () => {
     expect(failuresOf('slow', 'no-answer')).toEqual([]);
   });
 
@@ -63,9 +67,12 @@ describe('query torture (smoke)', () => {
     expect(failuresOf('unresponsive-after')).toEqual([]);
   });
 
-  it('acknowledged writes survive the flood and kill -9 (and [issue 10] some are acknowledged)', () => {
+  it('acknowledged writes survive the flood and kill -9', () => {
     expect(failuresOf('lost-write')).toEqual([]);
     expect(report.writes.missingAfterRestart).toBe(0);
+  });
+
+  it('[issue 10] writes are acknowledged during the flood', () => {
     expect(report.writes.acked).toBeGreaterThan(0);
   });
 });

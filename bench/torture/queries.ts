@@ -41,8 +41,10 @@ export interface QueryTortureOptions {
   seed: number;
   quick: boolean;
   verbose: boolean;
-  /** `--query-timeout-ms` of every server; an answer later than this + SLACK_MS fails. */
+  /** `--query-timeout-ms` of every server; an answer later than this + slackMs fails. */
   queryTimeoutMs: number;
+  /** How much later than the deadline an answer may come (default SLACK_MS). */
+  slackMs?: number;
   /** Graphs of the memory server (default: bipartite 300x300 and 1000x1000, a random dense graph). */
   graphs?: GraphSpec[];
   /** The disk server's graph (default bipartite 300x300). */
@@ -113,6 +115,7 @@ export interface QueryTortureReport {
   graphs: { server: string; name: string; nodes: number; edges: number; loadMs: number }[];
   clientLagMs: { p99: number; max: number };
   seconds: number;
+  slackMs: number;
 }
 
 // ---------------------------------------------------------------- HTTP with a stopwatch
@@ -236,7 +239,8 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
   const out = opt.out;
   const clients: Clients = { ...CLIENTS_DEFAULT, ...opt.clients };
   const deadlineMs = opt.queryTimeoutMs;
-  const slowMs = deadlineMs + SLACK_MS;
+  const slackMs = opt.slackMs ?? SLACK_MS;
+  const slowMs = deadlineMs + slackMs;
   // How long a request may go unanswered before it counts as "no answer" (and is dropped).
   const capMs = deadlineMs + (opt.quick ? 3_000 : 10_000);
   const stopAll = new AbortController();
@@ -329,7 +333,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
         failed = true;
       }
     } else if (a.ms > slowMs) {
-      fail({ kind: 'slow', server: t.name, category, what: where(), detail: `${a.status} ${a.code} after ${fmtMs(a.ms)} (deadline ${deadlineMs} ms + ${SLACK_MS} ms)` });
+      fail({ kind: 'slow', server: t.name, category, what: where(), detail: `${a.status} ${a.code} after ${fmtMs(a.ms)} (deadline ${deadlineMs} ms + ${slackMs} ms)` });
       failed = true;
     }
     if (a.status >= 500) {
@@ -561,7 +565,7 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
   const passed = failureCounts.size === 0;
   return {
     seed: opt.seed, passed, failures, failureCounts, categories, histogram, probes, writes, graphs: graphsLoaded,
-    clientLagMs: { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 }, seconds: opt.seconds,
+    clientLagMs: { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 }, seconds: opt.seconds, slackMs,
   };
 }
 
@@ -591,7 +595,7 @@ export function printReport(r: QueryTortureReport, out: (line: string) => void):
     ratio(pct(p.flood, 99), pct(p.idle, 99)), String(p.idle.length + p.flood.length), String(p.failedIdle + p.failedFlood),
   ]))) out(l);
   out(`(this client's event-loop delay during the flood: p99 ${fmtMs(r.clientLagMs.p99)}, max ${fmtMs(r.clientLagMs.max)}; latencies include it)`);
-  if (r.clientLagMs.max > SLACK_MS) out(`!! this client itself stalled for up to ${fmtMs(r.clientLagMs.max)} (2 cores shared with the servers): a 'slow' failure within that of the limit may be the client's`);
+  if (r.clientLagMs.max > r.slackMs) out(`!! this client itself stalled for up to ${fmtMs(r.clientLagMs.max)} (2 cores shared with the servers): a 'slow' failure within that of the limit may be the client's`);
 
   out('\n== acknowledged writes (disk server) ==\n');
   const w = r.writes;
