@@ -29,7 +29,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { corpusDir, fuzzBody, loadCorpus, type CorpusBody } from './fuzz.js';
 import { mustStart, removeTemp, seeded, sleep, tempDir, type Exit, type Random, type Server } from './lib.js';
 import {
-  graphName, loadGraph, pathologicalShapes, pointLookup, randomTraversal, readSeqs, seqWrite,
+  loadGraph, pathologicalShapes, pointLookup, randomTraversal, readSeqs, seqWrite,
   type GraphSpec, type LoadedGraph, type Post,
 } from './query-shapes.js';
 
