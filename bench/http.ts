@@ -1,5 +1,6 @@
 // HTTP scenarios: the bare uWS reference, then the real svcdb server with the graph
 // loaded over POST /v2/query, each scenario driven by the load generator.
+import { logFlood, runFlood, type FloodResult } from './flood.js';
 import type { Graph } from './graph.js';
 import { loadSvcdb, type Chunking, type LoadReport } from './load.js';
 import { drive, type LoadResult, type LoadSettings } from './loadgen.js';
@@ -20,6 +21,8 @@ export interface HttpSettings extends LoadSettings {
   /** Repeat a run when other processes took more than `threshold` of the machine. */
   attempts: number;
   threshold: number;
+  /** Connections of the flood scenario (flood.ts); 0 = skip it. */
+  floodConnections: number;
 }
 
 export interface HttpOutcome {
@@ -90,8 +93,21 @@ export async function runHttp(graph: Graph, ctx: ScenarioContext, s: HttpSetting
     const after = p.memory();
     settled ??= after;
     log(`  server VmRSS after the read scenarios: ${settled?.rssMiB.toFixed(1)} MiB`);
+    // Last: the flood adds a dense subgraph, and a server it breaks breaks nothing after it.
+    let flood: FloodResult | { error: string } | undefined;
+    if (s.floodConnections > 0) {
+      log(`  flood: point lookups and /healthz idle, then under ${s.floodConnections} connections of pathological reads ...`);
+      try {
+        const r = await runFlood(p, graph, ctx.startIds, { durationSec: s.durationSec, connections: s.floodConnections, cpus: s.cpus, waitIdleMs: s.waitIdleMs, threshold: s.threshold });
+        logFlood(r);
+        flood = r;
+      } catch (err) {
+        flood = { error: err instanceof Error ? err.message : String(err) };
+        log(`  !! flood: ${flood.error}`);
+      }
+    }
     return {
-      results: { bare: bare.result, bareForeign: bare.foreign, rows, rssEmptyMiB: empty?.rssMiB, rssLoadedMiB: loaded?.rssMiB, rssSettledMiB: settled?.rssMiB, rssAfterMiB: after?.rssMiB, hwmMiB: after?.hwmMiB },
+      results: { bare: bare.result, bareForeign: bare.foreign, rows, rssEmptyMiB: empty?.rssMiB, rssLoadedMiB: loaded?.rssMiB, rssSettledMiB: settled?.rssMiB, rssAfterMiB: after?.rssMiB, hwmMiB: after?.hwmMiB, ...(flood !== undefined ? { flood } : {}) },
       load, serverCommand: p.command, bareCommand,
     };
   });

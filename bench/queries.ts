@@ -76,3 +76,41 @@ export function* loadChunks(g: Graph, nodesPerChunk: number, edgesPerChunk: numb
     yield { kind: 'edges', body: addEdgesChunk(g, e, Math.min(g.spec.edges, e + edgesPerChunk)) };
   }
 }
+
+// ------------------------------------------------------------------ the flood scenario (flood.ts)
+
+const DENSE = 'DENSE';
+
+/** A complete bipartite a x b subgraph (labels DenseA/DenseB, edges DENSE), one request per part. */
+export function denseNodes(label: 'DenseA' | 'DenseB', count: number): string {
+  const rows = Array.from({ length: count }, (_, i) => `{"i":${i}}`).join(',');
+  const head = JSON.stringify({ request_type: 'write', query: { write: { entries: [{ for_each: { param: 'rows', body: [{ query: { root: {
+    add_n: { label, properties: [['i', { expr: { param: 'i' } }]] } } } }] } }], returns: [] } } });
+  return `${head.slice(0, -1)},"parameters":{"rows":[${rows}]}}`;
+}
+
+/** IDs of the nodes carrying `label`, ascending. */
+export const idsOfLabel = (label: string): string =>
+  readOne({ id: { input: { nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: label } } } } } } } });
+
+/** Every source to every target over DENSE edges (|sources| x |targets| edges). */
+export const denseEdges = (sources: number[], targets: number[]): string => JSON.stringify({ request_type: 'write', query: { write: { entries: [
+  { query: { root: { add_e: { input: { nodes: { reference: { ids: sources } } }, label: DENSE, to: { ids: targets }, properties: [] } } } },
+], returns: [] } } });
+
+const both = (input: unknown): unknown => ({ both: { input } });
+
+/**
+ * Pathological reads for the flood (issue 10): the 3-hop `both` count on the dense subgraph
+ * (27M rows on 300x300), out.in.out over DENSE, a repeat of 10,000 `both` hops, and the
+ * 3-hop `both` count from the graph's busiest node. Each one runs until the server cuts it.
+ */
+export function floodBodies(denseA: number[], hub: number): string[] {
+  const from = (id: number): unknown => startNode(id);
+  return denseA.slice(0, 16).flatMap((a) => [
+    readOne({ count: { input: both(both(both(from(a)))) } }),
+    readOne({ count: { input: { out: { input: { in: { input: { out: { input: from(a), label: DENSE } }, label: DENSE } }, label: DENSE } } } }),
+    readOne({ count: { input: { repeat: { input: from(a), config: { traversal: { root: { both: { input: 'context' } } }, times: 10_000, emit: 'none', max_depth: 10_000 } } } } }),
+    readOne({ count: { input: both(both(both(from(hub)))) } }),
+  ]);
+}

@@ -12,6 +12,8 @@
 //   --tool wrk|autocannon  (default wrk when installed)
 //   --no-http / --no-inprocess   run only one half
 //   --start-ids K        rotating start ids (default 512)
+//   --flood-connections C  connections of pathological reads in the flood scenario (default 8;
+//                        0 skips it): point lookups and /healthz idle vs under the flood
 //   --wait-idle S        before each timed run wait up to S s (default 30) for other work
 //                        on the machine to stop (2 cores: any neighbour skews the numbers)
 //   --patience S         stop waiting and repeating S s (default 300) after the start; later
@@ -28,6 +30,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { openDatabase, type Database } from '../src/index.js';
 import { defaultGraphSpec, degreeSummary, generateGraph, neighbourhoodSizes, pickStartIds, type DegreeSummary } from './graph.js';
+import { describeFlood, floodRows } from './flood.js';
 import { runHttp, type HttpOutcome } from './http.js';
 import { runEnginePhase, runPeerPhase } from './inprocess.js';
 import { defaultChunking, loadGraphology, loadSvcdb, type LoadReport } from './load.js';
@@ -51,6 +54,7 @@ const { values: opt } = parseArgs({
     'no-http': { type: 'boolean', default: false },
     'no-inprocess': { type: 'boolean', default: false },
     'start-ids': { type: 'string', default: '512' },
+    'flood-connections': { type: 'string', default: '8' },
     'wait-idle': { type: 'string', default: '30' },
     patience: { type: 'string', default: '300' },
     attempts: { type: 'string', default: '3' },
@@ -163,6 +167,7 @@ async function main(): Promise<void> {
         connections: Number(opt.connections), threads: Number(opt.threads),
         durationSec: Number(opt.duration ?? (quick ? 3 : 8)), warmupSec: Number(opt.warmup ?? (quick ? 1 : 2)),
         cpus: pin ? '1' : null, serverCpus: pin ? '0' : null, readers, tool, chunking: defaultChunking, ...measureOpts,
+        floodConnections: Number(opt['flood-connections']),
       });
       results.http = httpOutcome.results;
       loads.push({ name: 'svcdb over HTTP (POST /v2/query, sequential)', report: httpOutcome.load });
@@ -182,6 +187,15 @@ async function main(): Promise<void> {
       ...h.rows.map((r) => [r.title, fmtOps(r.result.rps), fmtUs(r.result.p50us), fmtUs(r.result.p99us), fmtRatio(r.ratioToBare), String(r.result.errors), pct(r.foreign)]),
     ]));
     log(`server VmRSS: ${h.rssEmptyMiB?.toFixed(1)} MiB empty, ${h.rssLoadedMiB?.toFixed(1)} MiB after the load, ${h.rssSettledMiB?.toFixed(1)} MiB after the read scenarios, ${h.rssAfterMiB?.toFixed(1)} MiB at the end (VmHWM ${h.hwmMiB?.toFixed(1)} MiB)`);
+    if (h.flood !== undefined) {
+      log('');
+      if ('error' in h.flood) log(`flood scenario failed: ${h.flood.error}`);
+      else {
+        log(table(['flood: one client while other connections send pathological reads', 'idle', 'under the flood', 'flood / idle'], floodRows(h.flood)));
+        log(describeFlood(h.flood));
+        log(`other load: idle ${pct(h.flood.idle.foreign)}, flood ${pct(h.flood.flood.foreign)}`);
+      }
+    }
   }
   if (results.inProcess) {
     log('');

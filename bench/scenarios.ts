@@ -14,6 +14,7 @@
 // queries.ts); a scenario that needs its own database (disk-mode writes) gets it in
 // `prepare`.
 import type { Database } from '../src/index.js';
+import type { FloodResult } from './flood.js';
 import type { Graph } from './graph.js';
 import type { Peer } from './load.js';
 import type { LoadResult } from './loadgen.js';
@@ -203,7 +204,11 @@ export interface InProcessRow {
 }
 
 export interface Results {
-  http?: { bare: LoadResult; bareForeign: number | null; rows: HttpRow[]; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number };
+  http?: {
+    bare: LoadResult; bareForeign: number | null; rows: HttpRow[]; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number;
+    /** Point lookups and /healthz idle vs under a flood of pathological reads (flood.ts). */
+    flood?: FloodResult | { error: string };
+  };
   inProcess?: InProcessRow[];
 }
 

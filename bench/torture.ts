@@ -1,6 +1,15 @@
 // `npm run torture -- --storage [--seconds N] [--seed S] [--only 1,3] [--rounds R] [--verbose]`
+// `npm run torture -- --queries [--seconds N] [--seed S] [--quick] [--query-timeout-ms T] [--verbose]`
+// (both flags together run the storage torture, then the query torture; --seconds then
+// applies to each; exit 1 when either fails).
 //
-// Fault injection against the built server (not part of `npm test`): kill -9 at random
+// --queries: the query torture (torture/queries.ts, issue 10): dense graphs, pathological
+// and random deep reads, a fuzzed conformance corpus and acknowledged writes thrown at
+// servers with a query deadline of T ms (default 1000) for --seconds (default 120, --quick
+// 20), while probes time point lookups and /healthz. Fails on a crash, heap exhaustion, an
+// answer later than T + 100 ms, an unexpected 5xx, or a lost acknowledged write.
+//
+// --storage: fault injection against the built server (not part of `npm test`): kill -9 at random
 // moments and during snapshots, flipped bytes, torn / zero-filled WAL tails, failed writes
 // that named new labels, batches failing halfway, a full file system during a snapshot, and
 // an object store that goes away and comes back. Each scenario runs rounds in fresh temp
@@ -10,12 +19,15 @@
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import { cliPath, removeAllTemps, roundSeed } from './torture/lib.js';
+import { freshSeed, killQueryServers, printReport, runQueryTorture } from './torture/queries.js';
 import { scenarios, type RoundContext } from './torture/scenarios.js';
 
 const { values: opt } = parseArgs({
   options: {
     storage: { type: 'boolean', default: false },
-    seconds: { type: 'string', default: '240' },
+    queries: { type: 'boolean', default: false },
+    seconds: { type: 'string' },
+    'query-timeout-ms': { type: 'string', default: '1000' },
     seed: { type: 'string' },
     only: { type: 'string' },
     rounds: { type: 'string' },
@@ -29,15 +41,34 @@ const out = (s: string): void => { process.stdout.write(`${s}\n`); };
 interface Row { id: number; name: string; title: string; rounds: number; failedRounds: number; failures: string[]; notes: Map<string, number>; ms: number }
 
 async function main(): Promise<number> {
-  if (!opt.storage) {
+  if (!opt.storage && !opt.queries) {
     out('usage: npm run torture -- --storage [--seconds N] [--seed S] [--only 1,2,...|names] [--rounds R] [--quick] [--verbose]');
+    out('       npm run torture -- --queries [--seconds N] [--seed S] [--quick] [--query-timeout-ms T] [--verbose]');
     return 2;
   }
   if (!existsSync(cliPath())) { out(`${cliPath()} is missing: run npm run build`); return 2; }
+  let code = 0;
+  if (opt.storage) code = Math.max(code, await storage());
+  if (opt.queries) code = Math.max(code, await queries());
+  return code;
+}
+
+async function queries(): Promise<number> {
+  const seed = opt.seed !== undefined ? Number(opt.seed) >>> 0 : freshSeed();
+  const seconds = Number(opt.seconds ?? (opt.quick ? 20 : 120));
+  const queryTimeoutMs = Number(opt['query-timeout-ms']);
+  if (!(seconds > 0) || !(queryTimeoutMs >= 1)) { out('--seconds and --query-timeout-ms must be positive numbers'); return 2; }
+  if (opt.storage) out('');
+  const report = await runQueryTorture({ seconds, seed, quick: opt.quick!, verbose: opt.verbose!, queryTimeoutMs, out });
+  printReport(report, out);
+  return report.passed ? 0 : 1;
+}
+
+async function storage(): Promise<number> {
   const seed = opt.seed !== undefined ? Number(opt.seed) >>> 0 : (Date.now() ^ (process.pid << 8)) >>> 0;
   const only = opt.only?.split(',').map((s) => s.trim());
   const chosen = scenarios.filter((s) => only === undefined || only.includes(String(s.id)) || only.includes(s.name));
-  const seconds = Number(opt.seconds);
+  const seconds = Number(opt.seconds ?? 240);
   const fixedRounds = opt.rounds !== undefined ? Number(opt.rounds) : null;
   out(`svcdb storage torture: seed ${seed}, ${chosen.length} scenario(s), ${fixedRounds !== null ? `${fixedRounds} round(s) each` : `${seconds} s`}; reproduce with --seed ${seed}`);
   const rows: Row[] = [];
@@ -99,7 +130,7 @@ async function main(): Promise<number> {
   return failing.length === 0 ? 0 : 1;
 }
 
-const stop = (): void => { removeAllTemps(); process.exit(130); };
+const stop = (): void => { killQueryServers(); removeAllTemps(); process.exit(130); };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
 main().then((code) => process.exit(code), (err: unknown) => {
