@@ -6,7 +6,7 @@
 // it back, so it is never visible); readers see it once it is durable (the storage
 // publishes durable epochs), and its answer waits for that too. `x-svc-await-durable:
 // false` is the documented exception: answered and published right after commit.
-import { errorBody, SvcError } from '../protocol/errors.js';
+import { errorBody, forClient, SvcError } from '../protocol/errors.js';
 import { executeRequest, type ExecOptions, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 
@@ -110,7 +110,8 @@ export class Committer {
       return outcome;
     }
     return durable.then(() => outcome, (err: unknown) => {
-      const e = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
+      // Fencing and storage errors can name the directory or bucket: forClient logs those.
+      const e = forClient(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`));
       return { status: e.status, body: errorBody(e) };
     });
   }
