@@ -8,6 +8,7 @@ import {
 } from '../src/protocol/errors.js';
 import { Store } from '../src/store/store.js';
 import { WalWriter } from '../src/durability/wal.js';
+import { explainUnwritable, unwritableReason } from '../src/durability/disk-storage.js';
 import { addN, count, nodes, q, read, write } from './helpers/requests.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 
@@ -138,5 +139,22 @@ describe('storage errors', () => {
     expect(result.first.status).toBe(200);
     expect(await db.query(read([q('c', count(nodes('all')))], ['c']))).toEqual({ c: 1 });
     await db.close();
+  });
+});
+
+describe('a data directory the writer cannot write', () => {
+  it('says which place and why in one sentence (EROFS, EACCES, EPERM); other errors are not its business', () => {
+    expect(explainUnwritable('write to /data/db', '/data/db', 'EROFS')).toBe('cannot write to /data/db: the file system is read-only (EROFS)');
+    expect(explainUnwritable('write to /data/db/writer.lock', '/data/db', 'EACCES'))
+      .toBe('cannot write to /data/db/writer.lock: permission denied (EACCES); the server must be able to create, write and remove files in /data/db');
+    expect(explainUnwritable('create /data/db', '/data/db', 'EPERM')).toMatch(/^cannot create \/data\/db: permission denied \(EPERM\)/);
+    expect(explainUnwritable('write to /data/db', '/data/db', 'ENOSPC')).toBeNull();
+  });
+
+  it('a writable directory passes (and is created when missing, without leaving the probe file)', async () => {
+    const dir = `${tempDir()}/nested/db`;
+    expect(unwritableReason(dir)).toBeNull();
+    const { readdirSync } = await import('node:fs');
+    expect(readdirSync(dir)).toEqual([]);
   });
 });
