@@ -7,6 +7,7 @@ import { decodeRecord, encodeRecord } from '../src/store/record-codec.js';
 import { F32, StringArray, type Value } from '../src/protocol/value.js';
 import { addN, count, nodes, q, read, write } from './helpers/requests.js';
 import { tempDirs } from './helpers/temp-dirs.js';
+import { spawnServer } from './helpers/server.js';
 
 const tempDir = tempDirs('edge-values');
 
@@ -68,6 +69,41 @@ describe('lone surrogates are rejected wherever a string can appear', () => {
     expect(await db.query(valuesOf('😀'))).toEqual({ v: [{ s: '😀!' }] });
     const { body } = await db.queryRaw(read([q('l', { label: { input: nodes('all') } })], ['l']));
     expect(body).toBe('{"l":["😀"]}');
+  });
+});
+
+describe('lone surrogates and invalid UTF-8 over HTTP: the same answer on every path', () => {
+  it('inline reads, reader threads and the writer thread all answer 400 invalid_query_json', async () => {
+    const server = await spawnServer(['--readers', '1']);
+    try {
+      const post = async (body: string | Uint8Array, headers: Record<string, string> = {}) => {
+        const res = await fetch(`${server.url}/v2/query`, { method: 'POST', body, headers });
+        return { status: res.status, ...(await res.json() as { error: string; msg: string }) };
+      };
+      const lone = JSON.stringify(read([q('c', count(nodes('all')))], ['c'], { query_name: 'x\ud800' }));
+      expect(lone).toContain('\\ud800');
+      const padded = lone + ' '.repeat(5000); // too large to run inline: a reader thread
+      const write1 = JSON.stringify(write([q('x', addN('L\udc00'))], []));
+      for (const [body, headers] of [[lone, {}], [padded, {}], [lone, { 'x-svc-require-writer': 'true' }], [write1, {}]] as const) {
+        const answer = await post(body, headers);
+        expect([answer.status, answer.error]).toEqual([400, 'invalid_query_json']);
+        expect(answer.msg).toMatch(LONE);
+      }
+      // A surrogate encoded in UTF-8 bytes (ED A0 80) is invalid UTF-8 on every path too.
+      const bytes = new TextEncoder().encode(lone.replace('x\\ud800', 'x@'));
+      const at = bytes.indexOf(0x40);
+      const invalid = new Uint8Array([...bytes.subarray(0, at), 0xed, 0xa0, 0x80, ...bytes.subarray(at + 1)]);
+      const invalidPadded = new Uint8Array([...invalid, ...new Uint8Array(5000).fill(0x20)]);
+      for (const [body, headers] of [[invalid, {}], [invalidPadded, {}], [invalid, { 'x-svc-require-writer': 'true' }]] as const) {
+        const answer = await post(body, headers);
+        expect([answer.status, answer.error]).toEqual([400, 'invalid_query_json']);
+        expect(answer.msg).toBe(`invalid query JSON: invalid UTF-8 at line 1 column ${at + 1}`);
+      }
+      const counted = await fetch(`${server.url}/v2/query`, { method: 'POST', body: JSON.stringify(read([q('c', count(nodes('all')))], ['c'])) });
+      expect(await counted.json()).toEqual({ c: 0 });
+    } finally {
+      await server.stop();
+    }
   });
 });
 

@@ -20,6 +20,7 @@ import {
   HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
+import type { QueryRoute, RequestLog } from './request-log.js';
 import { uws } from './uws.js';
 
 /** `writer`: a read/write server. `reader`: a read-only replica following disk or object storage. */
@@ -104,17 +105,27 @@ class PendingQuery implements QueryJob, QueryResponder {
   private readonly expected: number;
   private received = 0;
   private buffer: Uint8Array | null = null;
+  /** Request/slow-query log (request-log.ts): null when both are off. */
+  private readonly log: RequestLog | null;
+  /** performance.now() at the handler, when a log is on. */
+  private readonly startedMs: number;
+  /** Set by the sinks that take the job (server.ts); null until dispatched. */
+  route: QueryRoute | null = null;
+  private queryPrefix: Uint8Array | null = null;
 
   constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number) {
     this.front = front;
     this.res = res;
     this.flags = flags;
     this.expected = expected;
+    this.log = front.requestLog;
+    this.startedMs = this.log === null ? 0 : performance.now();
   }
 
   onAborted(): void {
     this.aborted = true;
     this.buffer = null;
+    if (!this.settled) this.logFinished(null, null);
     this.settle();
   }
 
@@ -136,6 +147,8 @@ class PendingQuery implements QueryJob, QueryResponder {
     const buffer = this.buffer;
     this.buffer = null;
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
+    // Copied now: dispatching may transfer the body's buffer to another thread.
+    if (this.log !== null) this.queryPrefix = this.log.prefixOf(this.body);
     this.front.dispatch(this);
   }
 
@@ -168,7 +181,18 @@ class PendingQuery implements QueryJob, QueryResponder {
         res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body, close);
       });
     }
+    this.logFinished(status, body);
     this.settle();
+  }
+
+  /** `status` null: the client went away first. */
+  private logFinished(status: number | null, answer: Uint8Array | string | null): void {
+    const log = this.log;
+    if (log === null) return;
+    log.finished({
+      status, answer, durationMs: performance.now() - this.startedMs, bodyBytes: this.received,
+      route: this.route, queryPrefix: this.queryPrefix,
+    });
   }
 
   private settle(): void {
@@ -180,6 +204,8 @@ class PendingQuery implements QueryJob, QueryResponder {
 
 export interface FrontEndOptions {
   mode: ServerMode;
+  /** Request and slow-query logging; null or absent: off. */
+  requestLog?: RequestLog | null;
 }
 
 export class HttpFrontEnd {
@@ -196,9 +222,11 @@ export class HttpFrontEnd {
   private drainWaiters: (() => void)[] = [];
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
+  readonly requestLog: RequestLog | null;
 
   constructor(options: FrontEndOptions) {
     this.mode = options.mode;
+    this.requestLog = options.requestLog ?? null;
     const app = uws.App();
     // One `any` handler per known path, dispatching on the method: no reliance on how
     // the router orders method-specific and `any` routes.
