@@ -6,6 +6,7 @@ import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLoopbackHost, noAuthenticationWarning } from '../src/cli/bind-address.js';
+import { RequestLog } from '../src/server/request-log.js';
 import { cliPath, runCli, spawnServer, type SpawnedServer } from './helpers/server.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 
@@ -213,5 +214,44 @@ describe('svc serve: request and slow-query logs', () => {
     const result = await runCli(['serve', '--port', '0', '--slow-query-ms', '-1']);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/slow-query-ms must be an integer from 0 to 86400000/);
+  });
+});
+
+describe('RequestLog (the lines themselves)', () => {
+  function capture(options: { logRequests: boolean; slowQueryMs: number }) {
+    const lines: Record<string, unknown>[] = [];
+    const destination = { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } };
+    const log = RequestLog.create({ ...options, destination })!;
+    return { log, lines };
+  }
+  const base = { durationMs: 1.23456, bodyBytes: 10, route: 'pool' as const, queryPrefix: null };
+
+  it('is not created when both logs are off; a negative threshold is refused', () => {
+    expect(RequestLog.create({ logRequests: false, slowQueryMs: 0 })).toBeNull();
+    expect(() => RequestLog.create({ logRequests: true, slowQueryMs: -1 })).toThrow(/slowQueryMs/);
+  });
+
+  it('reads the error code from string and byte answers, marks a client that went away, rounds durations', () => {
+    const { log, lines } = capture({ logRequests: true, slowQueryMs: 0 });
+    log.finished({ ...base, status: 503, answer: '{"error":"writer_mode_required","msg":"..."}' });
+    log.finished({ ...base, status: 500, answer: new TextEncoder().encode('{"error":"internal_error","msg":"x"}') });
+    log.finished({ ...base, status: null, answer: null });
+    expect(lines.map((l) => [l['status'], l['error'], l['client_gone'], l['duration_ms'], l['route']])).toEqual([
+      [503, 'writer_mode_required', undefined, 1.235, 'pool'],
+      [500, 'internal_error', undefined, 1.235, 'pool'],
+      [null, undefined, true, 1.235, 'pool'],
+    ]);
+  });
+
+  it('copies at most 256 body bytes and shows a cut character as U+FFFD', () => {
+    const { log, lines } = capture({ logRequests: false, slowQueryMs: 5 });
+    const body = new TextEncoder().encode(`${'x'.repeat(255)}é and more`);
+    const prefix = log.prefixOf(body)!;
+    expect(prefix.byteLength).toBe(256);
+    body.fill(0x20); // the body moved on (transferred): the copy must not change
+    log.finished({ ...base, status: 200, answer: '{}', durationMs: 4.9, bodyBytes: 266, queryPrefix: prefix });
+    expect(lines).toEqual([]); // under the threshold
+    log.finished({ ...base, status: 200, answer: '{}', durationMs: 5, bodyBytes: 266, queryPrefix: prefix });
+    expect(lines[0]).toMatchObject({ msg: 'slow query', query: `${'x'.repeat(255)}\ufffd`, query_truncated: true });
   });
 });

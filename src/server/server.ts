@@ -14,7 +14,6 @@ import { unwritableReason } from '../durability/disk-storage.js';
 import { HttpFrontEnd, type ServerMode } from './http.js';
 import { describeError, type QueryJob, type QuerySink } from './job.js';
 import { RequestLog, SLOW_QUERY_MS_DEFAULT, type QueryRoute } from './request-log.js';
-import type { DestinationStream } from 'pino';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
@@ -58,8 +57,6 @@ export interface ServerOptions {
   logRequests?: boolean;
   /** Log requests that took at least this many ms (with the start of their body); 0 = off. Default 1000. */
   slowQueryMs?: number;
-  /** Where request-log lines go instead of stderr (tests). */
-  requestLogDestination?: DestinationStream;
 }
 
 export interface RunningServer {
@@ -117,7 +114,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const requestLog = RequestLog.create({
     logRequests: options.logRequests ?? false,
     slowQueryMs: options.slowQueryMs ?? SLOW_QUERY_MS_DEFAULT,
-    ...(options.requestLogDestination !== undefined ? { destination: options.requestLogDestination } : {}),
   });
 
   const front = new HttpFrontEnd({ mode, requestLog });
