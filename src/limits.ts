@@ -88,6 +88,11 @@ export const limits = {
    * past it superseded adjacency blocks are never reused again (no error: memory only).
    */
   topologyReaderSlotsMax: 1024,
+  /**
+   * Bytes of a request body the slow-query log shows (copied per request while that log
+   * is on); the rest is cut, and the line says `"query_truncated": true`. No error.
+   */
+  slowQueryLogBodyBytesMax: 256,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
   /**

@@ -268,6 +268,31 @@ describe('svc start options', () => {
     }
   });
 
+  it('--log-requests and --slow-query-ms reach svc serve (lines in the instance log); a non-loopback host warns on svc start', async () => {
+    const dir = tempDir('logs');
+    const port = await freePort();
+    expect((await svc(dir, ['init', 'local', '--port', String(port)])).code).toBe(0);
+    const config = join(dir, 'svc.toml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('host = "127.0.0.1"', 'host = "0.0.0.0"'));
+    try {
+      const started = await svc(dir, ['start', 'dev', '--log-requests', '--slow-query-ms', '0']);
+      expect(started.code).toBe(0);
+      expect(started.stderr).toMatch(/^svc start: warning: listening on 0\.0\.0\.0 \(every network interface\): the local server has no authentication; /);
+      expect((await svc(dir, ['query', 'dev', '--file', 'examples/request.json'])).code).toBe(0);
+      const logFile = join(dir, '.svc', 'dev.log');
+      let lines: Record<string, unknown>[] = [];
+      for (let i = 0; i < 100 && lines.length === 0; i++) {
+        lines = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+        if (lines.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ msg: 'query', status: 200, route: 'pool' }); // a label scan: not inline
+      expect(readFileSync(logFile, 'utf8')).toContain('svc serve: warning: listening on 0.0.0.0');
+    } finally {
+      await svc(dir, ['stop', 'dev']);
+    }
+  });
+
   it('container_runtime: a missing runtime is an error with the fallback; an installed one falls back to the process runtime', async () => {
     const dir = tempDir('runtime');
     const port = await freePort();

@@ -1,6 +1,7 @@
 // `svc serve`: run the server in the foreground until SIGTERM/SIGINT.
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_HOST, DEFAULT_PORT, startServer, type RunningServer } from '../server/server.js';
 import type { ReadDispatch } from '../server/reader-pool.js';
@@ -8,6 +9,8 @@ import type { ServerMode } from '../server/http.js';
 import { parseStorageUri, type ObjectStorageOptions } from '../durability/object-bucket.js';
 import { uwsNativeProblem } from '../server/uws.js';
 import { limits } from '../limits.js';
+import { SLOW_QUERY_MS_DEFAULT } from '../server/request-log.js';
+import { noAuthenticationWarning } from './bind-address.js';
 
 interface ServeOptions {
   host: string;
@@ -25,6 +28,8 @@ interface ServeOptions {
   snapshotWalBytes?: number;
   queryTimeoutMs: number;
   queryMemoryMb: number;
+  logRequests?: boolean;
+  slowQueryMs: number;
 }
 
 function integerOption(name: string, min: number, max: number): (value: string) => number {
@@ -53,6 +58,11 @@ function modeOption(value: string): ServerMode {
   return value;
 }
 
+/** A message on one line (a nested error text may carry newlines). */
+function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ');
+}
+
 function fail(message: string): never {
   process.stderr.write(`svc serve: ${message}\n`);
   process.exit(1);
@@ -78,6 +88,9 @@ export function registerServe(program: Command): void {
       integerOption('query-memory-mb', 1, 65_536), limits.queryMemoryBytesMax / (1024 * 1024))
     .option('--inline-reads <on|off>', 'run reads on the HTTP thread until one proves slow (writer servers)', onOffOption, 'on')
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
+    .option('--log-requests', 'log one JSON line per query request on stderr (status, duration, body size, error code, route)')
+    .option('--slow-query-ms <ms>', 'log requests slower than this on stderr, with the start of their body (0 = off)',
+      integerOption('slow-query-ms', 0, 86_400_000), SLOW_QUERY_MS_DEFAULT)
     .action(async (options: ServeOptions) => {
       await serve(options);
     });
@@ -112,9 +125,11 @@ async function serve(options: ServeOptions): Promise<void> {
       uri: options.storageUri,
       ...(options.s3EndpointUrl !== undefined ? { endpointUrl: options.s3EndpointUrl } : {}),
       ...(options.s3Region !== undefined ? { region: options.s3Region } : {}),
-      ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
+      ...(options.cacheDir !== undefined ? { cacheDir: resolve(options.cacheDir) } : {}),
     };
   }
+  const warning = noAuthenticationWarning(options.host);
+  if (warning !== null) process.stderr.write(`svc serve: warning: ${warning}\n`);
 
   let server: RunningServer;
   try {
@@ -126,11 +141,14 @@ async function serve(options: ServeOptions): Promise<void> {
       inlineReads: options.inlineReads === 'on',
       queryTimeoutMs: options.queryTimeoutMs,
       queryMemoryMb: options.queryMemoryMb,
-      diskPath: options.disk ?? null,
+      // Absolute, so every message and log line names the exact place.
+      diskPath: options.disk === undefined ? null : resolve(options.disk),
       objectStorage,
       mode: options.mode,
       refreshMs: options.refreshMs,
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+      logRequests: options.logRequests === true,
+      slowQueryMs: options.slowQueryMs,
       onFatal: (err) => fail(err.message),
     });
   } catch (err) {
@@ -144,9 +162,11 @@ async function serve(options: ServeOptions): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    // A stop that could not finish cleanly (e.g. the final snapshot failed) exits 1 with
+    // one line; the data is safe in the WAL (the message says so), but a supervisor should know.
     server.close().then(
       () => process.exit(0),
-      (err: unknown) => fail(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`),
+      (err: unknown) => fail(oneLine(err instanceof Error ? err.message : String(err))),
     );
   };
   process.on('SIGTERM', stop);

@@ -14,10 +14,13 @@ import { action, CliError, messageOf } from './errors.js';
 import { httpRequest, localBaseUrl, Unreachable } from './http.js';
 import { inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject, type Project, type StorageMode } from './project.js';
+import { noAuthenticationWarning } from './bind-address.js';
 
 interface StartOptions {
   disk?: boolean;
   waitTimeoutMs: number;
+  logRequests?: boolean;
+  slowQueryMs?: number;
 }
 
 const mainPath = fileURLToPath(new URL('./main.js', import.meta.url));
@@ -38,6 +41,8 @@ export function registerStart(program: Command): void {
     .argument('<instance>', 'a [local.<instance>] table of svc.toml')
     .option('--disk', 'persist data under <state_dir>/data/<instance> (default: the instance\'s storage setting, "memory" unless set)')
     .option('--wait-timeout-ms <ms>', 'how long to wait for the instance to become ready', msOption('wait-timeout-ms', 1, 600_000), 30_000)
+    .option('--log-requests', 'passed to svc serve: one JSON line per query request in the instance log')
+    .option('--slow-query-ms <ms>', 'passed to svc serve: log requests slower than this (0 = off; default 1000)', msOption('slow-query-ms', 0, 86_400_000))
     .addHelpText('after', '\nThe pid file, the state file and the log (<instance>.log) are kept in the instance\'s state_dir (default .svc).')
     .action(action('start', async (name: string, options: StartOptions) => {
       await start(name, options);
@@ -83,6 +88,11 @@ async function start(name: string, options: StartOptions): Promise<void> {
   if (instance.readers !== null) args.push('--readers', String(instance.readers));
   if (instance.queryTimeoutMs !== null) args.push('--query-timeout-ms', String(instance.queryTimeoutMs));
   if (instance.queryMemoryMb !== null) args.push('--query-memory-mb', String(instance.queryMemoryMb));
+  if (options.logRequests === true) args.push('--log-requests');
+  if (options.slowQueryMs !== undefined) args.push('--slow-query-ms', String(options.slowQueryMs));
+  // svc serve says this too, but into the log; say it where the user is looking.
+  const warning = noAuthenticationWarning(instance.host);
+  if (warning !== null) process.stderr.write(`svc start: warning: ${warning}\n`);
 
   const logFd = openSync(paths.log, 'a');
   let logOffset: number;

@@ -2,12 +2,12 @@
 // snapshot that verifies + replay of every later WAL frame), the WAL append that precedes
 // every commit, group commit with retry, verified snapshot rotation, and read-only
 // followers of the same directory. The rules are in docs/durability.md.
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
-import { acquireWriterLock } from './disk-lock.js';
+import { acquireWriterLock, LOCK_FILE } from './disk-lock.js';
 import { Backoff } from './backoff.js';
 import { healthy, HealthSignal, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
@@ -24,6 +24,44 @@ export interface DiskOptions {
 }
 
 export const defaultDiskOptions: DiskOptions = { snapshotWalBytes: 64 * 1024 * 1024 };
+
+// ---------------------------------------------------------------- can the writer write here?
+
+/**
+ * Why a writer could not write in `dir`, or null when it can: the directory is created if
+ * missing, a probe file is created and removed in it, and the files a writer appends to
+ * (the lock and the WAL segments) must be writable. A read-only mount (EROFS) or missing
+ * permission (EACCES/EPERM) becomes one sentence naming the place, instead of whichever
+ * open fails first deep inside recovery. Other errors are left to the normal path.
+ */
+export function unwritableReason(dir: string): string | null {
+  // What was being tried, for the message: the probe stands for the directory itself.
+  let doing = `create ${dir}`;
+  try {
+    mkdirSync(dir, { recursive: true });
+    doing = `write to ${dir}`;
+    const probe = join(dir, `.svcdb-write-probe-${process.pid}`);
+    closeSync(openSync(probe, 'w'));
+    unlinkSync(probe);
+    for (const name of readdirSync(dir)) {
+      if (name !== LOCK_FILE && !/^wal-\d{10}\.log$/.test(name)) continue;
+      doing = `write to ${join(dir, name)}`;
+      accessSync(join(dir, name), constants.W_OK);
+    }
+    return null;
+  } catch (err) {
+    return explainUnwritable(doing, dir, (err as NodeJS.ErrnoException).code);
+  }
+}
+
+/** The sentence for an errno `code` met while trying to `doing` in `dir`; null when it is not about write access. */
+export function explainUnwritable(doing: string, dir: string, code: string | undefined): string | null {
+  if (code === 'EROFS') return `cannot ${doing}: the file system is read-only (EROFS)`;
+  if (code === 'EACCES' || code === 'EPERM') {
+    return `cannot ${doing}: permission denied (${code}); the server must be able to create, write and remove files in ${dir}`;
+  }
+  return null;
+}
 
 // ---------------------------------------------------------------- recovery
 
@@ -172,6 +210,8 @@ export class DiskWriter implements DurableStorage {
   private walBytesSinceSnapshot = 0;
   private lastSnapshotEpoch: number;
   private snapshotProblem: string | null = null;
+  /** Why the last snapshot failed (the error alone; snapshotProblem is the health text). */
+  private snapshotFailure: string | null = null;
   private readonly snapshotThread = new SnapshotThread();
   /** The snapshot being written, if any (one at a time). */
   private snapshotRunning: Promise<boolean> | null = null;
@@ -217,7 +257,11 @@ export class DiskWriter implements DurableStorage {
   }
 
   static open(dir: string, options: DiskOptions = defaultDiskOptions): DiskWriter {
-    return new DiskWriter(dir, options);
+    // Absolute, so every message naming a file names it exactly (and can be redacted).
+    const absolute = resolve(dir);
+    const unwritable = unwritableReason(absolute);
+    if (unwritable !== null) throw new SvcError('storage_error', `storage error: ${unwritable}`);
+    return new DiskWriter(absolute, options);
   }
 
   /** Snapshot temp files left by a writer killed while writing one. */
@@ -359,7 +403,8 @@ export class DiskWriter implements DurableStorage {
       }
       return true;
     }, (err: unknown) => {
-      const problem = `snapshot failed, retrying later (the WAL keeps every write): ${(err as Error).message}`;
+      this.snapshotFailure = (err as Error).message.replace(/^storage error: /, '');
+      const problem = `snapshot failed, retrying later (the WAL keeps every write): ${this.snapshotFailure}`;
       const changed = this.snapshotProblem !== problem;
       this.snapshotProblem = problem;
       this.snapshotNotBefore = Date.now() + this.snapshotBackoff.next();
@@ -409,7 +454,8 @@ export class DiskWriter implements DurableStorage {
       }
       if (this.snapshotRunning !== null) await this.snapshotRunning;
       if (problem === null && !(await this.snapshot())) {
-        problem = new SvcError('storage_error', `storage error: the snapshot at stop failed (the WAL keeps every write): ${this.snapshotProblem ?? ''}`);
+        problem = new SvcError('storage_error',
+          `storage error: the snapshot at stop failed; the WAL keeps every write, so the next start replays them: ${this.snapshotFailure ?? 'unknown reason'}`);
       }
       if (this.fenced === null) this.wal.close();
       else this.wal.abandon();
@@ -448,6 +494,7 @@ export class DiskFollower {
 
   /** Open (retrying while the writer rotates files under us). */
   static async open(dir: string): Promise<DiskFollower> {
+    dir = resolve(dir);
     if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
     return new DiskFollower(dir, await loadRetrying(dir));
   }

@@ -7,7 +7,7 @@
 // publishes durable epochs), and its answer waits for that too. `x-svc-await-durable:
 // false` is the documented exception: answered and published right after commit.
 import { limits } from '../limits.js';
-import { errorBody, overloadError, SvcError } from '../protocol/errors.js';
+import { errorBody, forClient, overloadError, SvcError } from '../protocol/errors.js';
 import { executeRequest, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 
@@ -134,7 +134,8 @@ export class Committer {
       return outcome;
     }
     return durable.then(() => outcome, (err: unknown) => {
-      const e = err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`);
+      // Fencing and storage errors can name the directory or bucket: forClient logs those.
+      const e = forClient(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`));
       return { status: e.status, body: errorBody(e) };
     });
   }

@@ -42,7 +42,8 @@ export class SnapshotThread {
       this.pending.delete(result.id);
       if (this.pending.size === 0) worker.unref();
       if (result.error === null) waiter?.resolve(result.bytes);
-      else waiter?.reject(new SvcError('storage_error', `storage error: ${result.error}`));
+      // The worker's text is usually a storage_error message already: prefix it once.
+      else waiter?.reject(new SvcError('storage_error', result.error.startsWith('storage error: ') ? result.error : `storage error: ${result.error}`));
     });
     const failAll = (why: string): void => {
       this.worker = null;

@@ -1,6 +1,6 @@
 // The embedded handle: the same decode/plan/exec/store as the server, in the caller's
 // thread, without HTTP. Answers are exactly what the server would send.
-import { parseJson, type JsonValue } from '../protocol/json.js';
+import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { defaultExecOptions, executeRequest, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
@@ -64,6 +64,7 @@ export function requestText(request: unknown): string {
 /** A response value as plain JS: safe integers as numbers, larger ones as bigint. */
 export function toPlain(v: JsonValue): unknown {
   if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  if (v instanceof NegativeZeroInteger) return -0;
   if (Array.isArray(v)) return v.map(toPlain);
   if (v instanceof Map) {
     const out: Record<string, unknown> = {};

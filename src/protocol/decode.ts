@@ -8,7 +8,7 @@ import type {
 } from './ast.js';
 import { mutatingOps } from './ast.js';
 import { jsonError } from './errors.js';
-import { parseJson, type JsonObject, type JsonValue } from './json.js';
+import { NegativeZeroInteger, parseJson, type JsonObject, type JsonValue } from './json.js';
 import { DateTime, F32, I64_MAX, I64_MIN, StringArray, type Value } from './value.js';
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -22,7 +22,7 @@ function isObject(v: JsonValue | undefined): v is JsonObject {
 function typeName(v: JsonValue | undefined): string {
   if (v === undefined) return 'nothing';
   if (v === null) return 'null';
-  if (typeof v === 'bigint') return 'integer';
+  if (typeof v === 'bigint' || v instanceof NegativeZeroInteger) return 'integer';
   if (typeof v === 'number') return 'float';
   if (Array.isArray(v)) return 'array';
   if (v instanceof Map) return 'object';
@@ -49,16 +49,30 @@ function expectBool(v: JsonValue | undefined, what: string): boolean {
   return v;
 }
 
+/** An integer token as a bigint (`-0` is 0), or undefined for anything else. */
+function integerOf(v: JsonValue | undefined): bigint | undefined {
+  if (typeof v === 'bigint') return v;
+  return v instanceof NegativeZeroInteger ? 0n : undefined;
+}
+
+/** Any number token as a double; an integer token converts exactly and `-0` keeps its sign. */
+function floatOf(v: JsonValue | undefined): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  return v instanceof NegativeZeroInteger ? -0 : undefined;
+}
+
 function expectInt(v: JsonValue | undefined, what: string, min: bigint, max: bigint): bigint {
-  if (typeof v !== 'bigint') throw jsonError(`${what}: expected an integer, got ${typeName(v)}`);
-  if (v < min || v > max) throw jsonError(`${what}: integer ${v} out of range`);
-  return v;
+  const n = integerOf(v);
+  if (n === undefined) throw jsonError(`${what}: expected an integer, got ${typeName(v)}`);
+  if (n < min || n > max) throw jsonError(`${what}: integer ${n} out of range`);
+  return n;
 }
 
 function expectNumber(v: JsonValue | undefined, what: string): number {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'bigint') return Number(v);
-  throw jsonError(`${what}: expected a number, got ${typeName(v)}`);
+  const n = floatOf(v);
+  if (n === undefined) throw jsonError(`${what}: expected a number, got ${typeName(v)}`);
+  return n;
 }
 
 function field(o: JsonObject, key: string, what: string): JsonValue {
@@ -160,6 +174,7 @@ export function plainToValue(v: JsonValue): Value {
   if (v === null || typeof v === 'boolean' || typeof v === 'string') return v;
   if (typeof v === 'bigint') return v >= I64_MIN && v <= I64_MAX ? v : Number(v);
   if (typeof v === 'number') return v;
+  if (v instanceof NegativeZeroInteger) return 0n; // an integer token: i64, which has no -0
   if (Array.isArray(v)) return v.map(plainToValue);
   const out = new Map<string, Value>();
   for (const [k, item] of v) out.set(k, plainToValue(item));
@@ -620,16 +635,19 @@ function typedValue(v: JsonValue, t: ParamType, path: string): Value {
   }
   switch (t) {
     case 'bool': if (typeof v !== 'boolean') throw fail(); return v;
-    case 'i64':
-      if (typeof v !== 'bigint' || v < I64_MIN || v > I64_MAX) throw fail();
-      return v;
-    case 'f64':
+    case 'i64': {
+      const n = integerOf(v);
+      if (n === undefined || n < I64_MIN || n > I64_MAX) throw fail();
+      return n;
+    }
+    case 'f64': {
       // Integer tokens are accepted and converted exactly (envelope.md §3.3 recommendation).
-      if (typeof v === 'number') return v;
-      if (typeof v === 'bigint') return Number(v);
-      throw fail();
+      const n = floatOf(v);
+      if (n === undefined) throw fail();
+      return n;
+    }
     case 'f32': {
-      const n = typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : NaN;
+      const n = floatOf(v) ?? NaN;
       if (!Number.isFinite(n) || !Number.isFinite(Math.fround(n))) throw fail();
       return new F32(n);
     }

@@ -1,6 +1,11 @@
 // The one catalog of stable error codes (../shared/protocol/errors.md §4).
 // A code's HTTP status depends on where it was raised (errors.md §3), so every
 // SvcError carries its own status; `statusOf` gives the default for a code.
+//
+// What a client may read (docs/protocol-choices.md, "Error messages"): never a stack, a
+// file-system path, a bucket URI or the text of an arbitrary exception. Those go to the
+// server log (stderr) under a short reference that the client's message repeats.
+import { randomBytes } from 'node:crypto';
 
 export type ErrorCode =
   // request validation
@@ -98,12 +103,72 @@ export function errorBody(err: SvcError): string {
   return `{"error":${JSON.stringify(err.code)},"msg":${JSON.stringify(err.message)}}`;
 }
 
-/** Any thrown thing as a SvcError; non-SvcErrors are bugs and surface as internal_error. */
+/**
+ * Any thrown thing as a SvcError a client may read. Non-SvcErrors are bugs: they become a
+ * generic internal_error and go to the log (internalErrorFor); SvcErrors pass forClient.
+ */
 export function asSvcError(err: unknown): SvcError {
-  if (err instanceof SvcError) return err;
+  if (err instanceof SvcError) return forClient(err);
   if (err instanceof RangeError && /call stack/i.test(err.message)) {
     return new SvcError('invalid_query', 'db error: Query error: query nested too deeply');
   }
-  const text = err instanceof Error ? err.message : String(err);
-  return new SvcError('internal_error', `internal error: ${text}`);
+  return internalErrorFor(err);
+}
+
+/** A short random reference that ties a client's message to its server log line. */
+export function newErrorRef(): string {
+  return randomBytes(4).toString('hex');
+}
+
+/** The whole story of a failure, for the server log only. */
+function logText(err: unknown): string {
+  if (err instanceof Error) return err.stack ?? `${err.name}: ${err.message}`;
+  return String(err);
+}
+
+/**
+ * An unexpected exception (a bug, a dead worker, a failed task) as the 500 a client gets:
+ * a fixed message with a reference. The exception itself, with its stack, goes to stderr
+ * under that reference. `context` says where it happened (e.g. "reader task failed").
+ */
+export function internalErrorFor(err: unknown, context?: string): SvcError {
+  const ref = newErrorRef();
+  process.stderr.write(`svcdb: internal error (ref ${ref})${context === undefined ? '' : ` ${context}`}: ${logText(err)}\n`);
+  return new SvcError('internal_error', `internal error: the request failed; see the server log (ref ${ref})`);
+}
+
+/** Codes whose messages may quote the operating system, storage or a worker. */
+const operatorDetailCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'internal_error', 'storage_error', 'writer_fenced_commit_outcome_unknown',
+]);
+
+// Absolute file-system paths, file:// URLs and s3:// object URIs. Quoted ones (Node's fs
+// messages quote paths: `open '/data/x'`) may hold spaces; bare ones end at whitespace,
+// quotes, brackets, `,` or `;`, and a trailing `.` or `:` belongs to the sentence.
+const quotedPathPattern = /(['"`])(?:file:\/\/|s3:\/\/|\/)[^'"`\n]*\1/g;
+const pathPattern = /(?:file:\/\/|s3:\/\/|(?<![\w.~/<-])\/)[^\s'"`()<>[\]{},;]*/g;
+const stackPattern = /\n\s+at [^]*$/;
+
+/** `text` without stack frames and with every path or object URI replaced by `<path>`. */
+export function redactInternals(text: string): string {
+  return text.replace(stackPattern, '')
+    .replace(quotedPathPattern, (_found, quote: string) => `${quote}<path>${quote}`)
+    .replace(pathPattern, (found) => {
+      const kept = found.replace(/[.:]+$/, '');
+      return `<path>${found.slice(kept.length)}`;
+    });
+}
+
+/**
+ * `err` as a client may read it. Storage, fencing and internal errors can quote paths
+ * and OS texts; when anything had to go, the full message is logged under a reference
+ * and the client's message names that reference. Every other code is returned as is.
+ */
+export function forClient(err: SvcError): SvcError {
+  if (!operatorDetailCodes.has(err.code)) return err;
+  const safe = redactInternals(err.message);
+  if (safe === err.message) return err;
+  const ref = newErrorRef();
+  process.stderr.write(`svcdb: ${err.code} (ref ${ref}): ${err.message}\n`);
+  return new SvcError(err.code, `${safe} (ref ${ref}; the server log has the details)`, err.status);
 }

@@ -2,8 +2,11 @@
 //
 // parseJson is a hand-written RFC 8259 parser that keeps what JSON.parse throws away:
 // integer tokens become exact bigints (any length) and every other number token becomes
-// a double, so callers can tell `5` from `5.0`; objects are Maps (insertion order kept,
-// "__proto__" is an ordinary key) and a duplicated key is an error. It is iterative, with
+// a double, so callers can tell `5` from `5.0` (the integer token `-0` is its own value,
+// NEGATIVE_ZERO_INTEGER, because a bigint has no sign to keep); objects are Maps (insertion
+// order kept, "__proto__" is an ordinary key) and a duplicated key is an error. A string
+// holding a lone surrogate (escaped like `"\ud800"`, or raw in string input) is rejected:
+// it has no UTF-8 form, so the store could only keep a replacement character for it. It is iterative, with
 // an explicit stack, so nesting depth is bounded only by `depthMax`, never by the JS
 // call stack. Error details follow the reference's parser wording:
 // `<what> at line L column C` (column counted in UTF-8 bytes, 1-based).
@@ -17,7 +20,21 @@ import { DateTime, F32, StringArray, type Value } from './value.js';
 import { limits } from '../limits.js';
 
 export type JsonObject = Map<string, JsonValue>;
-export type JsonValue = null | boolean | bigint | number | string | JsonValue[] | JsonObject;
+export type JsonValue = null | boolean | bigint | number | string | NegativeZeroInteger | JsonValue[] | JsonObject;
+
+/**
+ * The integer token `-0`. It is an integer (0) wherever an integer is read, but where an
+ * integer token is read as a float (`{"f64": -0}`, an `f64` parameter) it is -0.0, so the
+ * sign a bigint cannot hold is kept here. There is one instance, NEGATIVE_ZERO_INTEGER.
+ */
+export class NegativeZeroInteger {
+  static readonly instance = new NegativeZeroInteger();
+  /** Its text, and what sets it apart from `{}` for the type checker. */
+  readonly token = '-0';
+  private constructor() {}
+}
+
+export const NEGATIVE_ZERO_INTEGER = NegativeZeroInteger.instance;
 
 // ---------------------------------------------------------------------------------------
 // Parsing
@@ -259,9 +276,38 @@ function readString(s: string, start: number): string {
     }
     if (c === 0x5c) break;
     if (c < 0x20) fail('control character (\\u0000-\\u001F) found while parsing a string', i);
-    i++;
+    i = c >= 0xd800 && c <= 0xdfff ? afterRawSurrogate(s, i) : i + 1;
   }
   return readEscapedString(s, start, i);
+}
+
+const isHighSurrogate = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+const isLowSurrogate = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
+
+function failLoneSurrogate(unit: number, at: number): never {
+  const hex = unit.toString(16).toUpperCase();
+  fail(`lone surrogate \\u${hex} in a string: the string cannot be represented in UTF-8`, at);
+}
+
+/**
+ * A raw surrogate at i (only string input can hold one: bytes went through a strict UTF-8
+ * decoder). Returns the index after the pair it starts; a lone half is an error.
+ */
+function afterRawSurrogate(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (isHighSurrogate(c) && isLowSurrogate(s.charCodeAt(i + 1))) return i + 2;
+  failLoneSurrogate(c, i);
+}
+
+/** The code unit of the four hex digits after `\\u` at i (i is at the backslash). */
+function hexEscape(s: string, i: number): number {
+  let code = 0;
+  for (let k = 2; k < 6; k++) {
+    const h = hexValue(s.charCodeAt(i + k));
+    if (h < 0) fail(i + k >= s.length ? 'EOF while parsing a string' : 'invalid escape', i + k);
+    code = (code << 4) | h;
+  }
+  return code;
 }
 
 /** Slow path: `i` is at the first backslash. Runs between escapes are sliced, not copied by char. */
@@ -281,16 +327,19 @@ function readEscapedString(s: string, start: number, i: number): string {
       case 0x72: out += '\r'; break;
       case 0x74: out += '\t'; break;
       case 0x75: {
-        let code = 0;
-        for (let k = 2; k < 6; k++) {
-          const h = hexValue(s.charCodeAt(i + k));
-          if (h < 0) fail(i + k >= len ? 'EOF while parsing a string' : 'invalid escape', i + k);
-          code = (code << 4) | h;
+        const code = hexEscape(s, i);
+        if (code >= 0xd800 && code <= 0xdfff) {
+          // Only an escaped pair (high then low) is a character; JSON.parse would accept
+          // a lone half, which UTF-8 (and so the store) cannot hold.
+          if (!isHighSurrogate(code) || s.charCodeAt(i + 6) !== 0x5c || s.charCodeAt(i + 7) !== 0x75) failLoneSurrogate(code, i);
+          const low = hexEscape(s, i + 6);
+          if (!isLowSurrogate(low)) failLoneSurrogate(code, i);
+          out += String.fromCharCode(code, low);
+          i += 10;
+        } else {
+          out += String.fromCharCode(code);
+          i += 4;
         }
-        // Surrogates are kept as code units: a pair recombines by concatenation and a
-        // lone one is accepted, as JSON.parse does.
-        out += String.fromCharCode(code);
-        i += 4;
         break;
       }
       default:
@@ -307,7 +356,7 @@ function readEscapedString(s: string, start: number, i: number): string {
       }
       if (c === 0x5c) break;
       if (c < 0x20) fail('control character (\\u0000-\\u001F) found while parsing a string', i);
-      i++;
+      i = c >= 0xd800 && c <= 0xdfff ? afterRawSurrogate(s, i) : i + 1;
     }
     if (run !== i) out += s.slice(run, i);
   }
@@ -321,7 +370,7 @@ function hexValue(c: number): number {
 }
 
 /** Reads a number token at i; `pos` ends after it. */
-function readNumber(s: string, i: number): bigint | number {
+function readNumber(s: string, i: number): bigint | number | NegativeZeroInteger {
   const start = i;
   let c = s.charCodeAt(i);
   const negative = c === 0x2d;
@@ -353,8 +402,9 @@ function readNumber(s: string, i: number): bigint | number {
   }
   pos = i;
   if (integral) {
-    // Up to 15 digits the running double is exact; BigInt(-0) is 0n.
+    // Up to 15 digits the running double is exact.
     const digits = i - start - (negative ? 1 : 0);
+    if (negative && int === 0 && digits === 1) return NEGATIVE_ZERO_INTEGER;
     if (digits <= 15) return BigInt(negative ? -int : int);
     return BigInt(s.slice(start, i));
   }
@@ -487,6 +537,7 @@ export function renderJsonValue(v: JsonValue): string {
     case 'string': return JSON.stringify(v);
   }
   if (v === null) return 'null';
+  if (v instanceof NegativeZeroInteger) return '-0';
   if (Array.isArray(v)) {
     let out = '[';
     for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + renderJsonValue(v[i]!);

@@ -21,6 +21,7 @@ import {
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
+import type { QueryRoute, RequestLog } from './request-log.js';
 import { uws } from './uws.js';
 
 /** `writer`: a read/write server. `reader`: a read-only replica following disk or object storage. */
@@ -107,18 +108,28 @@ class PendingQuery implements QueryJob, QueryResponder {
   private buffer: Uint8Array | null = null;
   /** Bytes of `buffer` counted in the front end's receiving total (kept by HttpFrontEnd). */
   reservedBytes = 0;
+  /** Request/slow-query log (request-log.ts): null when both are off. */
+  private readonly log: RequestLog | null;
+  /** performance.now() at the handler, when a log is on. */
+  private readonly startedMs: number;
+  /** Set by the sinks that take the job (server.ts); null until dispatched. */
+  route: QueryRoute | null = null;
+  private queryPrefix: Uint8Array | null = null;
 
   constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number) {
     this.front = front;
     this.res = res;
     this.flags = flags;
     this.expected = expected;
+    this.log = front.requestLog;
+    this.startedMs = this.log === null ? 0 : performance.now();
   }
 
   onAborted(): void {
     this.aborted = true;
     this.buffer = null;
     this.front.releaseReceiving(this);
+    if (!this.settled) this.logFinished(null, null);
     this.settle();
   }
 
@@ -144,6 +155,8 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.buffer = null;
     this.front.releaseReceiving(this); // from here on the queue that takes the job counts it
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
+    // Copied now: dispatching may transfer the body's buffer to another thread.
+    if (this.log !== null) this.queryPrefix = this.log.prefixOf(this.body);
     this.front.dispatch(this);
   }
 
@@ -188,7 +201,18 @@ class PendingQuery implements QueryJob, QueryResponder {
         res.end(body, close);
       });
     }
+    this.logFinished(status, body);
     this.settle();
+  }
+
+  /** `status` null: the client went away first. */
+  private logFinished(status: number | null, answer: Uint8Array | string | null): void {
+    const log = this.log;
+    if (log === null) return;
+    log.finished({
+      status, answer, durationMs: performance.now() - this.startedMs, bodyBytes: this.received,
+      route: this.route, queryPrefix: this.queryPrefix,
+    });
   }
 
   private settle(): void {
@@ -202,6 +226,8 @@ export interface FrontEndOptions {
   mode: ServerMode;
   /** Lower bounds than limits.ts (tests). */
   limits?: LimitOverrides<'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
+  /** Request and slow-query logging; null or absent: off. */
+  requestLog?: RequestLog | null;
 }
 
 export class HttpFrontEnd {
@@ -222,6 +248,7 @@ export class HttpFrontEnd {
   private drainWaiters: (() => void)[] = [];
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
+  readonly requestLog: RequestLog | null;
 
   constructor(options: FrontEndOptions) {
     this.mode = options.mode;
@@ -231,6 +258,7 @@ export class HttpFrontEnd {
       options.limits?.earlyQueueBodyBytesMax ?? limits.earlyQueueBodyBytesMax,
     );
     this.receivingBytesMax = options.limits?.receivingBodyBytesMax ?? limits.receivingBodyBytesMax;
+    this.requestLog = options.requestLog ?? null;
     const app = uws.App();
     // One `any` handler per known path, dispatching on the method: no reliance on how
     // the router orders method-specific and `any` routes.

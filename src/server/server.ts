@@ -8,11 +8,13 @@
 // connections), close the remaining idle sockets, stop the readers, then let the writer
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
-import type { LimitOverrides } from '../limits.js';
+import { resolve } from 'node:path';
 import { defaultExecOptions } from '../exec/request.js';
-import { limits } from '../limits.js';
+import { limits, type LimitOverrides } from '../limits.js';
+import { unwritableReason } from '../durability/disk-storage.js';
 import { HttpFrontEnd, type ServerMode } from './http.js';
-import { describeError } from './job.js';
+import { describeError, type QueryJob, type QuerySink } from './job.js';
+import { RequestLog, SLOW_QUERY_MS_DEFAULT, type QueryRoute } from './request-log.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
@@ -56,6 +58,10 @@ export interface ServerOptions {
   onFatal?: (err: Error) => void;
   /** Other values for the queue bounds and thread heaps of limits.ts (tests lower them). */
   limits?: LimitOverrides<ServerLimitName>;
+  /** Log one JSON line per query request on stderr, default false. */
+  logRequests?: boolean;
+  /** Log requests that took at least this many ms (with the start of their body); 0 = off. Default 1000. */
+  slowQueryMs?: number;
 }
 
 /** The limits a server takes from ServerOptions.limits instead of limits.ts. */
@@ -111,9 +117,19 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     throw new Error('a reader server follows disk or object storage: give it a directory or a storage URI');
   }
   const refreshMs = options.refreshMs ?? REFRESH_MS_DEFAULT;
+  if (mode === 'writer' && diskPath !== null) {
+    // Before anything listens or starts: one clear sentence instead of a failed open deep
+    // inside the writer thread's recovery.
+    const unwritable = unwritableReason(resolve(diskPath));
+    if (unwritable !== null) throw new Error(unwritable);
+  }
+  const requestLog = RequestLog.create({
+    logRequests: options.logRequests ?? false,
+    slowQueryMs: options.slowQueryMs ?? SLOW_QUERY_MS_DEFAULT,
+  });
 
   const bounds = options.limits ?? {};
-  const front = new HttpFrontEnd({ mode, limits: bounds });
+  const front = new HttpFrontEnd({ mode, limits: bounds, requestLog });
   const port = await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
@@ -132,7 +148,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     front.storageReady = writer.health.ready;
     const startShared = writer.shared;
     pool = await ReaderPool.start({
-      shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, queryMemoryBytes, forward: writer,
+      shared: startShared, threads: readers, dispatch: readDispatch, queryTimeoutMs, queryMemoryBytes, forward: routedTo('writer', writer),
       role: mode === 'reader' ? 'replica' : 'reader', limits: bounds,
     });
     const readerPool = pool;
@@ -148,8 +164,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // Writer servers run reads on the uWS thread unless they proved slow (inline-reads.ts);
   // reader servers swap stores under their followers, so they keep the pool path.
   const inline = mode === 'writer' && (options.inlineReads ?? true);
-  const reads = inline ? new InlineReads(Store.attach(writer.shared), pool, writer, { queryTimeoutMs, queryMemoryBytes }) : pool;
-  front.attach({ readers: reads, writer });
+  const toPool = routedTo('pool', pool);
+  const toWriter = routedTo('writer', writer);
+  const reads = inline ? routedTo('inline', new InlineReads(Store.attach(writer.shared), toPool, toWriter, { queryTimeoutMs, queryMemoryBytes })) : toPool;
+  front.attach({ readers: reads, writer: toWriter });
 
   const startedPool = pool;
   const startedWriter = writer;
@@ -160,6 +178,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     front.closeAllSockets();
     await startedPool.close();
     await startedWriter.close();
+    await requestLog?.flush();
     if (startedWriter.closeProblem !== null) throw new Error(`the stop was not clean: ${startedWriter.closeProblem}`);
   };
   return {
@@ -172,5 +191,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     mode,
     recovery: startedWriter.recovery,
     close: () => (closing ??= shutdown()),
+  };
+}
+
+/**
+ * A sink that notes on the job where it went, for the request log (a job handed on, e.g.
+ * a write a reader forwards, ends with the last route), then hands it over.
+ */
+function routedTo(route: QueryRoute, sink: QuerySink): QuerySink {
+  return {
+    submit(job: QueryJob): void {
+      (job as QueryJob & { route?: QueryRoute | null }).route = route;
+      sink.submit(job);
+    },
   };
 }

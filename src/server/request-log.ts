@@ -1,0 +1,110 @@
+// The request log and the slow-query log (docs/cli.md, "Logs"): JSON lines on stderr,
+// written by pino through an asynchronous destination (flushed at exit), so a logged
+// request costs the main thread one small buffered write. Stdout stays for the start-up
+// line. Timing is taken on the main thread by http.ts, from the request handler to the
+// answer, so it includes queueing, the hop to a worker and back.
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { limits } from '../limits.js';
+
+/** Which thread answered: the uWS thread itself, a reader-pool thread, or the writer thread. */
+export type QueryRoute = 'inline' | 'pool' | 'writer';
+
+export interface RequestLogOptions {
+  /** One line per query request (`svc serve --log-requests`). */
+  logRequests: boolean;
+  /** A line for every request that took at least this long (ms); 0 turns it off. */
+  slowQueryMs: number;
+  /** Where lines go; default stderr. */
+  destination?: DestinationStream;
+}
+
+/** What the front end knows about one request when it ends. */
+export interface FinishedQuery {
+  /** HTTP status, or null when the client went away before the answer. */
+  status: number | null;
+  durationMs: number;
+  bodyBytes: number;
+  route: QueryRoute | null;
+  /** The answer (its error code is read from it when status is not 200). */
+  answer: Uint8Array | string | null;
+  /** The first bytes of the request body, copied before the body left the thread. */
+  queryPrefix: Uint8Array | null;
+}
+
+export const SLOW_QUERY_MS_DEFAULT = 1000;
+
+const latin1 = new TextDecoder('latin1');
+const utf8 = new TextDecoder('utf-8'); // not fatal: a cut multi-byte character becomes U+FFFD
+/** `{"error":"code"` at the start of an error body (errors.md §1): codes are ASCII. */
+const errorCodePattern = /^\{"error":"([a-z0-9_]+)"/;
+/** Enough of an error body to hold `{"error":"<the longest code>"`. */
+const ERROR_PREFIX_BYTES = 80;
+
+function errorCodeOf(answer: Uint8Array | string | null): string | undefined {
+  if (answer === null) return undefined;
+  const head = typeof answer === 'string' ? answer.slice(0, ERROR_PREFIX_BYTES) : latin1.decode(answer.subarray(0, ERROR_PREFIX_BYTES));
+  return errorCodePattern.exec(head)?.[1];
+}
+
+export class RequestLog {
+  /** True when a request's body prefix may be needed (the slow-query log is on). */
+  readonly wantsQueryPrefix: boolean;
+  private readonly logRequests: boolean;
+  private readonly slowQueryMs: number;
+  private readonly logger: Logger;
+
+  private constructor(options: RequestLogOptions) {
+    this.logRequests = options.logRequests;
+    this.slowQueryMs = options.slowQueryMs;
+    this.wantsQueryPrefix = options.slowQueryMs > 0;
+    const destination = options.destination ?? pino.destination({ fd: 2, sync: false });
+    this.logger = pino({
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    }, destination);
+  }
+
+  /** A log for these options, or null when both logs are off (no per-request cost then). */
+  static create(options: RequestLogOptions): RequestLog | null {
+    if (!Number.isInteger(options.slowQueryMs) || options.slowQueryMs < 0) {
+      throw new Error(`slowQueryMs must be a non-negative integer, got ${options.slowQueryMs}`);
+    }
+    if (!options.logRequests && options.slowQueryMs === 0) return null;
+    return new RequestLog(options);
+  }
+
+  /** The bytes of a body the slow-query log would show (a copy: the body moves to a worker). */
+  prefixOf(body: Uint8Array): Uint8Array | null {
+    return this.wantsQueryPrefix ? body.slice(0, limits.slowQueryLogBodyBytesMax) : null;
+  }
+
+  /** Called once per request, answered or abandoned. */
+  finished(query: FinishedQuery): void {
+    const slow = this.slowQueryMs > 0 && query.durationMs >= this.slowQueryMs;
+    if (!slow && !this.logRequests) return;
+    const line: Record<string, unknown> = {
+      status: query.status,
+      duration_ms: Math.round(query.durationMs * 1000) / 1000,
+      body_bytes: query.bodyBytes,
+    };
+    if (query.route !== null) line['route'] = query.route;
+    if (query.status === null) line['client_gone'] = true;
+    else if (query.status !== 200) {
+      const code = errorCodeOf(query.answer);
+      if (code !== undefined) line['error'] = code;
+    }
+    if (slow && query.queryPrefix !== null) {
+      line['query'] = utf8.decode(query.queryPrefix);
+      if (query.bodyBytes > query.queryPrefix.byteLength) line['query_truncated'] = true;
+    }
+    // One line per request: a slow one is a warning (and carries the query), others info.
+    if (slow) this.logger.warn(line, 'slow query');
+    else this.logger.info(line, 'query');
+  }
+
+  /** Write out what is buffered (the server's stop calls this). */
+  flush(): Promise<void> {
+    return new Promise((resolve) => this.logger.flush(() => resolve()));
+  }
+}
