@@ -108,7 +108,7 @@ export class Committer {
   }
 
   /** The answer now (reads, failures, memory) or once the write is durable. */
-  execute(body: Uint8Array | string, flags: RequestFlags, timeoutMs?: number): Answer | Promise<Answer> {
+  execute(body: Uint8Array | string, flags: RequestFlags, timeoutMs?: number, receivedAtMs = 0): Answer | Promise<Answer> {
     if (flags.awaitDurable === false && this.undurableAcks >= this.undurableAcksMax) {
       // Shed before running (the header is only valid on writes): nothing of it happens.
       const err = overloadError('the writer\'s queue of writes answered before they are durable', `${this.undurableAcks} writes not durable yet`);
@@ -116,7 +116,8 @@ export class Committer {
     }
     const store = this.storage.store;
     const before = store.committedEpoch();
-    const exec = timeoutMs === undefined ? this.exec : { ...this.exec, queryTimeoutMs: timeoutMs };
+    const exec = timeoutMs === undefined && receivedAtMs === 0 ? this.exec
+      : { ...this.exec, queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, receivedAtMs };
     const outcome = executeRequest(store, body, flags, 'writer', exec);
     if ('forward' in outcome) {
       return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };

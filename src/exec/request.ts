@@ -35,6 +35,11 @@ export type ExecOutcome = { status: number; body: string } | { forward: 'writer'
 export interface ExecOptions {
   /** Cooperative deadline per request (`--query-timeout-ms`). */
   queryTimeoutMs: number;
+  /**
+   * Date.now() when the request arrived; the deadline is this + queryTimeoutMs, so a request
+   * that waited in a queue has less time left. 0 or absent: from the start of execution.
+   */
+  receivedAtMs?: number;
   /** Memory budget per request in bytes (`--query-memory-mb`), default limits.queryMemoryBytesMax. */
   queryMemoryBytes?: number;
   /**
@@ -104,7 +109,7 @@ export function executeRequest(
     const at = write ? store.beginWrite() : store.beginRead();
     const ctx: ExecCtx = {
       store, at, writing: write, paramFrames: [request.parameters], vars: new Map(),
-      trackPath: plan.trackPath, nowMs, deadlineMs: nowMs + options.queryTimeoutMs,
+      trackPath: plan.trackPath, nowMs, deadlineMs: (options.receivedAtMs || nowMs) + options.queryTimeoutMs,
     };
     const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, ctx.deadlineMs, options.inlineWorkMax);
     let response: string;

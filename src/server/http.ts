@@ -99,6 +99,7 @@ class PendingQuery implements QueryJob, QueryResponder {
   readonly flags: RequestFlags;
   readonly responder: QueryResponder = this;
   settled = false;
+  receivedAtMs = 0;
   private aborted = false;
   private readonly front: HttpFrontEnd;
   private readonly res: HttpResponse;
@@ -157,6 +158,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
     // Copied now: dispatching may transfer the body's buffer to another thread.
     if (this.log !== null) this.queryPrefix = this.log.prefixOf(this.body);
+    this.receivedAtMs = Date.now();
     this.front.dispatch(this);
   }
 

@@ -38,6 +38,7 @@ export class InlineReads implements QuerySink {
       this.pool.submit(job);
       return;
     }
+    this.options.receivedAtMs = job.receivedAtMs ?? 0;
     const outcome = executeRequest(this.store, text, job.flags, 'reader', this.options);
     if (!('forward' in outcome)) job.responder.respond(outcome.status, outcome.body);
     else if (outcome.forward === 'writer') this.writer.submit(job);

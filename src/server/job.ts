@@ -24,6 +24,11 @@ export interface QueryJob {
   body: Uint8Array;
   readonly flags: RequestFlags;
   readonly responder: QueryResponder;
+  /**
+   * Date.now() when the whole body had arrived: the query deadline counts from here, so
+   * time spent waiting in a queue is part of it. Absent: from when execution starts.
+   */
+  readonly receivedAtMs?: number;
 }
 
 /** Something that executes jobs: the reader pool or the writer thread. */
@@ -39,6 +44,8 @@ export interface ReadTask {
   bodies: Uint8Array[];
   /** One byte per request: encodeFlags() of its execution headers. */
   flags: Uint8Array;
+  /** Per request: QueryJob.receivedAtMs, or 0 when unknown. */
+  receivedAtMs: Float64Array;
 }
 
 /** Status of a request a reader may not run (a write, or one pinned to the writer). */

@@ -252,6 +252,7 @@ export class ReaderPool implements QuerySink {
     const count = jobs.length;
     const bodies = new Array<Uint8Array>(count);
     const flags = new Uint8Array(count);
+    const receivedAtMs = new Float64Array(count);
     // A request alone moves its body to the thread: free, where copying a 16 MiB body is
     // not (each body owns its ArrayBuffer: http.ts allocates one per request). A batch's
     // bodies are copied (at most limits.readBatchBodyBytesMax, or one body), so they
@@ -261,9 +262,10 @@ export class ReaderPool implements QuerySink {
       const job = jobs[i]!;
       bodies[i] = job.body;
       flags[i] = encodeFlags(job.flags);
+      receivedAtMs[i] = job.receivedAtMs ?? 0;
     }
     this.busy++;
-    const task: SwappableReadTask = this.generation === 0 ? { bodies, flags } : { bodies, flags, generation: this.generation, shared: this.current };
+    const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
     this.pool.run(task, { transferList }).then(
       (result) => this.complete(jobs, result),
       (err: unknown) => this.failed(jobs, err),

@@ -62,6 +62,7 @@ export default function runReadTask(task: SwappableReadTask): unknown {
   for (let i = 0; i < count; i++) {
     const body = task.bodies[i]!;
     if (crashMarker !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(crashMarker)) dieOfHeapExhaustion();
+    exec.receivedAtMs = task.receivedAtMs[i]!; // the deadline counts from arrival (queue wait included)
     const outcome = executeRequest(store, body, decodeFlags(task.flags[i]!), role, exec);
     if ('forward' in outcome) {
       index[2 * i] = FORWARD_TO_WRITER;

@@ -40,7 +40,7 @@ export interface WriterWorkerData {
 
 /** Main thread -> writer. */
 export type WriterRequest =
-  | { kind: 'query'; id: number; body: Uint8Array; flags: number }
+  | { kind: 'query'; id: number; body: Uint8Array; flags: number; receivedAtMs: number }
   /** Finish everything received before this, then exit. */
   | { kind: 'close' };
 
@@ -111,7 +111,7 @@ async function runWriter(storage: DurableStorage): Promise<void> {
       return;
     }
     markStarted(message.id);
-    const answer = committer.execute(message.body, decodeFlags(message.flags));
+    const answer = committer.execute(message.body, decodeFlags(message.flags), undefined, message.receivedAtMs);
     if ('then' in answer) void answer.then((a) => sendResult(message.id, a.status, a.body));
     else sendResult(message.id, answer.status, answer.body, answer.retryAfterSeconds);
   });
@@ -207,7 +207,9 @@ async function runFollower(refreshMs: number): Promise<void> {
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
     markStarted(message.id);
-    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
+    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', {
+      queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes, receivedAtMs: message.receivedAtMs,
+    });
     if ('forward' in outcome) sendResult(message.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
     else sendResult(message.id, outcome.status, outcome.body);
   });

@@ -162,7 +162,7 @@ export class WriterThread implements QuerySink {
     if (!this.pendingBound.admit(job, bodyBytes)) return;
     const id = this.nextId++;
     this.pending.set(id, { job, bodyBytes });
-    const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags) };
+    const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
     this.worker.postMessage(message, [job.body.buffer as ArrayBuffer]);
   }
 
