@@ -249,6 +249,7 @@ function navigateRowsKernel(ctx: ExecCtx, step: NavigationStep, rows: RowSet, de
     const input = arena.take(count);
     const ids = topo.words;
     for (let i = 0; i < count; i++) ids[input + i] = idOfKey(rows.el[i]!);
+    guard.step(count);
     const bound = kernels.entryCount(input, count, dirs);
     if (bound > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
     const output = arena.take(Math.max(bound, 1));
@@ -469,6 +470,7 @@ export function evalExtendedOp(ctx: ExecCtx, op: Op, context: Stream | null, eva
       const out = new RowSet();
       for (let i = 0; i < rows.length; i++) {
         const el = rows.el[i]!;
+        guard.step(1);
         const inside = el !== NO_ELEMENT && members.has(el);
         if (op.op === 'within' ? inside : !inside) out.pushFrom(rows, i);
       }

@@ -324,6 +324,7 @@ export function dedupStream(ctx: ExecCtx, input: Stream): Stream {
     try {
       for (let i = 0; i < rows.length; i++) {
         const el = rows.el[i]!;
+        guard.step(1);
         if (el !== NO_ELEMENT) {
           if (!seenElements.add(el)) continue;
         } else {
@@ -371,7 +372,10 @@ function orderRows(ctx: ExecCtx, input: RowSet, keys: readonly [string, Order][]
   guard.charge((keys.length + 1) * n * ROW_BYTES); // one column per key, and the index
   const values: (Value | undefined)[][] = keys.map(([prop]) => {
     const col: (Value | undefined)[] = new Array(n);
-    for (let i = 0; i < n; i++) col[i] = input.el[i] === NO_ELEMENT && input.extraAt(i) === null ? undefined : resolveProperty(ctx, input.el[i]!, input.extraAt(i), prop);
+    for (let i = 0; i < n; i++) {
+      col[i] = input.el[i] === NO_ELEMENT && input.extraAt(i) === null ? undefined : resolveProperty(ctx, input.el[i]!, input.extraAt(i), prop);
+      guard.step(1);
+    }
     return col;
   });
   const index = Array.from({ length: n }, (_, i) => i);
@@ -461,7 +465,10 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
       }
       const items: Value[] = [];
       guard.charge(input.rows.length * ENTRY_BYTES);
-      for (const el of input.rows.el) if (el !== NO_ELEMENT) items.push(BigInt(idOfKey(el)));
+      for (const el of input.rows.el) {
+        guard.step(1);
+        if (el !== NO_ELEMENT) items.push(BigInt(idOfKey(el)));
+      }
       return { kind: 'scalars', items };
     }
     case 'label': {
@@ -469,6 +476,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
       guard.charge(rows.length * ROW_BYTES);
       const items: Value[] = [];
       for (let i = 0; i < rows.length; i++) {
+        guard.step(1);
         if (rows.el[i] === NO_ELEMENT) continue;
         items.push(resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), '$label')!);
       }
@@ -478,6 +486,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
       const rows = needRows(input, 'values');
       const items: Value[] = [];
       for (let i = 0; i < rows.length; i++) {
+        guard.step(1);
         const m = new Map<string, Value>();
         for (const p of op.properties) {
           const v = resolveProperty(ctx, rows.el[i]!, rows.extraAt(i), p);
@@ -510,6 +519,7 @@ function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
       const rows = needRows(input, 'edge_properties');
       const items: Value[] = [];
       for (const el of rows.el) {
+        guard.step(1);
         if (el === NO_ELEMENT || !isEdgeKey(el)) continue;
         const id = idOfKey(el);
         const m = storedMap(ctx, el);
@@ -615,6 +625,7 @@ function mutate(ctx: ExecCtx, op: Op, input: Stream | null): Stream {
       if (op.op === 'remove_property' && op.name === '$label') throw queryError('`$label` cannot be removed');
       for (let i = 0; i < rows.length; i++) {
         const el = rows.el[i]!;
+        guard.step(1);
         if (el === NO_ELEMENT || !elementLive(ctx, el)) continue;
         const id = idOfKey(el), edge = isEdgeKey(el);
         const value = op.op === 'set_property' ? inputValue(ctx, op.value, el, rows.extraAt(i)) : undefined;
@@ -633,6 +644,7 @@ function mutate(ctx: ExecCtx, op: Op, input: Stream | null): Stream {
     case 'drop': {
       const rows = needRows(input!, 'drop');
       for (const el of rows.el) {
+        guard.step(1);
         if (el === NO_ELEMENT || isEdgeKey(el)) continue;
         if (store.nodeVisible(idOfKey(el), ctx.at)) store.deleteNode(idOfKey(el));
       }
@@ -644,6 +656,7 @@ function mutate(ctx: ExecCtx, op: Op, input: Stream | null): Stream {
       const label = op.op === 'drop_edge_labeled' ? store.names.idOf(op.label) : -1;
       if (op.op === 'drop_edge_labeled' && label < 0) return emptyRows();
       for (const el of rows.el) {
+        guard.step(1);
         if (el === NO_ELEMENT || isEdgeKey(el)) continue;
         for (const e of incidentEdges(ctx, idOfKey(el), ['out'], label)) {
           if (targets.has(store.edgeTarget(e)) && store.edgeVisible(e, ctx.at)) store.deleteEdge(e);
