@@ -112,5 +112,9 @@ export function floodBodies(denseA: number[], hub: number): string[] {
     readOne({ count: { input: { out: { input: { in: { input: { out: { input: from(a), label: DENSE } }, label: DENSE } }, label: DENSE } } } }),
     readOne({ count: { input: { repeat: { input: from(a), config: { traversal: { root: { both: { input: 'context' } } }, times: 10_000, emit: 'none', max_depth: 10_000 } } } } }),
     readOne({ count: { input: both(both(both(from(hub)))) } }),
+    // Counts over navigation are answered without materializing the walks (exec/streaming.ts);
+    // these ask for every row, so they run into the memory budget or the deadline.
+    readOne({ id: { input: both(both(both(from(a)))) } }),
+    readOne({ value_map: { input: { order_by: { input: both(both(from(a))), property: '$id', order: 'desc' } } } }),
   ]);
 }

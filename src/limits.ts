@@ -60,10 +60,14 @@ export const limits = {
   /**
    * Bytes one query may allocate for intermediate results and its response (rows, row
    * extras and paths, sets, group maps, scalar items, rendered JSON; exec/guard.ts); more:
-   * 500 invalid_query. `--query-memory-mb` overrides it. 256 MiB: a handful of worst-case
-   * queries at once stay well inside a reader thread's heap (limits.readerHeapMb).
+   * 500 invalid_query. `--query-memory-mb` overrides it. 128 MiB (~8 M rows, or ~500 k
+   * value maps): the estimates are below what V8 really holds (array growth, garbage not yet
+   * collected: ~2-2.5x measured), so a worst-case query takes ~300 MiB of a reader thread's
+   * heap (readerThreadHeapMbMax) and its garbage collections stay short enough for the
+   * deadline to be kept within ~100 ms (the 256 MiB tried first let collections of a
+   * failing query overrun it by up to 150 ms; docs/benchmarks.md).
    */
-  queryMemoryBytesMax: 256 * 1024 * 1024,
+  queryMemoryBytesMax: 128 * 1024 * 1024,
   /**
    * Work units (rows, adjacency entries, predicate evaluations; exec/guard.ts) a read may
    * spend on the HTTP thread before it is handed to the reader pool instead: ~1-2 ms.
@@ -142,7 +146,7 @@ export const limits = {
   // answered (reader-pool.ts); a writer's death stops the server (writer.ts). The store
   // itself lives in SharedArrayBuffers, outside these heaps; what a thread's heap holds is
   // the dictionary copy (<= ~500 MiB, above), caches, and the queries it runs (each one
-  // bounded by the per-query memory budget, ~256 MiB).
+  // bounded by the per-query memory budget, 128 MiB of estimates, ~300 MiB of heap).
   /** Old-generation MB of each reader-pool thread: the dictionary, caches and ~3 query budgets. */
   readerThreadHeapMbMax: 1536,
   /** Old-generation MB of the writer thread: as a reader, plus WAL frames and decoded write bodies. */

@@ -36,7 +36,7 @@ export interface OpenOptions {
   mode?: 'writer' | 'reader';
   /** Cooperative deadline per query, default 30 s. */
   queryTimeoutMs?: number;
-  /** Memory budget per query in MiB, default limits.queryMemoryBytesMax (256 MiB). */
+  /** Memory budget per query in MiB, default limits.queryMemoryBytesMax (128 MiB). */
   queryMemoryMb?: number;
   /** Disk / object storage writer: snapshot when the WAL reaches this many bytes. */
   snapshotWalBytes?: number;

@@ -175,7 +175,10 @@ function checkedSum(total: number): number {
 /** Walks through the chain from `rows` (plain), without materializing them. */
 function countWalks(ctx: ExecCtx, steps: ChainStep[], rows: RowSet): number {
   let level = new WalkCounts(rows.length);
-  for (let i = 0; i < rows.length; i++) level.add(rows.el[i]!, 1);
+  for (let i = 0; i < rows.length; i++) {
+    level.add(rows.el[i]!, 1);
+    guard.step(1);
+  }
   for (let s = 0; s < steps.length; s++) {
     const step = steps[s]!;
     const last = s === steps.length - 1;
@@ -196,6 +199,7 @@ function countWalks(ctx: ExecCtx, steps: ChainStep[], rows: RowSet): number {
         continue;
       }
       for (const child of children) next.add(child, walks);
+      guard.step(children.length);
     }
     if (next === null) return checkedSum(total);
     level = next;
@@ -228,6 +232,7 @@ function distinctWalkEnds(ctx: ExecCtx, steps: ChainStep[], rows: RowSet, firstO
         } else {
           const children = expandElement(ctx, step.nav, el, null);
           if (children === null) continue;
+          guard.step(children.length);
           for (const child of children) {
             if (!seen.add(child)) continue;
             guard.row();
@@ -250,6 +255,7 @@ function distinct(ctx: ExecCtx, keys: readonly number[]): number[] {
   const seen = levelMarks.begin(ctx, keys.length);
   try {
     for (const key of keys) {
+      guard.step(1);
       if (!seen.add(key)) continue;
       guard.row();
       out.push(key);
