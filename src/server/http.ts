@@ -100,6 +100,7 @@ class PendingQuery implements QueryJob, QueryResponder {
   readonly responder: QueryResponder = this;
   settled = false;
   receivedAtMs = 0;
+  costly = false;
   private aborted = false;
   private readonly front: HttpFrontEnd;
   private readonly res: HttpResponse;

@@ -35,6 +35,7 @@ export class InlineReads implements QuerySink {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
     if (text === null || this.tooCostly.has(text)) {
+      if (text !== null) job.costly = true;
       this.pool.submit(job);
       return;
     }
@@ -44,6 +45,7 @@ export class InlineReads implements QuerySink {
     else if (outcome.forward === 'writer') this.writer.submit(job);
     else {
       this.remember(text);
+      job.costly = true;
       this.pool.submit(job);
     }
   }

@@ -29,6 +29,11 @@ export interface QueryJob {
    * time spent waiting in a queue is part of it. Absent: from when execution starts.
    */
   readonly receivedAtMs?: number;
+  /**
+   * Known to have no static cost bound, or to have outgrown the inline work cap (set by
+   * inline-reads.ts): the reader pool runs it in a task of its own.
+   */
+  costly?: boolean;
 }
 
 /** Something that executes jobs: the reader pool or the writer thread. */

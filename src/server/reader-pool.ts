@@ -224,6 +224,8 @@ export class ReaderPool implements QuerySink {
   /**
    * The next batch from the FIFO: up to batchRequestsMax requests and
    * limits.readBatchBodyBytesMax body bytes (at least one request, however large).
+   * A request known to be costly (QueryJob.costly) goes alone and ends a batch: the answers
+   * of a batch come back together, so a cheap read batched after it would wait for it.
    * Clients that went away while queued are dropped: their reads don't run.
    */
   private takeBatch(): QueryJob[] {
@@ -231,8 +233,14 @@ export class ReaderPool implements QuerySink {
     let taken = 0;
     let takenBytes = 0;
     while (taken < queue.length && taken < this.batchRequestsMax) {
-      const bytes = queue[taken]!.body.byteLength;
-      if (taken > 0 && takenBytes + bytes > limits.readBatchBodyBytesMax) break;
+      const job = queue[taken]!;
+      const bytes = job.body.byteLength;
+      if (taken > 0 && (job.costly === true || takenBytes + bytes > limits.readBatchBodyBytesMax)) break;
+      if (job.costly === true) {
+        taken = 1;
+        takenBytes = bytes;
+        break;
+      }
       taken++;
       takenBytes += bytes;
     }

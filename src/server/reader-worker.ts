@@ -62,7 +62,10 @@ export default function runReadTask(task: SwappableReadTask): unknown {
   for (let i = 0; i < count; i++) {
     const body = task.bodies[i]!;
     if (crashMarker !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(crashMarker)) dieOfHeapExhaustion();
-    exec.receivedAtMs = task.receivedAtMs[i]!; // the deadline counts from arrival (queue wait included)
+    // The deadline counts from arrival (queue wait included). The answers of a task go back
+    // together, so each request of it gets the task's earliest deadline: none of them waits
+    // past its own deadline for a batch-mate (the first request arrived first).
+    exec.receivedAtMs = task.receivedAtMs[0]! > 0 ? Math.min(task.receivedAtMs[0]!, task.receivedAtMs[i]!) : task.receivedAtMs[i]!;
     const outcome = executeRequest(store, body, decodeFlags(task.flags[i]!), role, exec);
     if ('forward' in outcome) {
       index[2 * i] = FORWARD_TO_WRITER;
