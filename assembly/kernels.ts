@@ -204,16 +204,20 @@ export function expandLayer(queue: u32, from: u32, to: u32, end: u32, queueCap: 
   return end;
 }
 
-/** Adjacency entries of nodes queue[0..count) in the directions of `dirs`: an upper bound on expandRows' output. */
-export function entryCount(queue: u32, count: u32, dirs: u32): u32 {
-  let total: u32 = 0;
+/**
+ * Adjacency entries of nodes queue[0..count) in the directions of `dirs`: an upper bound on
+ * expandRows' output. Summed in 64 bits and returned as f64 (exact below 2^53): millions of
+ * rows of high-degree nodes pass 2^32, and a wrapped count would undersize the output.
+ */
+export function entryCount(queue: u32, count: u32, dirs: u32): f64 {
+  let total: u64 = 0;
   for (let i: u32 = 0; i < count; i++) {
     const node = word(queue + i);
     const dir = directory(node);
-    if ((dirs & 1) != 0) total += blockLength(dir, 0);
-    if ((dirs & 2) != 0) total += blockLength(dir, 1);
+    if ((dirs & 1) != 0) total += <u64>blockLength(dir, 0);
+    if ((dirs & 2) != 0) total += <u64>blockLength(dir, 1);
   }
-  return total;
+  return <f64>total;
 }
 
 /**

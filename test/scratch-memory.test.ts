@@ -176,3 +176,20 @@ describe('shortest_path state grows with the search', () => {
     ), { numRuns: 25 });
   });
 });
+
+describe('entryCount', () => {
+  it('counts past 2^32 entries exactly (a wrapped count undersized the navigation output)', () => {
+    // One node with 1,024 out-edges, listed 4,194,305 times: 2^32 + 1,024 entries.
+    const store = graph(1025, Array.from({ length: 1024 }, (_, i) => [0, i + 1] as const));
+    const topo = store.topology, arena = topo.scratch(), kernels = topo.kernels();
+    const rows = 4_194_305;
+    const mark = arena.mark();
+    try {
+      const queue = arena.takeZeroed(rows); // every row is node 0
+      expect(kernels.entryCount(queue, rows, 1)).toBe(2 ** 32 + 1024);
+    } finally {
+      arena.release(mark);
+    }
+  });
+});
+
