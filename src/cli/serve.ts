@@ -86,7 +86,7 @@ export function registerServe(program: Command): void {
     .option('--query-timeout-ms <ms>', 'cooperative deadline per query', integerOption('query-timeout-ms', 1, 86_400_000), 30_000)
     .option('--query-memory-mb <mb>', 'memory budget per query: rows, sets, groups and the response it builds',
       integerOption('query-memory-mb', 1, 65_536), limits.queryMemoryBytesMax / (1024 * 1024))
-    .option('--inline-reads <on|off>', 'run reads on the HTTP thread until one proves slow (writer servers)', onOffOption, 'on')
+    .option('--inline-reads <on|off>', 'run reads with a static cost bound on the HTTP thread, under a ~1-2 ms work cap (writer servers)', onOffOption, 'on')
     .option('--read-dispatch <mode>', 'coalesce queued reads into one task per thread, or one task per request (benchmarks)', readDispatchOption, 'coalesce')
     .option('--log-requests', 'log one JSON line per query request on stderr (status, duration, body size, error code, route)')
     .option('--slow-query-ms <ms>', 'log requests slower than this on stderr, with the start of their body (0 = off)',

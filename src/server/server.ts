@@ -161,7 +161,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await writer?.close();
     throw new Error(`svcdb failed to start: ${describeError(err)}`);
   }
-  // Writer servers run reads on the uWS thread unless they proved slow (inline-reads.ts);
+  // Writer servers run cheap reads on the uWS thread (bounded plans under a work cap, inline-reads.ts);
   // reader servers swap stores under their followers, so they keep the pool path.
   const inline = mode === 'writer' && (options.inlineReads ?? true);
   const toPool = routedTo('pool', pool);
