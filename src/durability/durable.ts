@@ -8,7 +8,7 @@
 // false` is the documented exception: answered and published right after commit.
 import { limits } from '../limits.js';
 import { errorBody, forClient, overloadError, SvcError } from '../protocol/errors.js';
-import { executeRequest, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { executeRequest, execOptions, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 
 export interface RecoveryReport {
@@ -104,7 +104,7 @@ export class Committer {
     bounds: QueryBounds,
     private readonly undurableAcksMax: number = limits.writerUndurableAcksMax,
   ) {
-    this.exec = { ...bounds, logBatch: (batch) => storage.logBatch(batch) };
+    this.exec = execOptions({ ...bounds, logBatch: (batch) => storage.logBatch(batch) });
   }
 
   /** The answer now (reads, failures, memory) or once the write is durable. */
@@ -117,7 +117,7 @@ export class Committer {
     const store = this.storage.store;
     const before = store.committedEpoch();
     const exec = timeoutMs === undefined && receivedAtMs === 0 ? this.exec
-      : { ...this.exec, queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, receivedAtMs };
+      : execOptions({ queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, queryMemoryBytes: this.exec.queryMemoryBytes, logBatch: this.exec.logBatch, receivedAtMs });
     const outcome = executeRequest(store, body, flags, 'writer', exec);
     if ('forward' in outcome) {
       return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };

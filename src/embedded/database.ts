@@ -2,7 +2,7 @@
 // thread, without HTTP. Answers are exactly what the server would send.
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { defaultExecOptions, executeRequest, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { defaultExecOptions, executeRequest, execOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
 import { Committer } from '../durability/durable.js';
@@ -100,7 +100,7 @@ export class Database {
     }
     const flags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: options.awaitDurable ?? null };
     const queryTimeoutMs = options.timeoutMs ?? this.bounds.queryTimeoutMs;
-    const exec = { ...this.bounds, queryTimeoutMs };
+    const exec = execOptions({ queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
     const body = requestText(request);
     if (backing.kind === 'writer') return backing.committer.execute(body, flags, queryTimeoutMs);
     if (backing.kind === 'follower') {

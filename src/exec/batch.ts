@@ -18,7 +18,7 @@ interface BatchState {
    * binding variables), keyed by the entry's root: a `for_each` iteration's result replaces
    * the previous iteration's, so only the latest counts.
    */
-  readonly retained: Map<Op, number>;
+  retained: Map<Op, number> | null;
   /** Latest binding of every entry name. */
   readonly bound: Map<string, Bound>;
   /** Result of the entry that ran (or was skipped) last, for prev_not_empty. */
@@ -67,7 +67,8 @@ function conditionHolds(ctx: ExecCtx, state: BatchState, entry: Extract<Entry, {
   }
 }
 
-function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[]): void {
+/** `repeated`: inside a for_each, where each entry runs once per iteration. */
+function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[], repeated: boolean): void {
   for (const entry of entries) {
     if (entry.kind === 'for_each') {
       runForEach(ctx, state, entry.param, entry.body);
@@ -80,12 +81,17 @@ function runEntries(ctx: ExecCtx, state: BatchState, entries: readonly Entry[]):
       const before = guard.bytes;
       stream = evalOp(ctx, entry.root, null);
       const charged = guard.bytes - before;
-      guard.release((state.retained.get(entry.root) ?? 0) + charged);
-      if (entry.name !== null || bindsVariables(entry.root)) {
-        guard.charge(charged);
-        state.retained.set(entry.root, charged);
+      const kept = entry.name !== null || bindsVariables(entry.root);
+      if (!repeated) {
+        if (!kept) guard.release(charged); // a top-level entry runs once: nothing to replace
       } else {
-        state.retained.delete(entry.root);
+        guard.release((state.retained?.get(entry.root) ?? 0) + charged);
+        if (kept) {
+          guard.charge(charged);
+          (state.retained ??= new Map()).set(entry.root, charged);
+        } else {
+          state.retained?.delete(entry.root);
+        }
       }
     } else {
       stream = { kind: 'rows', rows: new RowSet() };
@@ -115,7 +121,7 @@ function runForEach(ctx: ExecCtx, state: BatchState, param: string, body: readon
     }
     ctx.paramFrames.push(row);
     try {
-      runEntries(ctx, state, body);
+      runEntries(ctx, state, body, true);
     } finally {
       ctx.paramFrames.pop();
     }
@@ -133,8 +139,8 @@ function staticClass(plan: Plan, entries: readonly Entry[], name: string): Shape
 
 /** Run every entry and render the response object. */
 export function runBatch(ctx: ExecCtx, plan: Plan): string {
-  const state: BatchState = { plan, retained: new Map(), bound: new Map(), prev: null, iterations: 0 };
-  runEntries(ctx, state, plan.request.batch.entries);
+  const state: BatchState = { plan, retained: null, bound: new Map(), prev: null, iterations: 0 };
+  runEntries(ctx, state, plan.request.batch.entries, false);
   const rendered = new Map<string, string>();
   for (const name of plan.request.batch.returns) {
     const b = state.bound.get(name);

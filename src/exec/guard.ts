@@ -110,13 +110,9 @@ const unbounded = new QueryGuard(Number.POSITIVE_INFINITY, Number.POSITIVE_INFIN
 /** The guard of the query running on this thread. */
 export let guard: QueryGuard = unbounded;
 
-/** Run `fn` with `g` as this thread's guard. */
-export function withGuard<T>(g: QueryGuard, fn: () => T): T {
+/** Make `g` this thread's guard; returns the previous one, to be put back with the same call. */
+export function swapGuard(g: QueryGuard): QueryGuard {
   const previous = guard;
   guard = g;
-  try {
-    return fn();
-  } finally {
-    guard = previous;
-  }
+  return previous;
 }

@@ -106,64 +106,28 @@ function stepsOf(ctx: ExecCtx, chain: Chain): ChainStep[] {
 
 // ---------------------------------------------------------------- count
 
-/**
- * Element keys with a number of walks each, in first-insertion order: an open-addressing
- * table of key + 1 (load <= 1/2) over parallel typed arrays, so a level costs ~24 bytes
- * per distinct element instead of a Map entry.
- */
-class WalkCounts {
-  keys: Float64Array;
-  walks: Float64Array;
-  size = 0;
-  private slots: Float64Array;
-  private mask: number;
+/** Distinct elements one level may hold in a count (a Map holds at most 2^24 entries). */
+const LEVEL_ELEMENTS_MAX = (1 << 24) - 1;
+/** Estimated bytes per distinct element of a level (Map entry, key, walks). */
+const LEVEL_ENTRY_BYTES = 64;
 
-  constructor(expected: number) {
-    let capacity = 16;
-    while (capacity < expected) capacity *= 2;
-    this.keys = new Float64Array(capacity);
-    this.walks = new Float64Array(capacity);
-    this.slots = new Float64Array(capacity * 2);
-    this.mask = capacity * 2 - 1;
-    guard.charge(capacity * 32);
-  }
+/** Element keys with a number of walks each, in first-insertion order. */
+class WalkCounts {
+  readonly keys: number[] = [];
+  readonly walks: number[] = [];
+  private readonly index = new Map<number, number>();
 
   add(key: number, walks: number): void {
-    let i = Math.imul(key, 0x9e3779b1) & this.mask;
-    for (;;) {
-      const at = this.slots[i]!;
-      if (at === 0) break;
-      if (this.keys[at - 1] === key) {
-        this.walks[at - 1] += walks;
-        return;
-      }
-      i = (i + 1) & this.mask;
-    }
-    if (this.size === this.keys.length) {
-      this.grow();
-      this.add(key, walks);
+    const at = this.index.get(key);
+    if (at !== undefined) {
+      this.walks[at]! += walks;
       return;
     }
-    this.keys[this.size] = key;
-    this.walks[this.size] = walks;
-    this.slots[i] = ++this.size;
-  }
-
-  private grow(): void {
-    const capacity = this.keys.length * 2;
-    guard.charge(capacity * 32);
-    const keys = new Float64Array(capacity), walks = new Float64Array(capacity);
-    keys.set(this.keys);
-    walks.set(this.walks);
-    this.keys = keys;
-    this.walks = walks;
-    this.slots = new Float64Array(capacity * 2);
-    this.mask = capacity * 2 - 1;
-    for (let n = 0; n < this.size; n++) {
-      let i = Math.imul(keys[n]!, 0x9e3779b1) & this.mask;
-      while (this.slots[i] !== 0) i = (i + 1) & this.mask;
-      this.slots[i] = n + 1;
-    }
+    if (this.keys.length >= LEVEL_ELEMENTS_MAX) throw queryError(`a level of a count exceeded ${LEVEL_ELEMENTS_MAX} distinct elements`);
+    guard.chargeLater(LEVEL_ENTRY_BYTES);
+    this.index.set(key, this.keys.length);
+    this.keys.push(key);
+    this.walks.push(walks);
   }
 }
 
@@ -172,37 +136,39 @@ function checkedSum(total: number): number {
   return total;
 }
 
-/** Walks through the chain from `rows` (plain), without materializing them. */
+/**
+ * Walks through the chain from `rows` (plain), without materializing them. The source rows
+ * count one walk each (not merged: a one-step count is a sum over them); later levels merge
+ * equal elements, and the last step only sums.
+ */
 function countWalks(ctx: ExecCtx, steps: ChainStep[], rows: RowSet): number {
-  let level = new WalkCounts(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    level.add(rows.el[i]!, 1);
-    guard.step(1);
-  }
+  let keys: readonly number[] = rows.el;
+  let walks: readonly number[] | null = null; // null: one walk each
   for (let s = 0; s < steps.length; s++) {
     const step = steps[s]!;
     const last = s === steps.length - 1;
     let total = 0;
-    const next = last ? null : new WalkCounts(level.size);
-    for (let i = 0; i < level.size; i++) {
-      const el = level.keys[i]!, walks = level.walks[i]!;
+    const next = last ? null : new WalkCounts();
+    for (let i = 0; i < keys.length; i++) {
+      const el = keys[i]!, w = walks === null ? 1 : walks[i]!;
       if (step.filter !== null) {
         if (!keepRow(ctx, step.filter, el, null)) continue;
-        if (next === null) total += walks;
-        else next.add(el, walks);
+        if (next === null) total += w;
+        else next.add(el, w);
         continue;
       }
       const children = expandElement(ctx, step.nav, el, null);
       if (children === null) continue;
       if (next === null) {
-        total += walks * children.length;
+        total += w * children.length;
         continue;
       }
-      for (const child of children) next.add(child, walks);
+      for (const child of children) next.add(child, w);
       guard.step(children.length);
     }
     if (next === null) return checkedSum(total);
-    level = next;
+    keys = next.keys;
+    walks = next.walks;
   }
   throw new Error('unreachable: a chain has at least one step');
 }

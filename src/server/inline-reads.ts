@@ -11,7 +11,7 @@
 //   a read that outgrows it is abandoned and sent to the pool (reads have no side effects),
 //   and its body text is remembered so the next identical body goes to the pool directly.
 import { limits } from '../limits.js';
-import { executeRequest, type ExecOptions } from '../exec/request.js';
+import { executeRequest, execOptions, type ExecOptions } from '../exec/request.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
@@ -28,7 +28,7 @@ export class InlineReads implements QuerySink {
     private readonly writer: QuerySink,
     options: ExecOptions,
   ) {
-    this.options = { ...options, inlineWorkMax: options.inlineWorkMax ?? limits.inlineReadWorkMax };
+    this.options = execOptions({ ...options, inlineWorkMax: options.inlineWorkMax ?? limits.inlineReadWorkMax });
   }
 
   submit(job: QueryJob): void {

@@ -8,7 +8,7 @@
 // that buffer straight to uWS.
 import { Buffer } from 'node:buffer';
 import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
-import { executeRequest, type ExecOptions, type ExecRole } from '../exec/request.js';
+import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
@@ -27,7 +27,7 @@ let store = Store.attach(data.shared);
 /** Which store swap `store` is (reader servers replace the store when they reload). */
 let generation = 0;
 const role = data.role;
-const exec: ExecOptions = { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes };
+const exec: ExecOptions = execOptions({ queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
 
 /**
  * Test hook (test/overload.test.ts), never set in production: with

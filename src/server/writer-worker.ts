@@ -10,7 +10,7 @@
 // follower had to reload from a newer snapshot it posts the new store's buffers
 // ('swap') and the main thread moves the reader pool onto them.
 import { parentPort, workerData } from 'node:worker_threads';
-import { executeRequest } from '../exec/request.js';
+import { executeRequest, execOptions } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { DiskFollower, type RecoveryReport } from '../durability/disk-storage.js';
 import { openWriterStorage } from '../durability/open.js';
@@ -207,9 +207,9 @@ async function runFollower(refreshMs: number): Promise<void> {
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
     markStarted(message.id);
-    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', {
+    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', execOptions({
       queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes, receivedAtMs: message.receivedAtMs,
-    });
+    }));
     if ('forward' in outcome) sendResult(message.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
     else sendResult(message.id, outcome.status, outcome.body);
   });
