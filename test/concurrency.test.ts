@@ -130,7 +130,7 @@ describe('snapshot isolation across threads', () => {
     const labels = ['L0', 'L1'].map((l) => store.names.intern(l));
     const bad = store.names.intern('Bad');
     store.beginWrite();
-    for (let i = 0; i < count; i++) store.addNode(labels[0]!, new Map());
+    for (let i = 0; i < count; i++) store.addNode(labels[0]!, { keys: [], values: [] });
     store.commit();
     const base = store.committedEpoch();
     const stop = new Int32Array(new SharedArrayBuffer(4));

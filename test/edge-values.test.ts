@@ -113,7 +113,7 @@ describe('-0 keeps its sign', () => {
   it('written as the integer token -0 for f64, f32, f64_array and f32_array (and -0.0), rendered -0.0', async () => {
     const db = await openDatabase();
     for (const token of ['-0', '-0.0', '-0e0']) {
-      const props = [
+      const props: [string, unknown][] = [
         ['f', { value: { f64: 'NEG_ZERO' } }], ['g', { value: { f32: 'NEG_ZERO' } }],
         ['fa', { value: { f64_array: ['NEG_ZERO', 0] } }], ['ga', { value: { f32_array: [0, 'NEG_ZERO'] } }],
         ['nested', { value: { array: [{ f64: 'NEG_ZERO' }, { object: { z: { f32: 'NEG_ZERO' } } }] } }],
@@ -128,7 +128,7 @@ describe('-0 keeps its sign', () => {
 
   it('the integer token -0 is 0 where an integer is read (i64, date_time, plain parameters)', async () => {
     const db = await openDatabase();
-    const props = [['i', { value: { i64: 'NEG_ZERO' } }], ['d', { value: { date_time: 'NEG_ZERO' } }], ['p', { expr: { param: 'p' } }]];
+    const props: [string, unknown][] = [['i', { value: { i64: 'NEG_ZERO' } }], ['d', { value: { date_time: 'NEG_ZERO' } }], ['p', { expr: { param: 'p' } }]];
     const request = text(write([q('x', addN('Z', props))], [], { parameters: { p: 'NEG_ZERO' } }));
     expect((await db.queryRaw(request)).status).toBe(200);
     expect((await db.queryRaw(readBack)).body).toBe('{"v":[{"$id":0,"$label":"Z","d":"1970-01-01T00:00:00.000Z","i":0,"p":0}]}');
@@ -137,7 +137,7 @@ describe('-0 keeps its sign', () => {
   it('parameters: plain -0.0, typed f64/f32 given -0 or -0.0 stay -0.0; typed i64 -0 is 0', async () => {
     const db = await openDatabase();
     const names = ['plain', 'f64', 'f32', 'f64f', 'f32f', 'i64'];
-    const props = names.map((n) => [n, { expr: { param: n } }]);
+    const props = names.map((n): [string, unknown] => [n, { expr: { param: n } }]);
     const request = JSON.stringify(write([q('x', addN('Z', props))], [], {
       parameters: { plain: 'NEG_FLOAT', f64: 'NEG_ZERO', f32: 'NEG_ZERO', f64f: 'NEG_FLOAT', f32f: 'NEG_FLOAT', i64: 'NEG_ZERO' },
       parameter_types: { plain: 'value', f64: 'f64', f32: 'f32', f64f: 'f64', f32f: 'f32', i64: 'i64' },
@@ -148,7 +148,7 @@ describe('-0 keeps its sign', () => {
 
   it('survives a stop and restart on disk (the snapshot holds the encoded records)', async () => {
     const dir = tempDir();
-    const props = [['f', { value: { f64: 'NEG_ZERO' } }], ['g', { value: { f32: 'NEG_ZERO' } }], ['fa', { value: { f64_array: ['NEG_ZERO'] } }]];
+    const props: [string, unknown][] = [['f', { value: { f64: 'NEG_ZERO' } }], ['g', { value: { f32: 'NEG_ZERO' } }], ['fa', { value: { f64_array: ['NEG_ZERO'] } }]];
     const expected = (id: number) => `{"v":[{"$id":${id},"$label":"Z","f":-0.0,"fa":[-0.0],"g":-0.0}]}`;
     let db = await openDatabase({ storage: 'disk', path: dir });
     expect((await db.queryRaw(text(write([q('x', addN('Z', props))], [])))).status).toBe(200);

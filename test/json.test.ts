@@ -62,6 +62,7 @@ function agrees(a: JsonValue, b: unknown): boolean {
 /** Exact structural equality of two parse results (token kinds and member order included). */
 function same(a: JsonValue, b: JsonValue): boolean {
   if (typeof a !== typeof b) return false;
+  if (a instanceof NegativeZeroInteger || b instanceof NegativeZeroInteger) return a === b;
   if (typeof a === 'number') return Object.is(a, b);
   if (a === null || typeof a !== 'object') return a === b;
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]!));

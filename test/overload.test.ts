@@ -201,7 +201,7 @@ describe('writes answered before they are durable', () => {
     let resolveSync = (): void => undefined;
     const durable = new Promise<void>((resolve) => { resolveSync = resolve; });
     const storage = Object.assign(new MemoryStorage(store), { sync: () => durable }); // storage that is behind
-    const committer = new Committer(storage, 30_000, 2);
+    const committer = new Committer(storage, { queryTimeoutMs: 30_000 }, 2);
     const noWait = { ...noFlags, awaitDurable: false };
     const label = freshLabel();
     for (let i = 0; i < 2; i++) expect(committer.execute(addNode(label), noWait)).toMatchObject({ status: 200 });
@@ -328,7 +328,7 @@ describe('a reader thread that dies', () => {
     const forwarded: QueryJob[] = [];
     const forward: QuerySink = { submit: (j) => { forwarded.push(j); j.responder.respond(200, '{"forwarded":true}'); } };
     const pool = await ReaderPool.start({
-      shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, forward,
+      shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward,
       limits: { readerThreadHeapMbMax: 128 }, // dies in a fraction of a second
     });
     try {
@@ -388,7 +388,7 @@ describe('a reader thread that dies', () => {
 describe('a writer thread that dies', () => {
   it('answers what it never started 500 and what it started 409 outcome unknown, then reports fatal', async () => {
     const fatal: Error[] = [];
-    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, diskPath: null, onFatal: (err) => fatal.push(err) });
+    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, queryMemoryBytes: 64 * 1024 * 1024, diskPath: null, onFatal: (err) => fatal.push(err) });
     const answers: Promise<{ status: number; body: string }>[] = [];
     const submit = (body: string, requireWriter: boolean): void => {
       answers.push(new Promise((resolve) => {

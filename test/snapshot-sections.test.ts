@@ -147,7 +147,7 @@ const edgeLabel = fc.constantFrom('X', 'Y');
 const id = fc.nat(14);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.constant('node' as const), nodeLabel, fc.nat(99)) },
-  { weight: 6, arbitrary: fc.tuple(fc.constant('edge' as const), id, id, edgeLabel, fc.option(fc.nat(99))) },
+  { weight: 6, arbitrary: fc.tuple(fc.constant('edge' as const), id, id, edgeLabel, fc.option(fc.nat(99), { nil: null })) },
   { weight: 2, arbitrary: fc.tuple(fc.constant('set' as const), id, fc.nat(99)) },
   { weight: 1, arbitrary: fc.tuple(fc.constant('setEdge' as const), fc.nat(40), fc.nat(99)) },
   { weight: 2, arbitrary: fc.tuple(fc.constant('relabel' as const), id, nodeLabel) },
