@@ -66,6 +66,9 @@ export interface ReadTaskResult {
   bytes: Uint8Array;
   /** The bodies of forwarded requests, in request order, handed back to the main thread. */
   returned: Uint8Array[];
+  /** The thread that ran the task, and its reader slot in the store (-1: none yet). */
+  threadId: number;
+  readerSlot: number;
 }
 
 // Flags cross threads as one byte per request (2 bits per header: 0 absent, 1 false,

@@ -34,6 +34,7 @@ import assert from 'node:assert/strict';
 import { Piscina } from 'piscina';
 import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
+import { Topology } from '../store/topology.js';
 import {
   describeError, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
@@ -86,6 +87,8 @@ export class ReaderPool implements QuerySink {
   private readonly batchRequestsMax: number;
   /** Tasks sent and not yet returned (or failed). */
   private busy = 0;
+  /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
+  private readonly readerSlots = new Map<number, number>();
   private closed = false;
   /** Store swaps so far, and the current store once there was one. */
   private generation = 0;
@@ -138,6 +141,8 @@ export class ReaderPool implements QuerySink {
           // A thread died between tasks (a death during a task rejects the task instead).
           process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
         });
+        // A replacement starts once Piscina has dropped the dead thread: free the dead one's slot.
+        pool.on('workerCreate', () => reader.freeDeadReaderSlots());
         resolve(reader);
       };
       const onError = (err: unknown): void => {
@@ -193,6 +198,22 @@ export class ReaderPool implements QuerySink {
     if (shared === this.current) return;
     this.generation++;
     this.current = shared;
+    this.readerSlots.clear(); // slots of the old store no longer matter
+  }
+
+  /**
+   * Free the topology reader slots of threads that are gone. A thread that died inside a
+   * read never ends it, and its slot would keep superseded adjacency blocks from being
+   * reused until a restart (architecture §3).
+   */
+  freeDeadReaderSlots(): void {
+    if (this.readerSlots.size === 0) return;
+    const alive = new Set(this.pool.threads.map((worker) => worker.threadId));
+    for (const [thread, slot] of this.readerSlots) {
+      if (alive.has(thread)) continue;
+      Topology.attach(this.current.topology).freeDeadReaderSlot(slot);
+      this.readerSlots.delete(thread);
+    }
   }
 
   /** Stop the threads. Queued requests (normally none: the server drains first) get a 500. */
@@ -285,6 +306,7 @@ export class ReaderPool implements QuerySink {
     // Refill the idle thread before writing answers, so it works while we write.
     this.pump();
     const { index, bytes, returned } = result;
+    if (result.readerSlot >= 0) this.readerSlots.set(result.threadId, result.readerSlot);
     assert.equal(index.length, 2 * jobs.length, 'reader task answered a different number of requests');
     let start = 0;
     let nextReturned = 0;
@@ -310,6 +332,7 @@ export class ReaderPool implements QuerySink {
    */
   private failed(jobs: QueryJob[], err: unknown): void {
     this.busy--;
+    this.freeDeadReaderSlots();
     if (this.closed) {
       for (const job of jobs) failJob(job, 'server is shutting down');
       return;

@@ -7,6 +7,7 @@
 // index), so the main thread neither copies nor encodes them: it hands byte ranges of
 // that buffer straight to uWS.
 import { Buffer } from 'node:buffer';
+import { threadId } from 'node:worker_threads';
 import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
 import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
@@ -45,6 +46,7 @@ function testCrashMarker(value: string | undefined): Buffer | null {
 }
 
 function dieOfHeapExhaustion(): never {
+  store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced
   const hog: number[][] = [];
   for (;;) hog.push(new Array<number>(100_000).fill(1.5));
 }
@@ -86,7 +88,7 @@ export default function runReadTask(task: SwappableReadTask): unknown {
     if (answer.length > 0) end += writer.write(answer, end, 'utf8');
     index[2 * i + 1] = end;
   }
-  const result: ReadTaskResult = { index, bytes, returned };
+  const result: ReadTaskResult = { index, bytes, returned, threadId, readerSlot: store.topology.readerSlotIndex };
   const transfer: ArrayBuffer[] = [index.buffer, bytes.buffer as ArrayBuffer];
   for (const body of returned) transfer.push(body.buffer as ArrayBuffer);
   return move({ [transferableSymbol]: transfer, [valueSymbol]: result });

@@ -445,6 +445,26 @@ export class Topology {
     if (this.readerSlot >= 0) Atomics.store(this.words, READER_SLOTS_AT + this.readerSlot, SLOT_IDLE);
   }
 
+  /** This thread's reader slot, or -1 while it has none. */
+  get readerSlotIndex(): number {
+    return this.readerSlot;
+  }
+
+  /**
+   * Free the reader slot of a thread that died (the reader pool learns of deaths): a read it
+   * announced will never end, and would keep superseded blocks from being reused forever.
+   */
+  freeDeadReaderSlot(slot: number): void {
+    Atomics.store(this.words, READER_SLOTS_AT + slot, SLOT_FREE);
+  }
+
+  /** Reader slots inside a read now (tests). */
+  readsInProgress(): number {
+    let reading = 0;
+    for (let i = 0; i < limits.topologyReaderSlotsMax; i++) if (Atomics.load(this.words, READER_SLOTS_AT + i) > SLOT_IDLE) reading++;
+    return reading;
+  }
+
   /** Give this thread's reader slot back (a short-lived attach, such as a snapshot job). */
   releaseReaderSlot(): void {
     if (this.readerSlot >= 0) Atomics.store(this.words, READER_SLOTS_AT + this.readerSlot, SLOT_FREE);
