@@ -122,16 +122,21 @@ export function sizeOf(s: Stream): number {
   }
 }
 
+// ---------------------------------------------------------------- helpers of the operators
+
+/** Fail the query once a stream has more than limits.streamRowsMax rows. */
 export function checkRowLimit(n: number): void {
   if (n > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
 }
 
+/** Row `i` of `rows` alone. */
 export function single(rows: RowSet, i: number): RowSet {
   const one = new RowSet();
   one.pushFrom(rows, i);
   return one;
 }
 
+/** Append every row of `rows` to `out`, within limits.streamRowsMax. */
 export function append(out: RowSet, rows: RowSet): void {
   for (let i = 0; i < rows.length; i++) out.pushFrom(rows, i);
   if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
@@ -144,6 +149,7 @@ export function ownExtra(rows: RowSet, i: number): RowExtra {
   return e === null ? emptyExtra() : { ...e };
 }
 
+/** The rows with each row's own copy of its extras, changed by `change`. */
 export function mapExtras(rows: RowSet, change: (extra: RowExtra, el: number) => void): RowSet {
   const out = new RowSet();
   for (let i = 0; i < rows.length; i++) {

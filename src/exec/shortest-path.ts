@@ -448,7 +448,7 @@ function search(q: PathSearch, s: Search): number[] {
   return path;
 }
 
-// ---------------------------------------------------------------- shortest path
+// ---------------------------------------------------------------- the operation (endpoints from references)
 
 function endpoint(ctx: ExecCtx, ref: Parameters<typeof resolveRef>[1], what: string): number | null {
   if (ref.kind === 'all') throw queryError(`shortest_path ${what} must name at most one node, got "all"`);
