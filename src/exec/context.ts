@@ -7,6 +7,7 @@ import { recordGet } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { compareComparable, isMember, valuesEqual } from './compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
+import { deadlineExceeded, guard } from './guard.js';
 
 export interface ExecCtx {
   readonly store: Store;
@@ -194,4 +195,10 @@ export function addI64(a: bigint, b: bigint): bigint {
   const sum = a + b;
   if (sum < I64_MIN || sum > I64_MAX) throw queryError('i64 overflow in sack_add');
   return sum;
+}
+
+/** Check the query's deadline, memory budget and work cap now (exec/guard.ts). */
+export function checkDeadline(ctx: ExecCtx): void {
+  guard.check();
+  if (Date.now() > ctx.deadlineMs) throw deadlineExceeded();
 }

@@ -121,3 +121,41 @@ export function sizeOf(s: Stream): number {
     case 'object': return 1;
   }
 }
+
+// ---------------------------------------------------------------- helpers of the operators
+
+/** Fail the query once a stream has more than limits.streamRowsMax rows. */
+export function checkRowLimit(n: number): void {
+  if (n > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+}
+
+/** Row `i` of `rows` alone. */
+export function single(rows: RowSet, i: number): RowSet {
+  const one = new RowSet();
+  one.pushFrom(rows, i);
+  return one;
+}
+
+/** Append every row of `rows` to `out`, within limits.streamRowsMax. */
+export function append(out: RowSet, rows: RowSet): void {
+  for (let i = 0; i < rows.length; i++) out.pushFrom(rows, i);
+  if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+}
+
+/** The extras of row `i`, copied so they can be changed (rows share extras objects). */
+export function ownExtra(rows: RowSet, i: number): RowExtra {
+  guard.chargeLater(EXTRA_BYTES);
+  const e = rows.extraAt(i);
+  return e === null ? emptyExtra() : { ...e };
+}
+
+/** The rows with each row's own copy of its extras, changed by `change`. */
+export function mapExtras(rows: RowSet, change: (extra: RowExtra, el: number) => void): RowSet {
+  const out = new RowSet();
+  for (let i = 0; i < rows.length; i++) {
+    const extra = ownExtra(rows, i);
+    change(extra, rows.el[i]!);
+    out.push(rows.el[i]!, extra);
+  }
+  return out;
+}

@@ -17,11 +17,15 @@
 //      D - position.
 //
 // The differential tests compare this with the reference interpreter's one-sided BFS.
+import type { Op } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
 import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
 import { withRoom } from './marks.js';
+import { checkDeadline, type ExecCtx } from './context.js';
+import type { Stream } from './rows.js';
+import { resolveRef } from './sources.js';
 import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, type DirWord, type Topology } from '../store/topology.js';
 
 export type PathDirection = 'out' | 'in' | 'both';
@@ -442,4 +446,30 @@ function search(q: PathSearch, s: Search): number[] {
     node = best;
   }
   return path;
+}
+
+// ---------------------------------------------------------------- the operation (endpoints from references)
+
+function endpoint(ctx: ExecCtx, ref: Parameters<typeof resolveRef>[1], what: string): number | null {
+  if (ref.kind === 'all') throw queryError(`shortest_path ${what} must name at most one node, got "all"`);
+  if (ref.kind === 'ids' && ref.ids.length >= 2) throw queryError(`shortest_path ${what} must name at most one node`);
+  const ids = resolveRef(ctx, ref, false, ref.kind !== 'ids');
+  if (ids.length >= 2) throw queryError(`shortest_path ${what} must name at most one node`);
+  if (ids.length === 0 || !ctx.store.nodeExists(ids[0]!, ctx.at)) return null;
+  return ids[0]!;
+}
+
+export function shortestPath(ctx: ExecCtx, op: Extract<Op, { op: 'shortest_path' }>): Stream {
+  const source = endpoint(ctx, op.source, 'source');
+  const target = endpoint(ctx, op.target, 'target');
+  if (source === null || target === null) return { kind: 'scalars', items: [] };
+  if (source === target) return { kind: 'scalars', items: [BigInt(source)] };
+  const label = op.label === null ? -1 : ctx.store.names.idOf(op.label);
+  if (op.label !== null && label < 0) return { kind: 'scalars', items: [] };
+  const maxDepth = op.max_depth > BigInt(limits.nodesMax) ? limits.nodesMax : Number(op.max_depth);
+  const path = shortestPathJs({
+    store: ctx.store, at: ctx.at, source, target, label, direction: op.direction, maxDepth,
+    checkDeadline: () => checkDeadline(ctx),
+  });
+  return { kind: 'scalars', items: path.map((id) => BigInt(id)) };
 }

@@ -18,13 +18,15 @@ import { queryError } from '../protocol/errors.js';
 import type { ExecCtx } from './context.js';
 import { guard } from './guard.js';
 import { ElementMarks } from './marks.js';
-import {
-  applyElementOp, dedupStream, expandElement, filterOps, keepRow, navigationOps, navigationStep,
-  type FilterOp, type NavigationOp, type NavigationStep,
-} from './ops.js';
+import type { EvalOp } from './eval-op.js';
+import { expandElement, navigate, navigationOps, navigationStep, type NavigationOp, type NavigationStep } from './navigation.js';
+import { dedupStream, filterOps, filterRows, keepRow, type FilterOp } from './filters.js';
 import { needRows, NO_ELEMENT, RowSet, rowsOf, type Stream } from './rows.js';
 
-export type EvalOp = (ctx: ExecCtx, op: Op, context: Stream | null) => Stream;
+/** One navigation or filter operation over materialized rows. */
+function applyElementOp(ctx: ExecCtx, op: NavigationOp | FilterOp, rows: RowSet): RowSet {
+  return navigationOps.has(op.op) ? navigate(ctx, op as NavigationOp, rows) : filterRows(ctx, op as FilterOp, rows);
+}
 
 type ChainStep = { readonly nav: NavigationStep; readonly filter: null } | { readonly nav: null; readonly filter: FilterOp };
 

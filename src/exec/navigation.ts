@@ -1,0 +1,166 @@
+// Navigation: out/in/both and their edge and unlabeled forms (operations.md §4), over
+// the adjacency lists of the store's topology.
+import type { Op } from '../protocol/ast.js';
+import { dirWord, type Direction } from '../store/store.js';
+import { A_EDGE, A_NEIGHBOR, ADJ_WORDS, entryVisible } from '../store/topology.js';
+import type { ExecCtx } from './context.js';
+import {
+  checkRowLimit, edgeKey, idOfKey, isEdgeKey, movedExtra, NO_ELEMENT, nodeKey, RowSet, type RowExtra,
+} from './rows.js';
+import { withRoom } from './marks.js';
+import { guard } from './guard.js';
+
+/** Reused per thread: neighbor IDs of one row before sort + dedup. */
+let scratch: Uint32Array = new Uint32Array(1024);
+
+/**
+ * Distinct neighbor node IDs of node `id`, ascending (operations.md §4.1); with `asKeys`,
+ * their row element keys instead.
+ */
+export function neighbors(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number, asKeys = false): number[] {
+  const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
+  let n = 0;
+  // Ascending across both lists (one is often empty), so the sort is skipped when it can be.
+  let ordered = true;
+  let previous = -1;
+  for (let d = 0; d < dirs.length; d++) {
+    const which = dirWord(dirs[d]!);
+    const len = topo.length(dir, which), off = topo.entries(dir, which, len);
+    const words = topo.words;
+    guard.step(len);
+    scratch = withRoom(scratch, n, n + len);
+    for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
+      if (!entryVisible(words, p, at, label)) continue;
+      const neighbor = words[p + A_NEIGHBOR]!;
+      if (neighbor < previous) ordered = false;
+      previous = neighbor;
+      scratch[n++] = neighbor;
+    }
+  }
+  if (n === 0) return [];
+  // Blocks are in edge ID order, which is often neighbor order too (bulk loads): skip the sort then.
+  if (!ordered) scratch.subarray(0, n).sort();
+  const scale = asKeys ? 2 : 1; // nodeKey(id) = id * 2
+  const out: number[] = [scratch[0]! * scale];
+  for (let i = 1; i < n; i++) if (scratch[i] !== scratch[i - 1]) out.push(scratch[i]! * scale);
+  return out;
+}
+
+/**
+ * Distinct incident edge IDs of node `id`, ascending (operations.md §4.2); with `asKeys`,
+ * their row element keys instead.
+ */
+export function incidentEdges(ctx: ExecCtx, id: number, dirs: readonly Direction[], label: number, asKeys = false): number[] {
+  const topo = ctx.store.topology, at = ctx.at, dir = topo.dir(id);
+  const out: number[] = [];
+  let ordered = true;
+  let previous = -1;
+  for (const direction of dirs) {
+    const which = dirWord(direction);
+    const len = topo.length(dir, which), off = topo.entries(dir, which, len);
+    const words = topo.words;
+    guard.step(len);
+    for (let p = off, end = off + len * ADJ_WORDS; p < end; p += ADJ_WORDS) {
+      if (!entryVisible(words, p, at, label)) continue;
+      // A self-loop sits in both lists; keep it once.
+      if (direction === 'in' && dirs.length === 2 && words[p + A_NEIGHBOR] === id) continue;
+      const edge = words[p + A_EDGE]!;
+      if (edge < previous) ordered = false;
+      previous = edge;
+      out.push(edge);
+    }
+  }
+  if (!ordered) out.sort((a, b) => a - b);
+  if (asKeys) for (let i = 0; i < out.length; i++) out[i] = out[i]! * 2 + 1; // edgeKey
+  return out;
+}
+
+/** The most recent node in a row's path, or -1. */
+function latestPathNode(extra: RowExtra | null): number {
+  const path = extra?.path;
+  if (!path) return -1;
+  for (let i = path.length - 1; i >= 0; i--) if (!isEdgeKey(path[i]!)) return idOfKey(path[i]!);
+  return -1;
+}
+
+/** other_n on an edge row (operations.md §4.3). */
+function otherEnds(ctx: ExecCtx, edge: number, extra: RowExtra | null): number[] {
+  const src = ctx.store.edgeSource(edge), dst = ctx.store.edgeTarget(edge);
+  const latest = latestPathNode(extra);
+  if (latest === src) return [dst];
+  if (latest === dst) return [src];
+  return src === dst ? [src] : [src, dst];
+}
+
+const dirsOf = (op: string): readonly Direction[] =>
+  op === 'out' || op === 'out_e' || op === 'out_n' ? ['out'] : op === 'in' || op === 'in_e' || op === 'in_n' ? ['in'] : ['out', 'in'];
+
+export type NavigationOp = Extract<Op, { op: 'out' | 'in' | 'both' | 'out_e' | 'in_e' | 'both_e' | 'out_n' | 'in_n' | 'other_n' }>;
+
+export const navigationOps = new Set<string>(['out', 'in', 'both', 'out_e', 'in_e', 'both_e', 'out_n', 'in_n', 'other_n']);
+
+/** A navigation operation with its label resolved once per evaluation. */
+export interface NavigationStep {
+  readonly op: NavigationOp['op'];
+  readonly toEdges: boolean;
+  readonly label: number;
+  /** An unknown label matches no edge of a node row; edge rows ignore the label. */
+  readonly noLabelMatch: boolean;
+  readonly dirs: readonly Direction[];
+  readonly unlabeled: boolean;
+}
+
+export function navigationStep(ctx: ExecCtx, op: NavigationOp): NavigationStep {
+  const labelName = 'label' in op ? op.label : null;
+  const label = labelName === null ? -1 : ctx.store.names.idOf(labelName);
+  return {
+    op: op.op,
+    toEdges: op.op === 'out_e' || op.op === 'in_e' || op.op === 'both_e',
+    label,
+    noLabelMatch: labelName !== null && label < 0,
+    dirs: dirsOf(op.op),
+    unlabeled: op.op === 'out_n' || op.op === 'in_n' || op.op === 'other_n',
+  };
+}
+
+/** Element keys one row moves to (operations.md §4), in order; null: the row yields nothing. */
+export function expandElement(ctx: ExecCtx, step: NavigationStep, el: number, extra: RowExtra | null): number[] | null {
+  if (el === NO_ELEMENT) return null;
+  if (isEdgeKey(el)) {
+    if (step.toEdges) return null;
+    const e = idOfKey(el);
+    guard.step(1);
+    if (step.op === 'out' || step.op === 'out_n') return [nodeKey(ctx.store.edgeTarget(e))];
+    if (step.op === 'in' || step.op === 'in_n') return [nodeKey(ctx.store.edgeSource(e))];
+    return otherEnds(ctx, e, extra).map(nodeKey);
+  }
+  const id = idOfKey(el);
+  if (step.noLabelMatch && !step.unlabeled) return null;
+  if (step.toEdges) return incidentEdges(ctx, id, step.dirs, step.label, true);
+  return neighbors(ctx, id, step.dirs, step.unlabeled ? -1 : step.label, true);
+}
+
+export function navigate(ctx: ExecCtx, op: NavigationOp, input: RowSet): RowSet {
+  const out = new RowSet();
+  const step = navigationStep(ctx, op);
+  for (let i = 0; i < input.length; i++) {
+    const el = input.el[i]!;
+    const extra = input.extraAt(i);
+    if (el === NO_ELEMENT || isEdgeKey(el)) {
+      // At most two ends: the general form.
+      const produced = expandElement(ctx, step, el, extra);
+      if (produced !== null) for (const key of produced) out.push(key, movedExtra(extra, key, ctx.trackPath, el));
+      continue;
+    }
+    // Node rows (the hot path): keys straight from the ID lists, no second array.
+    if (step.noLabelMatch && !step.unlabeled) continue;
+    const id = idOfKey(el);
+    if (step.toEdges) {
+      for (const e of incidentEdges(ctx, id, step.dirs, step.label)) out.push(edgeKey(e), movedExtra(extra, edgeKey(e), ctx.trackPath, el));
+    } else {
+      for (const n of neighbors(ctx, id, step.dirs, step.unlabeled ? -1 : step.label)) out.push(nodeKey(n), movedExtra(extra, nodeKey(n), ctx.trackPath, el));
+    }
+    checkRowLimit(out.length);
+  }
+  return out;
+}
