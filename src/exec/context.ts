@@ -1,6 +1,6 @@
 // Per-request execution state, property resolution (values.md §6), expressions
 // (values.md §5) and predicates (operations.md §2.3).
-import type { Expr, Predicate } from '../protocol/ast.js';
+import type { Expr, Predicate, ValueInput } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import { DateTime, F32, I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { recordGet } from '../store/record-codec.js';
@@ -188,6 +188,11 @@ export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: Row
       return false;
     case 'not': return !evalPredicate(ctx, p.predicate, el, extra);
   }
+}
+
+/** A literal-or-expression input (values.md §4) evaluated on a row. */
+export function inputValue(ctx: ExecCtx, input: ValueInput, el: number, extra: RowExtra | null): Value {
+  return input.kind === 'value' ? input.value : evalExpr(ctx, input.expr, el, extra);
 }
 
 /** i64 result of an addition, or an invalid_query on overflow (sack_add). */

@@ -7,7 +7,7 @@ import { evalPredicate, resolveProperty, type ExecCtx } from './context.js';
 import { NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream } from './rows.js';
 import { renderValueKey } from './render.js';
 import { ElementMarks } from './marks.js';
-import { inputValue } from './mutations.js';
+import { inputValue } from './context.js';
 import { ENTRY_BYTES, guard } from './guard.js';
 
 const elementMarks = new ElementMarks();

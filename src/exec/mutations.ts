@@ -1,9 +1,9 @@
 // Mutations: add_n, add_e, set_property, remove_property and the drops.
-import type { Op, PropertyAssignment, ValueInput } from '../protocol/ast.js';
+import type { Op, PropertyAssignment } from '../protocol/ast.js';
 import { dbError, queryError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import type { PropertyRecord } from '../store/record-codec.js';
-import { evalExpr, type ExecCtx } from './context.js';
+import { inputValue, type ExecCtx } from './context.js';
 import {
   checkRowLimit, edgeKey, idOfKey, isEdgeKey, movedExtra, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, scalarItems,
   type RowExtra, type Stream,
@@ -14,9 +14,6 @@ import { guard } from './guard.js';
 
 const emptyRows = (): Stream => rowsOf(new RowSet());
 
-export function inputValue(ctx: ExecCtx, input: ValueInput, el: number, extra: RowExtra | null): Value {
-  return input.kind === 'value' ? input.value : evalExpr(ctx, input.expr, el, extra);
-}
 
 function buildRecord(ctx: ExecCtx, props: PropertyAssignment[], el: number, extra: RowExtra | null): PropertyRecord {
   const keys: number[] = [];

@@ -22,7 +22,7 @@ import type { StoreShared } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
-import { describeError, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
+import { encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import { QueueBound } from './queue-bound.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
