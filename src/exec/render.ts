@@ -36,27 +36,13 @@ function renderRow(el: number, extra: RowExtra | null): string {
 // Rendering counts against the query's memory budget (exec/guard.ts): each part as it is
 // built, then the joined text (JS strings: up to 2 bytes per character).
 
-export function renderRows(rows: RowSet): string {
-  const parts: string[] = new Array(rows.length);
-  guard.charge(8 * rows.length);
+/** `[part0,part1,...]` of `count` rendered parts, each and the joined text counted as built. */
+function renderList(count: number, partAt: (i: number) => string): string {
+  const parts: string[] = new Array(count);
+  guard.charge(8 * count);
   let length = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const part = renderRow(rows.el[i]!, rows.extraAt(i));
-    parts[i] = part;
-    length += part.length;
-    guard.chargeLater(2 * part.length + 16);
-    guard.step(1);
-  }
-  guard.charge(2 * length);
-  return `[${parts.join(',')}]`;
-}
-
-function renderItems(items: readonly Value[]): string {
-  const parts: string[] = new Array(items.length);
-  guard.charge(8 * items.length);
-  let length = 0;
-  for (let i = 0; i < items.length; i++) {
-    const part = renderValue(items[i]!);
+  for (let i = 0; i < count; i++) {
+    const part = partAt(i);
     parts[i] = part;
     length += part.length;
     guard.charge(2 * part.length + 16);
@@ -64,6 +50,14 @@ function renderItems(items: readonly Value[]): string {
   }
   guard.charge(2 * length);
   return `[${parts.join(',')}]`;
+}
+
+export function renderRows(rows: RowSet): string {
+  return renderList(rows.length, (i) => renderRow(rows.el[i]!, rows.extraAt(i)));
+}
+
+function renderItems(items: readonly Value[]): string {
+  return renderList(items.length, (i) => renderValue(items[i]!));
 }
 
 function renderPresent(s: Stream): string {
