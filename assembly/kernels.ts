@@ -1,6 +1,6 @@
 // AssemblyScript kernels over the topology memory (src/store/topology.ts), which the
 // module imports as its memory. Kernels only read the store and write the caller's
-// scratch; JS allocates everything. Arguments and results are WORD offsets (u32 index =
+// scratch (never a word another thread reads); JS allocates everything. Arguments and results are WORD offsets (u32 index =
 // byte address / 4), as in topology.ts. The module must not have data segments:
 // instantiating it would write them into the shared memory (checked at load time).
 
@@ -22,16 +22,26 @@ const A_NEIGHBOR: u32 = 1, A_LABEL: u32 = 2, A_CREATED: u32 = 3, A_DELETED: u32 
   store<u32>(<usize>index << 2, value);
 }
 
-/** Word offset of a node's directory entry (topology.ts `dir`). */
+// Memory ordering: exactly the JS readers' protocol (topology.ts header). The words the
+// writer publishes are read with atomic.load, which is the same sequentially consistent
+// access as JS Atomics.load on the shared memory (an acquire): the directory chunk
+// pointer, then a block's length, then its offset. Entries are plain loads ordered after
+// them; the kernels read nothing else the writer writes. A racing `deleted` word, or the
+// words of an entry a rollback cut off and a later append rewrites, may read old or new,
+// and either is right (topology.ts header). The writes below (setWord) only go to the
+// calling thread's own scratch.
+
+/** Word offset of a node's directory entry (topology.ts `dir`): the chunk pointer is an acquire. */
 // @ts-ignore: decorator
 @inline function directory(node: u32): u32 {
-  return word(CHUNK_TABLE + (node >> CHUNK_SHIFT)) + (node & CHUNK_MASK) * DIR_WORDS;
+  return atomic.load<u32>(<usize>(CHUNK_TABLE + (node >> CHUNK_SHIFT)) << 2) + (node & CHUNK_MASK) * DIR_WORDS;
 }
 
 /**
- * A node's block in direction `d` (0 out, 1 in): its length, read before its offset, and
- * the word offset of its first entry. Both are atomic loads (acquire), pairing with the
- * writer's Atomics.store of each (topology.ts header); the entries are then plain loads.
+ * A node's block in direction `d` (0 out, 1 in): its length, loaded BEFORE its offset,
+ * and the word offset of its first entry. Both are atomic loads (acquire), pairing with
+ * the writer's Atomics.store of each (topology.ts header); the entries are then plain
+ * loads, and only entries below a length loaded before the offset may be read.
  */
 // @ts-ignore: decorator
 @inline function blockLength(dir: u32, d: u32): u32 {

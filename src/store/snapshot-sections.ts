@@ -151,7 +151,9 @@ class LiveStore {
   /** Word offset of the directory entry of node `node` (< cut.nodeSlots), or -1 if its chunk was never made. */
   dirOf(node: number): number {
     const topo = this.topology;
-    const chunk = topo.words[CHUNK_TABLE + (node >>> CHUNK_SHIFT)]!;
+    // Acquire, as Topology.dir: pairs with the writer's Atomics.store in addNode (a chunk
+    // made after the cut holds only entries of later epochs, so 0 and the chunk agree).
+    const chunk = Atomics.load(topo.words, CHUNK_TABLE + (node >>> CHUNK_SHIFT));
     if (chunk === 0) return -1;
     const at = chunk + (node & (CHUNK_NODES - 1)) * DIR_WORDS;
     if (at + DIR_WORDS > topo.words.length) topo.cover(at + DIR_WORDS);

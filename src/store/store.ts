@@ -13,22 +13,36 @@
 // The writer does every write of epoch E+1 first and then Atomics.stores EPOCH = E+1 (its
 // own committed epoch). Readers Atomics.load VISIBLE once per request: the newest epoch
 // that is published, which durable storage advances only once a batch is durable
-// (publish()), so no reader ever sees a batch that a crash could still take away. Nothing a reader can reach is ever
-// overwritten in place: property versions are immutable and chained newest-first,
-// adjacency blocks only grow (topology.ts), and a rolled-back element keeps created = 0.
-// An edge's label, created and deleted epochs are also in its two adjacency entries, so
-// navigation scans them sequentially; the writer keeps both copies equal.
+// (publish()), so no reader ever sees a batch that a crash could still take away.
+// Property versions are immutable once their pointer is published and chained
+// newest-first. An edge's label, created and deleted epochs are also in its two adjacency
+// entries, so navigation scans them sequentially; the writer keeps both copies equal.
 //
-// Memory ordering (JS memory model; plain loads may be reordered by the JIT or the CPU).
-// Whatever a reader at S reads of batches <= S happens before its Atomics.load of VISIBLE.
-// Words that later batches overwrite in place are written so that a reader on an older
-// snapshot stays exact: `created`/`deleted` only ever hold 0 or an epoch it does not hold;
-// a version pointer (N_PROPS, E_PROPS) is Atomics.stored after its version is written and
-// Atomics.loaded before the version is read; a relabel stores N_LABEL_SINCE and then
-// Atomics.stores N_LABEL, and a reader Atomics.loads N_LABEL before N_LABEL_SINCE, so a
-// label of a newer (or rolled-back) batch always comes with a labelSince the reader does
-// not hold. Rollback restores N_LABEL but never lowers N_LABEL_SINCE (a labelSince newer
-// than needed only sends readers to the version chain, which is always exact).
+// Memory ordering (ECMAScript memory model: Atomics operations are sequentially
+// consistent; a plain load racing with a write returns the old or the new value, whole
+// for an aligned u32; a plain load ordered after an Atomics.load that observed an
+// Atomics.store sees every write made before that store). Every write of batches <= S
+// happens before a reader's Atomics.load of VISIBLE that returned S, so its plain loads
+// of those words are exact unless a LATER batch overwrites the word while it reads. Words
+// later batches (or their rollback) overwrite in place, and why a reader at S stays exact:
+//   - N_CREATED / E_CREATED / N_DELETED / E_DELETED and an adjacency entry's `deleted`:
+//     plain. They only ever go from 0 to the writing batch's epoch or back to 0 on
+//     rollback, never to an epoch <= S, so either value gives the same answer at S.
+//   - N_PROPS / E_PROPS (version pointers): Atomics.stored after the version is written and
+//     Atomics.loaded before it is read.
+//   - N_LABEL / N_LABEL_SINCE: a relabel stores N_LABEL_SINCE and then Atomics.stores
+//     N_LABEL; a reader Atomics.loads N_LABEL before N_LABEL_SINCE, so a label of a newer
+//     (or rolled-back) batch always comes with a labelSince the reader does not hold.
+//     Rollback restores N_LABEL but never lowers N_LABEL_SINCE (a labelSince newer than
+//     needed only sends readers to the version chain, which is always exact).
+//   - NODE_SLOTS / EDGE_SLOTS: Atomics.store / Atomics.load. A slot past S's count (or one
+//     reserved and rolled back) holds created 0 or an epoch > S.
+//   - The adjacency (topology.ts header): chunk pointers, block lengths and block offsets
+//     are Atomics.stored and Atomics.loaded (lengths before offsets); block lengths go down
+//     on rollback, superseded blocks are reused once no announced read can hold them, and
+//     an entry cut off by rollback is rewritten by a later append, all invisible at S.
+// Words that are written once before the batch that publishes them and never again (an
+// edge's label, src and dst; a version's header and bytes) are plain on both sides.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';

@@ -17,19 +17,39 @@
 // a block's offset names its first entry.
 // Adjacency entry (ADJ_WORDS): [edge, neighbor, label, created, deleted], in edge ID order.
 //
-// Concurrency (one writer, many readers). The writer publishes with Atomics.store (a
-// release under the JS memory model) and readers take a block's length and then its offset
-// with Atomics.load (an acquire), two atomic loads per block scan; the entries themselves
-// are plain loads, ordered after those acquires. The writer fills a new block (copy +
-// sentinel) before it publishes its offset, and writes an entry before it raises the
-// length. So a reader that sees a length also sees the entries below it and an offset at
-// least as new as the one current when that length was stored; a full block is copied into
-// a larger one and left as it is, so an older offset still names a valid block holding at
-// least as many entries as any length the reader can pair it with. Besides lengths and
-// offsets only the `deleted` word of an entry is overwritten (one aligned u32, always 0 or
-// an epoch no older reader holds). Entries of a rolled-back batch are cut off by lowering
-// the length again: their `created` is an epoch no reader holds, and a later append that
-// overwrites one writes the same unpublished epoch.
+// Concurrency (one writer, many readers), under the ECMAScript memory model: Atomics
+// operations are sequentially consistent; a plain load that races with a write may return
+// the old or the new value (a naturally aligned u32 never tears: one or the other, whole);
+// a plain load ordered after an Atomics.load that observed an Atomics.store sees every write
+// made before that store. The writer publishes every word a reader uses to find data with
+// Atomics.store, and readers take those words with Atomics.load:
+//   - a directory chunk pointer (CHUNK_TABLE word; addNode; written once, 0 -> chunk),
+//     loaded by dir() and the kernels' directory();
+//   - a block's length, then its offset (length() then entries(); the kernels' blockLength
+//     then blockStart): two atomic loads per block scan, after the chunk pointer's one.
+// Everything else a reader takes from the topology is a plain load ordered after those:
+//   - A chunk is fresh (zero) heap when its pointer is stored, so its directory words read
+//     0 (no block) until the writer Atomics.stores them.
+//   - The writer writes an entry before it Atomics.stores the raised length, and fills a
+//     new block (capacity, copy, sentinel) before it Atomics.stores its offset. A reader
+//     that loaded length L therefore sees entries [0, L) of the block that was current when
+//     L was stored, and (the offset being loaded after the length) gets that block or a
+//     newer one; a newer one was filled with a copy of all `capacity` >= L entries before
+//     its offset was stored, so its entries [0, L) are visible too.
+//   - The superseded block stays as it was until no read that could hold its offset is
+//     running (reader slots, beginRead/endRead below); only then may it be reused. So the
+//     guarantee holds for offsets loaded inside an announced read, and only there.
+// Words a reader may read while the writer overwrites them (plain, racing; either value is
+// right): an entry's `deleted` (0 or an epoch no reader of the batch holds: a deletion or
+// its rollback), and the words of an entry cut off by rollback (unappend lowers the length)
+// and then overwritten by a later append; a reader that loaded the longer length may see
+// a mix of the two entries' words, but `created` is never 0 after the first write and is
+// always an epoch later than its snapshot (the rolled-back batch's, or a later one), so the
+// entry is invisible to it whichever words it sees. Visibility itself needs no ordering
+// beyond this: a snapshot at S was loaded (Atomics.load of VISIBLE, store.ts) after the
+// writer finished every write of batches <= S. Lengths are the only published words that
+// go down (rollback); the writer's own plain reads of the words it alone writes need no
+// atomics.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { instantiateKernels, type TraversalKernels } from './kernels.js';
@@ -223,9 +243,13 @@ export class Topology {
     }
   }
 
-  /** Word offset of node `node`'s directory entry (the node must have been added). */
+  /**
+   * Word offset of node `node`'s directory entry (the node must have been added). The
+   * chunk pointer is an acquire (Atomics.load): it pairs with addNode's Atomics.store, so
+   * the directory words behind it read as the zero of fresh heap or as published since.
+   */
   dir(node: number): number {
-    const chunk = this.words[CHUNK_TABLE + (node >>> CHUNK_SHIFT)]!;
+    const chunk = Atomics.load(this.words, CHUNK_TABLE + (node >>> CHUNK_SHIFT));
     const at = chunk + (node & (CHUNK_NODES - 1)) * DIR_WORDS;
     if (at + DIR_WORDS > this.words.length) this.cover(at + DIR_WORDS);
     return at;
@@ -335,7 +359,8 @@ export class Topology {
     const slot = CHUNK_TABLE + (node >>> CHUNK_SHIFT);
     if (this.words[slot] === 0) {
       const chunk = this.allocate(CHUNK_WORDS);
-      // Fresh memory is zero: every entry of the chunk starts as empty blocks.
+      // Fresh heap is zero (chunks are never reused): every entry of the chunk starts as
+      // empty blocks. Published with a release; readers load it with an acquire (dir()).
       Atomics.store(this.words, slot, chunk);
     }
   }
@@ -362,6 +387,8 @@ export class Topology {
       if (block !== 0) this.retire(block, cap);
       block = moved;
     }
+    // The entry first, then the length (release): a reader that loads the new length
+    // (acquire) sees all five words. `created` last, so that it is never 0 once written.
     const p = block + len * ADJ_WORDS;
     words[p + A_EDGE] = edge;
     words[p + A_NEIGHBOR] = neighbor;
@@ -497,6 +524,8 @@ export class Topology {
       const mid = (lo + hi) >>> 1;
       const e = words[block + mid * ADJ_WORDS + A_EDGE]!;
       if (e === edge) {
+        // In place, plain: one aligned u32 never tears, and a racing reader is right with
+        // either value (both are 0 or an epoch it does not hold; see the header).
         words[block + mid * ADJ_WORDS + A_DELETED] = deleted;
         return true;
       }
