@@ -93,6 +93,12 @@ export const limits = {
    */
   topologyReaderSlotsMax: 1024,
   /**
+   * Entries of a secondary index's unsorted delta (src/index/entries.ts) past which
+   * maintenance between batches sorts it into a run: lookups scan the delta linearly. No
+   * error: a batch may push the delta past it until the next maintenance.
+   */
+  indexDeltaEntriesMax: 512,
+  /**
    * Bytes of a request body the slow-query log shows (copied per request while that log
    * is on); the rest is cut, and the line says `"query_truncated": true`. No error.
    */

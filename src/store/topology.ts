@@ -118,6 +118,20 @@ function liveEntries(words: Uint32Array, block: number, len: number): number {
   return kept;
 }
 
+/**
+ * The size class of a block of `wordCount` words from allocateWords: the smallest
+ * m * 2^k >= wordCount with m in 4..7 (at least 8), so a block wastes under a quarter of
+ * itself and a superseded one is reused for any request of the same class.
+ */
+export function wordBlockWords(wordCount: number): number {
+  if (!Number.isInteger(wordCount) || wordCount <= 0 || wordCount > limits.topologyWordsMax) {
+    throw new SvcError('internal_error', `internal error: topology request of ${wordCount} words`);
+  }
+  if (wordCount <= 8) return 8;
+  const unit = 2 ** (29 - Math.clz32(wordCount)); // 2^(floor(log2 wordCount) - 2)
+  return Math.ceil(wordCount / unit) * unit;
+}
+
 /** The direction word of a directory entry: DIR_OUT or DIR_IN. */
 export type DirWord = typeof DIR_OUT | typeof DIR_IN;
 
@@ -411,6 +425,37 @@ export class Topology {
       return list.pop()!;
     }
     return this.allocate(1 + (capacity + 1) * ADJ_WORDS) + 1;
+  }
+
+  /**
+   * Writer: a block of at least `wordCount` words for another structure kept in this memory
+   * (secondary index entries, src/index/entries.ts), rounded up to its size class
+   * (wordBlockWords): a superseded block of that class once no read can hold it, else new
+   * heap. Not zeroed. Give it back with retireWords(block, the same wordCount).
+   */
+  allocateWords(wordCount: number): number {
+    const size = wordBlockWords(wordCount);
+    // Keyed by -size in the lists of adjacency blocks (keyed by capacity > 0): one
+    // retire/reclaim machinery, disjoint keys.
+    let list = this.freeBlocks.get(-size);
+    if ((list === undefined || list.length === 0) && this.retired.length > 0 && ++this.allocationsSinceReclaim >= RECLAIM_EVERY) {
+      this.allocationsSinceReclaim = 0;
+      this.reclaim();
+      list = this.freeBlocks.get(-size);
+    }
+    if (list !== undefined && list.length > 0) {
+      faultPoint();
+      return list.pop()!;
+    }
+    return this.allocate(size);
+  }
+
+  /**
+   * Writer: a block from allocateWords(wordCount) was superseded just now (nothing published
+   * names it any more); reused once every read that could hold it ended.
+   */
+  retireWords(block: number, wordCount: number): void {
+    this.retire(block, -wordBlockWords(wordCount));
   }
 
   /** A block superseded just now (its successor's offset is published). */
