@@ -2,6 +2,21 @@
 // raised when it is hit; docs/limits.md lists them for users.
 
 export const limits = {
+  /** Secondary indexes that may exist at once (any state but dropped); more: 500 invalid_index_model. */
+  indexesMax: 256,
+  /** Bytes of an index key's canonical form (indexes.md §8.1); longer: 500 invalid_secondary_index_value. */
+  indexKeyBytesMax: 4096,
+  /**
+   * Elements one build slice visits between two write batches (index/runtime.ts): about
+   * 10-20 ms of work, the longest a write waits behind a build.
+   */
+  indexBuildSliceElements: 20_000,
+  /** How often a drop or abort waiting for readers to move past its epoch looks again (ms). */
+  indexCleanupPollMs: 10,
+  /** Finished index operations kept readable by get_index_operation (oldest forgotten first). */
+  indexOperationsRetainedMax: 1000,
+  /** Bytes of the index catalog in a snapshot; larger: the snapshot is corrupt (storage_error). */
+  indexCatalogBytesMax: 64 * 1024 * 1024,
   /** Request body bytes (envelope.md §1); over it: 400 invalid_request_body. */
   bodyBytesMax: 16 * 1024 * 1024,
   /** JSON nesting depth of a request; deeper: 400 invalid_query_json. */

@@ -15,6 +15,8 @@ import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './
 import { SnapshotThread } from './snapshot-thread.js';
 import type { StoreCut } from '../store/store.js';
 import { corruption, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
+// Every writer-side store gets an index runtime (it registers itself with the store).
+import '../index/runtime.js';
 
 export type { RecoveryReport } from './durable.js';
 

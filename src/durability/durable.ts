@@ -10,6 +10,7 @@ import { limits } from '../limits.js';
 import { errorBody, forClient, overloadError, SvcError } from '../protocol/errors.js';
 import { executeRequest, execOptions, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
+import type { IndexRuntime } from '../index/runtime.js';
 
 export interface RecoveryReport {
   snapshotEpoch: number;
@@ -105,6 +106,62 @@ export class Committer {
     private readonly undurableAcksMax: number = limits.writerUndurableAcksMax,
   ) {
     this.exec = execOptions({ ...bounds, logBatch: (batch) => storage.logBatch(batch) });
+    // Builds that were running when the store was last stopped go on (index/runtime.ts).
+    (storage.store.indexes as IndexRuntime | null)?.resumeAfterRecovery();
+    this.scheduleIndexWork();
+  }
+
+  private indexWorkScheduled = false;
+  private closed = false;
+
+  /**
+   * Index builds and drops run here, in slices between requests (index/runtime.ts step):
+   * each slice is its own batch, logged and committed like a write, and the event loop
+   * turns between slices, so a write waits for at most one slice.
+   */
+  scheduleIndexWork(delayMs = 0): void {
+    if (this.indexWorkScheduled || this.closed) return;
+    const runtime = this.storage.store.indexes as IndexRuntime | null;
+    if (runtime === null || !runtime.hasWork()) return;
+    this.indexWorkScheduled = true;
+    const run = () => {
+      this.indexWorkScheduled = false;
+      if (this.closed) return;
+      const result = this.runIndexSlice(runtime);
+      if (result === 'progress') this.scheduleIndexWork();
+      else if (result === 'waiting') this.scheduleIndexWork(limits.indexCleanupPollMs);
+    };
+    if (delayMs === 0) setImmediate(run);
+    else setTimeout(run, delayMs).unref();
+  }
+
+  /** One slice of index work in a batch of its own. */
+  runIndexSlice(runtime: IndexRuntime): 'progress' | 'waiting' | 'idle' {
+    const store = this.storage.store;
+    if (!this.storage.health().ready) return 'waiting';
+    store.beginWrite();
+    let result: 'progress' | 'waiting' | 'idle';
+    try {
+      result = runtime.step();
+      if (result === 'progress') {
+        const redo = store.pendingRedo();
+        if (redo !== null) this.storage.logBatch(redo);
+      }
+    } catch (err) {
+      store.rollback();
+      process.stderr.write(`svcdb: an index work slice failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 'waiting';
+    }
+    if (result !== 'progress') { store.rollback(); return result; }
+    store.commit();
+    // Durable in the background; readers see the slice once it is (the storage publishes).
+    this.storage.sync().catch(() => undefined);
+    return result;
+  }
+
+  /** Stop scheduling index work (the storage is closing). */
+  stopIndexWork(): void {
+    this.closed = true;
   }
 
   /** The answer now (reads, failures, memory) or once the write is durable. */
@@ -119,6 +176,7 @@ export class Committer {
     const exec = timeoutMs === undefined && receivedAtMs === 0 ? this.exec
       : execOptions({ queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, queryMemoryBytes: this.exec.queryMemoryBytes, logBatch: this.exec.logBatch, receivedAtMs });
     const outcome = executeRequest(store, body, flags, 'writer', exec);
+    this.scheduleIndexWork();
     if ('forward' in outcome) {
       return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };
     }

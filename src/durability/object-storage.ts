@@ -39,6 +39,8 @@ import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from '.
 import { readSnapshot, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
+// Every writer-side store gets an index runtime (it registers itself with the store).
+import '../index/runtime.js';
 
 export { parseStorageUri, type ObjectStorageOptions } from './object-bucket.js';
 

@@ -2,7 +2,7 @@
 // thread, without HTTP. Answers are exactly what the server would send.
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { defaultExecOptions, executeRequest, execOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { defaultExecOptions, executeRequest, execOptions, explainRequest, type ExplainedSource, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
 import { Committer } from '../durability/durable.js';
@@ -119,6 +119,17 @@ export class Database {
     return outcome;
   }
 
+  /**
+   * Which access path (full scan or which index) each nodes_where / edges_where of a
+   * request would use now; nothing is executed (docs/indexes.md).
+   */
+  explain(request: unknown): ExplainedSource[] {
+    const backing = this.backing;
+    if (backing === null) throw new SvcError('database_closed', 'database is closed');
+    const store = backing.kind === 'writer' ? backing.committer.storage.store : backing.follower.store;
+    return explainRequest(store, requestText(request));
+  }
+
   /** Parsed response object; failures throw SvcError with `error`, `msg` and `status`. */
   async query(request: unknown, options: QueryOptions = {}): Promise<Record<string, unknown>> {
     const { status, body } = await this.queryRaw(request, options);
@@ -134,7 +145,10 @@ export class Database {
   async close(): Promise<void> {
     const backing = this.backing;
     this.backing = null;
-    if (backing?.kind === 'writer') await backing.committer.storage.close();
+    if (backing?.kind === 'writer') {
+      backing.committer.stopIndexWork();
+      await backing.committer.storage.close();
+    }
     else if (backing?.kind === 'object-follower') backing.follower.close();
   }
 }

@@ -1,6 +1,7 @@
 // Per-request execution state, property resolution (values.md §6), expressions
 // (values.md §5) and predicates (operations.md §2.3).
-import type { Expr, Predicate, ValueInput } from '../protocol/ast.js';
+import type { Expr, Op, Predicate, ValueInput } from '../protocol/ast.js';
+import type { AccessPath } from '../plan/access-path.js';
 import { queryError } from '../protocol/errors.js';
 import { DateTime, F32, I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { recordGet } from '../store/record-codec.js';
@@ -12,7 +13,14 @@ import { deadlineExceeded, guard } from './guard.js';
 export interface ExecCtx {
   readonly store: Store;
   /** Snapshot epoch; in a write batch, the epoch being written (sees its own changes). */
-  readonly at: number;
+  at: number;
+  /**
+   * Write batches: commit what the batch changed so far and open the next transaction
+   * (index operations are commit barriers, envelope.md §5.3); `at` moves on. Null on reads.
+   */
+  readonly barrier: (() => void) | null;
+  /** Sources the plan answers from an index (plan/access-path.ts); null: none. */
+  readonly accessPaths: ReadonlyMap<Op, AccessPath> | null;
   readonly writing: boolean;
   /** Parameter frames: request parameters first, then one per enclosing for_each iteration. */
   readonly paramFrames: Map<string, Value>[];

@@ -23,6 +23,7 @@ import { evalGroup } from './groups.js';
 import { shortestPath } from './shortest-path.js';
 import { streamedDedup, streamedTerminal } from './streaming.js';
 import { guard } from './guard.js';
+import { evalIndexOp } from './index-ops.js';
 
 /** Evaluate `root`. `context` is the rows of the enclosing sub-traversal, if any. */
 export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
@@ -61,7 +62,7 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
     case 'add_e': case 'set_property': case 'remove_property': case 'drop': case 'drop_edge': case 'drop_edge_labeled':
       return mutate(ctx, op, evalOp(ctx, op.input, context));
     case 'create_index': case 'drop_index': case 'get_index_operation': case 'retry_index_operation': case 'abort_index_operation':
-      throw new SvcError('index_lifecycle_unavailable', `index lifecycle unavailable: \`${op.op}\` is not supported by this server yet`);
+      return evalIndexOp(ctx, op);
     case 'union': case 'coalesce': case 'optional': case 'choose':
       return evalBranch(ctx, op, context, evalOp);
     case 'repeat':

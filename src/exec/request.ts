@@ -3,10 +3,14 @@
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import { decodeRequest } from '../protocol/decode.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
-import { planRequest, type Plan } from '../plan/plan.js';
+import { planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
+import { currentView, type CatalogView } from '../index/view.js';
+import { describeIndex } from '../index/catalog.js';
 import { limits } from '../limits.js';
 import type { RedoBatch, Store } from '../store/store.js';
 import { runBatch } from './batch.js';
+// Every writer-side store gets an index runtime (it registers itself with the store).
+import '../index/runtime.js';
 import type { ExecCtx } from './context.js';
 import { InlineWorkExceeded, QueryGuard, swapGuard } from './guard.js';
 
@@ -95,6 +99,17 @@ function remember(key: string, plan: Plan): void {
   planCache.set(key, plan);
 }
 
+/** Planning's part of a catalog view: its version and the definitions of indexes that are active. */
+const planningCatalogs = new WeakMap<CatalogView, PlanningCatalog>();
+export function planningCatalog(view: CatalogView): PlanningCatalog {
+  let catalog = planningCatalogs.get(view);
+  if (catalog === undefined) {
+    const active = view.indexes.filter((i) => i.record.state === 'active').map((i) => i.record.definition);
+    planningCatalogs.set(view, catalog = { version: view.version, active });
+  }
+  return catalog;
+}
+
 export function executeRequest(
   store: Store, body: Uint8Array | string, flags: RequestFlags, role: ExecRole,
   options: ExecOptions = defaultExecOptions,
@@ -113,19 +128,40 @@ export function executeRequest(
       throw optionError('request requires a writer but this server is read-only', 503);
     }
     if (role === 'replica' && write) throw new SvcError('writer_mode_required', 'writer mode required: this server is read-only');
-    let plan = cached;
-    if (plan === undefined) {
-      plan = planRequest(request);
-      if (key !== null) remember(key, plan);
-    }
     const inline = options.inlineWorkMax !== undefined;
-    if (inline && !plan.inlineSafe) return { forward: 'pool' };
+    if (inline && cached !== undefined && !cached.inlineSafe) return { forward: 'pool' };
     const nowMs = Date.now();
+    // Begun before planning: the catalog view a plan is chosen under is read inside the read.
     const at = write ? store.beginWrite() : store.beginRead();
+    let plan: Plan;
+    try {
+      const view = currentView(store);
+      plan = cached !== undefined && cached.catalogVersion === view.version ? cached : planRequest(request, planningCatalog(view));
+    } catch (err) {
+      if (write) store.rollback(); else store.endRead();
+      throw err;
+    }
+    if (plan !== cached && key !== null) remember(key, plan);
+    if (inline && !plan.inlineSafe) {
+      if (write) store.rollback(); else store.endRead();
+      return { forward: 'pool' };
+    }
     const ctx: ExecCtx = {
-      store, at, writing: write, paramFrames: [request.parameters], vars: new Map(),
+      store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,
+      paramFrames: [request.parameters], vars: new Map(),
       trackPath: plan.trackPath, nowMs, deadlineMs: (options.receivedAtMs || nowMs) + options.queryTimeoutMs,
     };
+    if (write && plan.hasBarrier) {
+      (ctx as { barrier: (() => void) | null }).barrier = () => {
+        if (store.batchIsEmpty()) return;
+        if (options.logBatch) {
+          const redo = store.pendingRedo();
+          if (redo !== null) options.logBatch(redo);
+        }
+        store.commit();
+        ctx.at = store.beginWrite();
+      };
+    }
     const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, ctx.deadlineMs, options.inlineWorkMax);
     let response: string;
     const outerGuard = swapGuard(queryGuard);
@@ -149,4 +185,43 @@ export function executeRequest(
     const e = asSvcError(err);
     return { status: e.status, body: errorBody(e) };
   }
+}
+
+/** One source operation of a request and the access path its plan uses. */
+export interface ExplainedSource {
+  operation: 'nodes_where' | 'edges_where';
+  /** 'scan', or the index lookup: 'index_eq', 'index_in', 'index_range'. */
+  access: 'scan' | 'index_eq' | 'index_in' | 'index_range';
+  /** The index used, e.g. "Node equality index `Person.email`". */
+  index?: string;
+}
+
+/**
+ * The access paths a request's plan chooses under the catalog as it is now (`svc query
+ * --explain`, the embedded explain()). Decodes and plans; executes nothing. An index that
+ * stops serving before a query runs makes that query scan instead (index-scan.ts).
+ */
+export function explainRequest(store: Store, body: Uint8Array | string): ExplainedSource[] {
+  const request = decodeRequest(body);
+  store.beginRead();
+  let plan: Plan;
+  try {
+    plan = planRequest(request, planningCatalog(currentView(store)));
+  } finally {
+    store.endRead();
+  }
+  const out: ExplainedSource[] = [];
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== 'object' || node instanceof Map || ArrayBuffer.isView(node)) return;
+    if (Array.isArray(node)) { node.forEach(visit); return; }
+    const record = node as Record<string, unknown>;
+    if (record['op'] === 'nodes_where' || record['op'] === 'edges_where') {
+      const path = plan.accessPaths.get(node as never);
+      out.push(path === undefined ? { operation: record['op'], access: 'scan' }
+        : { operation: record['op'], access: `index_${path.kind}`, index: describeIndex(path.index) });
+    }
+    for (const key in record) visit(record[key]);
+  };
+  visit(request.batch.entries);
+  return out;
 }

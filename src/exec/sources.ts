@@ -6,6 +6,7 @@ import type { Value } from '../protocol/value.js';
 import { evalPredicate, paramValue, type ExecCtx } from './context.js';
 import { edgeKey, idOfKey, isEdgeKey, NO_ELEMENT, nodeKey, RowSet, rowsOf, type Stream } from './rows.js';
 import { guard, ROW_BYTES } from './guard.js';
+import { indexScan } from './index-scan.js';
 
 /** IDs from a parameter value: one non-negative integer or an array of them. */
 function idsFromParam(ctx: ExecCtx, name: string): number[] {
@@ -81,6 +82,11 @@ export function evalSource(ctx: ExecCtx, op: Op): Stream {
       return rowsOf(new RowSet(ids.map(edges ? edgeKey : nodeKey)));
     }
     case 'nodes_where': case 'edges_where': {
+      const path = ctx.accessPaths?.get(op);
+      if (path !== undefined) {
+        const found = indexScan(ctx, op, path);
+        if (found !== null) return rowsOf(found);
+      }
       const edges = op.op === 'edges_where';
       const slots = edges ? ctx.store.edgeSlots() : ctx.store.nodeSlots();
       const out = new RowSet();

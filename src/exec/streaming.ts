@@ -13,6 +13,7 @@
 //   its first occurrence produces, so each level keeps first occurrences in order.
 // - limit / range: concatenation composes, so a depth-first walk emits rows in exactly the
 //   materialized order, and it can stop at the last row wanted.
+import { exprMayThrow, predicateMayThrow } from '../plan/may-throw.js';
 import type { Expr, Op, Predicate } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import type { ExecCtx } from './context.js';
@@ -72,28 +73,6 @@ function materialize(ctx: ExecCtx, chain: Chain, rows: RowSet): RowSet {
 // A chain stopped early skips rows the materialized stream would evaluate; that is exact
 // only when no filter can raise an error on some row (arithmetic on a wrong type, mod by
 // zero). Otherwise `exists` walks the whole chain and `limit` materializes.
-
-function exprMayThrow(e: Expr): boolean {
-  switch (e.kind) {
-    case 'property': case 'id': case 'timestamp': case 'date_time_now': case 'constant': case 'param': return false;
-    case 'case': return true;
-    default: return true; // arithmetic
-  }
-}
-
-function predicateMayThrow(p: Predicate): boolean {
-  switch (p.kind) {
-    case 'has_key': case 'is_null': case 'is_not_null': return false;
-    case 'and': case 'or': return p.predicates.some(predicateMayThrow);
-    case 'not': return predicateMayThrow(p.predicate);
-    case 'between': return exprMayThrow(p.value) || exprMayThrow(p.min) || exprMayThrow(p.max);
-    case 'starts_with': return exprMayThrow(p.value) || exprMayThrow(p.prefix);
-    case 'ends_with': return exprMayThrow(p.value) || exprMayThrow(p.suffix);
-    case 'contains': return exprMayThrow(p.value) || exprMayThrow(p.substring);
-    case 'is_in': return exprMayThrow(p.value) || exprMayThrow(p.values);
-    default: return exprMayThrow(p.left) || exprMayThrow(p.right);
-  }
-}
 
 function chainMayThrow(chain: Chain): boolean {
   return chain.ops.some((op) => (op.op === 'where' ? predicateMayThrow(op.predicate)

@@ -4,6 +4,9 @@
 import type { Batch, ElementRef, Entry, Expr, Op, Predicate, Request, StreamBound, SubTraversal } from '../protocol/ast.js';
 import { planError, type ErrorCode } from '../protocol/errors.js';
 import { tagOf } from '../protocol/value.js';
+import { emptyNameOf, type IndexDefinition } from '../index/catalog.js';
+import { chooseAccessPath, filterConjunct, type AccessPath } from './access-path.js';
+import { predicateMayThrow } from './may-throw.js';
 
 export type ShapeClass = 'scalar' | 'list' | 'object';
 
@@ -19,7 +22,21 @@ export interface Plan {
    * or shortest paths. Everything else goes to the reader pool without being tried.
    */
   readonly inlineSafe: boolean;
+  /** Sources answered from an index (plan/access-path.ts); empty when none applies. */
+  readonly accessPaths: ReadonlyMap<Op, AccessPath>;
+  /** The catalog version the access paths were chosen under; a plan of another version is re-made. */
+  readonly catalogVersion: number;
+  /** A write batch with an index operation (a commit barrier, envelope.md §5.3). */
+  readonly hasBarrier: boolean;
 }
+
+/** What planning needs of the index catalog: its version and the indexes active in it. */
+export interface PlanningCatalog {
+  readonly version: number;
+  readonly active: readonly IndexDefinition[];
+}
+
+export const noCatalog: PlanningCatalog = { version: 0, active: [] };
 
 /** Operations whose cost follows the size of the graph, not of their input. */
 const unboundedOps = new Set<string>(['nodes_where', 'edges_where', 'repeat', 'shortest_path',
@@ -302,7 +319,11 @@ class Checker {
         if (op.edges.kind === 'all') fail('unsupported_edge_all_target', '"all" is not a valid edge mutation target');
         checkRef(op.edges, 'drop_edge_by_id edges');
         return keep;
-      case 'create_index': case 'drop_index': return keep;
+      case 'create_index': case 'drop_index': {
+        const empty = emptyNameOf(op.spec.definition);
+        if (empty !== null) fail('invalid_empty_name', `${empty} must not be empty`);
+        return keep;
+      }
       case 'get_index_operation': case 'retry_index_operation': case 'abort_index_operation':
         if (!uuidPattern.test(op.operation_id) || /^[0-]+$/.test(op.operation_id)) {
           fail('invalid_index_operation_id', `operation id \`${op.operation_id}\` is not a canonical lower-case non-nil UUID`);
@@ -413,7 +434,45 @@ function checkEntries(entries: Entry[], checker: Checker, classOf: Map<Op, Shape
   });
 }
 
-export function planRequest(request: Request): Plan {
+const indexOps = new Set<string>(['create_index', 'drop_index', 'get_index_operation', 'retry_index_operation', 'abort_index_operation']);
+
+/** Every operation object in the request (sub-traversals and for_each bodies included), with its parent operation. */
+function eachOp(node: unknown, parent: Op | null, visit: (op: Op, parent: Op | null) => void): void {
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) { for (const item of node) eachOp(item, parent, visit); return; }
+  if (node instanceof Map || ArrayBuffer.isView(node)) return; // values, not operations
+  const record = node as Record<string, unknown>;
+  const isOp = typeof record['op'] === 'string';
+  if (isOp) visit(node as Op, parent);
+  for (const key in record) eachOp(record[key], isOp ? node as Op : parent, visit);
+}
+
+/** Access paths of the request's sources over the catalog's active indexes. */
+function accessPathsOf(request: Request, catalog: PlanningCatalog): { paths: Map<Op, AccessPath>; barrier: boolean } {
+  const paths = new Map<Op, AccessPath>();
+  let barrier = false;
+  const extra = new Map<Op, Predicate[]>();
+  const sources: Op[] = [];
+  eachOp(request.batch.entries, null, (op, parent) => {
+    if (indexOps.has(op.op)) barrier = true;
+    if (op.op !== 'nodes_where' && op.op !== 'edges_where') return;
+    sources.push(op);
+    const conjunct = parent !== null && 'input' in parent && parent.input === op ? filterConjunct(parent) : null;
+    if (conjunct !== null && !predicateMayThrow(conjunct)) extra.set(op, [conjunct]);
+  });
+  if (catalog.active.length > 0) {
+    for (const op of sources) {
+      if (op.op !== 'nodes_where' && op.op !== 'edges_where') continue;
+      // An index scan evaluates the predicate on candidates only: exact only if it cannot raise.
+      if (predicateMayThrow(op.predicate)) continue;
+      const path = chooseAccessPath(op.op === 'edges_where' ? 'edge' : 'node', op.predicate, extra.get(op) ?? [], catalog.active);
+      if (path !== null) paths.set(op, path);
+    }
+  }
+  return { paths, barrier };
+}
+
+export function planRequest(request: Request, catalog: PlanningCatalog = noCatalog): Plan {
   const batch: Batch = request.batch;
   const checker = new Checker(request.request_type === 'write');
   const classOf = new Map<Op, ShapeClass>();
@@ -426,5 +485,9 @@ export function planRequest(request: Request): Plan {
     if (!bound.has(name)) fail('internal_planner_error', `return variable \`${name}\` has no executable binding`);
   }
   const inlineSafe = request.request_type === 'read' && !checker.unbounded;
-  return { request, classOf, trackPath: checker.trackPath, inlineSafe };
+  const { paths, barrier } = accessPathsOf(request, catalog);
+  return {
+    request, classOf, trackPath: checker.trackPath, inlineSafe, accessPaths: paths, catalogVersion: catalog.version,
+    hasBarrier: barrier && request.request_type === 'write',
+  };
 }

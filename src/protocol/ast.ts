@@ -106,7 +106,10 @@ export interface RepeatConfig {
 // ---------------------------------------------------------------- index specs (indexes.md)
 
 /** Index specs are kept as decoded wire objects until the index issue types them. */
-export type IndexSpec = { kind: string; fields: Map<string, unknown> };
+/** An IndexSpec as sent (`kind` is the variant tag) and the definition it asks for. */
+import type { IndexDefinition } from '../index/catalog.js';
+
+export type IndexSpec = { kind: string; fields: Map<string, unknown>; definition: IndexDefinition };
 
 // ---------------------------------------------------------------- operations
 

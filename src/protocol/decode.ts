@@ -1,6 +1,7 @@
 // Stage 3 of envelope.md §6: bytes -> Request AST. Every violation here is
 // 400 invalid_query_json. Structural rules that the protocol calls planning errors
 // (empty names, arities, duplicates...) are left to src/plan.
+import { definitionOf } from '../index/catalog.js';
 import type {
   AggregateFunction, Batch, BindingProjection, BindingTarget, CompareOp, Condition, Direction, ElementRef,
   EmitMode, Entry, Expr, IndexSpec, Op, Order, Predicate, Projection, PropertyAssignment, RepeatConfig,
@@ -360,7 +361,8 @@ function decodeRepeatConfig(v: JsonValue | undefined, what: string): RepeatConfi
 
 function decodeIndexSpec(v: JsonValue | undefined, what: string): IndexSpec {
   const [tag, p] = variant(v, what);
-  return { kind: tag, fields: p instanceof Map ? new Map(p) : new Map() };
+  const spec = { kind: tag, fields: p instanceof Map ? new Map(p) : expectObject(p, `${what}.${tag}`) };
+  return { ...spec, definition: definitionOf(spec, what) };
 }
 
 // ---------------------------------------------------------------- operations

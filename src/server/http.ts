@@ -419,8 +419,11 @@ export class HttpFrontEnd {
 
   private health(res: HttpResponse, status: number): void {
     // Key order is byte-wise ascending like every response (envelope.md §7). `storage`
-    // says whether writes can be made durable; details go to the server log.
-    const body = `{"index_runtime":"ready","mode":"${this.mode}","ready":${this.ready},"storage":"${this.storageReady ? 'ok' : 'unavailable'}"}`;
+    // says whether writes can be made durable; details go to the server log. Index builds
+    // and drops run on the writer only while storage is ready (durable.ts runIndexSlice),
+    // so the index runtime is "ready" exactly then.
+    const runtime = this.storageReady ? 'ready' : 'unavailable';
+    const body = `{"index_runtime":"${runtime}","mode":"${this.mode}","ready":${this.ready},"storage":"${this.storageReady ? 'ok' : 'unavailable'}"}`;
     res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body);
   }
 }

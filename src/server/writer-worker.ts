@@ -100,6 +100,7 @@ async function runWriter(storage: DurableStorage): Promise<void> {
     if (message.kind === 'close') {
       if (closing) return;
       closing = true;
+      committer.stopIndexWork();
       // Answers still waiting for durability are sent as close() settles them, before 'closed'.
       void storage.close().then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)))
         .then(async (problem) => {

@@ -47,7 +47,9 @@ export interface SectionSource {
 
 /** The sections of a snapshot, in the order sectionsAt returns them. */
 export const snapshotSectionNames = ['meta', 'nodes', 'edges', 'topology', 'heap', 'names.meta', 'names.ends', 'names.bytes'] as const;
-export type SnapshotSectionName = (typeof snapshotSectionNames)[number];
+/** Sections a snapshot may lack (older snapshots): the index catalog (index/runtime.ts). */
+export const optionalSectionNames = ['indexes'] as const;
+export type SnapshotSectionName = (typeof snapshotSectionNames)[number] | (typeof optionalSectionNames)[number];
 
 const NODE_ROW_BYTES = NODE_WORDS * 4;
 const EDGE_ROW_BYTES = EDGE_WORDS * 4;
@@ -448,6 +450,7 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
     }),
     source('names.ends', cut.names * 4, () => copyChunks(shared.names.ends, cut.names * 4, chunkBytes)),
     source('names.bytes', nameBytes, () => copyChunks(shared.names.bytes, nameBytes, chunkBytes)),
+    ...(cut.indexes === null ? [] : [source('indexes', cut.indexes.byteLength, () => [cut.indexes!])]),
   ];
 }
 
@@ -476,7 +479,9 @@ export class StoreLoader {
 
   section(name: string, byteLength: number): SectionSink {
     if (this.finished) throw internal('section after finish');
-    if (!(snapshotSectionNames as readonly string[]).includes(name)) throw corrupt(`has an unknown section \`${name}\``);
+    if (!(snapshotSectionNames as readonly string[]).includes(name) && !(optionalSectionNames as readonly string[]).includes(name)) {
+      throw corrupt(`has an unknown section \`${name}\``);
+    }
     const known = name as SnapshotSectionName;
     if (this.landings.has(known)) throw corrupt(`has section \`${name}\` twice`);
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) throw corrupt(`section \`${name}\` has a malformed length ${byteLength}`);
@@ -540,6 +545,9 @@ export class StoreLoader {
         bounded(limits.dictionaryBytesMax, 1);
         this.names.bytes = Dictionary.bytesBuffer(byteLength);
         return new Uint8Array(this.names.bytes, 0, byteLength);
+      case 'indexes':
+        bounded(limits.indexCatalogBytesMax, 1);
+        return new Uint8Array(byteLength);
     }
   }
 
@@ -585,10 +593,12 @@ export class StoreLoader {
 
     // A snapshot holds only committed (durable) batches: all of them are visible.
     Atomics.store(meta, M_VISIBLE, epoch);
+    const catalog = this.landings.get('indexes');
+    if (catalog !== undefined && !catalog.ended) throw corrupt(`section \`indexes\` was not finished (${catalog.written} of ${catalog.target.byteLength} bytes)`);
     return Store.loaded({
       meta: this.meta!, nodes: this.nodes!, edges: this.edges!, topology, heap: this.heap!,
       names: { meta: this.names.meta!, ends: this.names.ends!, bytes: this.names.bytes! },
-    });
+    }, catalog?.target ?? null);
   }
 }
 

@@ -79,7 +79,11 @@ export interface StoreShared {
  * The writer's counters between batches: everything a snapshot at `epoch` holds
  * (snapshot-sections.ts reads it from the live buffers). Plain data, structured-cloneable.
  */
-export interface StoreCut { epoch: number; nodeSlots: number; edgeSlots: number; heapUsed: number; names: number }
+export interface StoreCut {
+  epoch: number; nodeSlots: number; edgeSlots: number; heapUsed: number; names: number;
+  /** The index catalog at the cut (msgpack; index/runtime.ts), or null without an index runtime. */
+  indexes: Uint8Array | null;
+}
 
 /**
  * One physical change of a committed batch, replayable without the query engine
@@ -91,9 +95,37 @@ export type RedoOp =
   | [op: RedoKind.NodeVersion, slot: number, label: number, record: Uint8Array]
   | [op: RedoKind.EdgeVersion, slot: number, record: Uint8Array]
   | [op: RedoKind.NodeDeleted, slot: number]
-  | [op: RedoKind.EdgeDeleted, slot: number];
+  | [op: RedoKind.EdgeDeleted, slot: number]
+  /** A change of the index catalog (src/index/runtime.ts CatalogChange). */
+  | [op: RedoKind.Catalog, change: unknown];
 
-export const enum RedoKind { AddNode = 0, AddEdge = 1, NodeVersion = 2, EdgeVersion = 3, NodeDeleted = 4, EdgeDeleted = 5 }
+export const enum RedoKind { AddNode = 0, AddEdge = 1, NodeVersion = 2, EdgeVersion = 3, NodeDeleted = 4, EdgeDeleted = 5, Catalog = 6 }
+
+/**
+ * The writer's index runtime (src/index/runtime.ts), seen from the store: it keeps index
+ * entries in step with every element change of a batch and takes part in the batch's undo
+ * and redo (joinBatch). Registered by the index module, so the store does not import it.
+ */
+export interface IndexHooks {
+  watchesNode(label: number): boolean;
+  watchesEdge(label: number): boolean;
+  /** Element `slot` went from (oldLabel, oldRecord) to (newLabel, newRecord); label -1 = absent. Throws to fail the batch. */
+  elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void;
+  /** The batch committed or rolled back. */
+  settled(): void;
+  /** Replay a logged catalog change. */
+  replayCatalog(change: unknown): void;
+  /** The catalog for a snapshot, and back. */
+  exportCatalog(): Uint8Array;
+  restoreCatalog(bytes: Uint8Array): void;
+}
+
+let indexHooksFactory: ((store: Store) => IndexHooks) | null = null;
+
+/** Called once by the index module: every writer-side store gets an index runtime. */
+export function registerIndexHooks(factory: (store: Store) => IndexHooks): void {
+  indexHooksFactory = factory;
+}
 
 /** Everything a committed batch changed: enough to replay it on a copy of the store. */
 export interface RedoBatch {
@@ -111,7 +143,9 @@ type Undo =
   | { kind: 'node-created' | 'node-deleted' | 'edge-deleted'; slot: number }
   | { kind: 'edge-created'; slot: number; src: number; dst: number }
   | { kind: 'node-version'; slot: number; props: number; label: number }
-  | { kind: 'edge-version'; slot: number; props: number };
+  | { kind: 'edge-version'; slot: number; props: number }
+  /** A participant of the batch (index runtime): its own undo. */
+  | { kind: 'joined'; undo: () => void };
 
 const missingEntry = (edge: number, node: number) =>
   new SvcError('internal_error', `internal error: edge ${edge} is missing from node ${node}'s adjacency`);
@@ -151,6 +185,8 @@ export class Store {
    * this off and calls publish() once a batch is durable.
    */
   publishOnCommit = true;
+  /** Writer-side stores only: the index runtime (null on readers). */
+  indexes: IndexHooks | null = null;
 
   private constructor(shared: StoreShared) {
     this.shared = shared;
@@ -178,6 +214,7 @@ export class Store {
     Atomics.store(store.meta, M_EPOCH, 1);
     Atomics.store(store.meta, M_VISIBLE, 1);
     store.meta[M_HEAP_USED] = HEAP_HEADER_BYTES; // heap pointer 0 means "no record"
+    store.indexes = indexHooksFactory?.(store) ?? null;
     return store;
   }
 
@@ -187,10 +224,12 @@ export class Store {
   }
 
   /** Writer side: a store over buffers a snapshot loader filled and checked (snapshot-sections.ts). */
-  static loaded(shared: StoreShared): Store {
+  static loaded(shared: StoreShared, catalog: Uint8Array | null = null): Store {
     const store = new Store(shared);
     // The snapshot carries the whole dictionary, so redo from here on needs no older name.
     store.namesLogged = store.names.size();
+    store.indexes = indexHooksFactory?.(store) ?? null;
+    if (catalog !== null) store.restoreIndexes(catalog);
     return store;
   }
 
@@ -200,7 +239,10 @@ export class Store {
    */
   cut(): StoreCut {
     if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot cut inside a write batch');
-    return { epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!, names: this.names.size() };
+    return {
+      epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!,
+      names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null,
+    };
   }
 
   /**
@@ -218,6 +260,7 @@ export class Store {
       ['heap', copy(this.shared.heap, this.meta[M_HEAP_USED]!)],
     ]);
     for (const [name, bytes] of this.names.exportSections()) sections.set(`names.${name}`, bytes);
+    if (this.indexes !== null) sections.set('indexes', this.indexes.exportCatalog());
     return sections;
   }
 
@@ -248,6 +291,9 @@ export class Store {
     store.namesLogged = store.names.size();
     // A loaded snapshot holds only committed (durable) batches: all of them are visible.
     Atomics.store(store.meta, M_VISIBLE, store.committedEpoch());
+    store.indexes = indexHooksFactory?.(store) ?? null;
+    const catalog = sections.get('indexes');
+    if (catalog !== undefined) store.restoreIndexes(catalog);
     return store;
   }
 
@@ -429,6 +475,7 @@ export class Store {
     this.pending = 0;
     this.undo.length = 0;
     this.redo = null;
+    this.indexes?.settled();
   }
 
   /** Make every committed epoch up to `epoch` visible to readers (it is durable now). */
@@ -468,11 +515,40 @@ export class Store {
           break;
         }
         case 'edge-version': Atomics.store(this.edges, u.slot * EDGE_WORDS + E_PROPS, u.props); break;
+        case 'joined': u.undo(); break;
       }
     }
     this.pending = 0;
     this.undo.length = 0;
     this.redo = null;
+    this.indexes?.settled();
+  }
+
+  /** Whether the open batch changed nothing yet (no undo, no new name). */
+  batchIsEmpty(): boolean {
+    this.assertWriting();
+    return this.undo.length === 0 && this.names.size() === this.namesLogged;
+  }
+
+  /** The epoch of the open batch (writer; 0 outside a batch). */
+  pendingEpoch(): number {
+    return this.pending;
+  }
+
+  /**
+   * A participant joins the open batch: `undo` runs if it rolls back (newest first, with
+   * the store's own undo), and `changes` (if any) go into its redo as Catalog ops.
+   */
+  joinBatch(undo: () => void, changes: readonly unknown[] | null): void {
+    this.assertWriting();
+    this.undo.push({ kind: 'joined', undo });
+    if (changes !== null && this.redo !== null) for (const change of changes) this.redo.push([RedoKind.Catalog, change]);
+  }
+
+  /** A snapshot's index catalog (writer-side stores). */
+  private restoreIndexes(catalog: Uint8Array): void {
+    if (this.indexes === null) throw new SvcError('storage_error', 'storage error: the snapshot holds indexes but this store has no index runtime');
+    this.indexes.restoreCatalog(catalog);
   }
 
   private assertWriting(): void {
@@ -498,10 +574,10 @@ export class Store {
   }
 
   addNode(label: number, record: PropertyRecord): number {
-    return this.addNodeEncoded(this.meta[M_NODE_SLOTS]!, label, encodeRecord(record));
+    return this.addNodeEncoded(this.meta[M_NODE_SLOTS]!, label, encodeRecord(record), record);
   }
 
-  private addNodeEncoded(slot: number, label: number, bytes: Uint8Array): number {
+  private addNodeEncoded(slot: number, label: number, bytes: Uint8Array, record: PropertyRecord | null): number {
     this.assertWriting();
     if (slot >= limits.nodesMax) throw new SvcError('storage_error', `storage error: node limit ${limits.nodesMax} reached`);
     this.ensure(this.shared.nodes, (slot + 1) * NODE_WORDS * 4, 'node table');
@@ -516,6 +592,7 @@ export class Store {
     this.nodes[base + N_CREATED] = this.pending;
     if (slot + 1 > this.meta[M_NODE_SLOTS]!) Atomics.store(this.meta, M_NODE_SLOTS, slot + 1);
     this.redo?.push([RedoKind.AddNode, slot, label, bytes.slice()]);
+    if (this.indexes?.watchesNode(label)) this.indexes.elementChanged(false, slot, -1, null, label, record ?? decodeRecord(bytes));
     return slot;
   }
 
@@ -534,10 +611,10 @@ export class Store {
 
   /** Create edge `slot` (from reserveEdgeSlot) from `src` to `dst`. */
   addEdge(slot: number, label: number, src: number, dst: number, record: PropertyRecord): void {
-    this.addEdgeEncoded(slot, label, src, dst, encodeRecord(record));
+    this.addEdgeEncoded(slot, label, src, dst, encodeRecord(record), record);
   }
 
-  private addEdgeEncoded(slot: number, label: number, src: number, dst: number, bytes: Uint8Array): void {
+  private addEdgeEncoded(slot: number, label: number, src: number, dst: number, bytes: Uint8Array, record: PropertyRecord | null): void {
     this.assertWriting();
     const base = slot * EDGE_WORDS;
     this.undo.push({ kind: 'edge-created', slot, src, dst });
@@ -550,21 +627,26 @@ export class Store {
     this.topology.append(src, DIR_OUT, slot, dst, label, this.pending);
     this.topology.append(dst, DIR_IN, slot, src, label, this.pending);
     this.redo?.push([RedoKind.AddEdge, slot, label, src, dst, bytes.slice()]);
+    if (this.indexes?.watchesEdge(label)) this.indexes.elementChanged(true, slot, -1, null, label, record ?? decodeRecord(bytes));
   }
 
   /** New property version of node `slot` (label unchanged). */
   setNodeRecord(slot: number, record: PropertyRecord): void {
-    this.writeNodeVersion(slot, this.nodes[slot * NODE_WORDS + N_LABEL]!, encodeRecord(record));
+    this.writeNodeVersion(slot, this.nodes[slot * NODE_WORDS + N_LABEL]!, encodeRecord(record), record);
   }
 
   relabelNode(slot: number, label: number): void {
-    this.writeNodeVersion(slot, label, encodeRecord(this.nodeRecord(slot, this.pending)));
+    const record = this.nodeRecord(slot, this.pending);
+    this.writeNodeVersion(slot, label, encodeRecord(record), record);
   }
 
-  private writeNodeVersion(slot: number, label: number, bytes: Uint8Array): void {
+  private writeNodeVersion(slot: number, label: number, bytes: Uint8Array, record: PropertyRecord | null): void {
     this.assertWriting();
     const base = slot * NODE_WORDS;
     const props = this.nodes[base + N_PROPS]!;
+    const oldLabel = this.nodes[base + N_LABEL]!;
+    const indexed = this.indexes !== null && (this.indexes.watchesNode(oldLabel) || this.indexes.watchesNode(label));
+    const oldRecord = indexed ? this.nodeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]! });
     Atomics.store(this.nodes, base + N_PROPS, this.appendVersion(props, label, bytes));
     if (label !== this.nodes[base + N_LABEL]) {
@@ -573,19 +655,24 @@ export class Store {
       Atomics.store(this.nodes, base + N_LABEL, label);
     }
     this.redo?.push([RedoKind.NodeVersion, slot, label, bytes.slice()]);
+    if (indexed) this.indexes!.elementChanged(false, slot, oldLabel, oldRecord, label, record ?? decodeRecord(bytes));
   }
 
   setEdgeRecord(slot: number, record: PropertyRecord): void {
-    this.writeEdgeVersion(slot, encodeRecord(record));
+    this.writeEdgeVersion(slot, encodeRecord(record), record);
   }
 
-  private writeEdgeVersion(slot: number, bytes: Uint8Array): void {
+  private writeEdgeVersion(slot: number, bytes: Uint8Array, record: PropertyRecord | null): void {
     this.assertWriting();
     const base = slot * EDGE_WORDS;
     const props = this.edges[base + E_PROPS]!;
+    const label = this.edges[base + E_LABEL]!;
+    const indexed = this.indexes?.watchesEdge(label) ?? false;
+    const oldRecord = indexed ? this.edgeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'edge-version', slot, props });
     Atomics.store(this.edges, base + E_PROPS, this.appendVersion(props, this.edges[base + E_LABEL]!, bytes));
     this.redo?.push([RedoKind.EdgeVersion, slot, bytes.slice()]);
+    if (indexed) this.indexes!.elementChanged(true, slot, label, oldRecord, label, record ?? decodeRecord(bytes));
   }
 
   /** Delete a node visible in this batch, and every edge incident to it. */
@@ -603,20 +690,26 @@ export class Store {
   }
 
   private markNodeDeleted(slot: number): void {
+    const label = this.nodes[slot * NODE_WORDS + N_LABEL]!;
+    const oldRecord = this.indexes?.watchesNode(label) ? this.nodeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'node-deleted', slot });
     this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
     this.redo?.push([RedoKind.NodeDeleted, slot]);
+    if (oldRecord !== null) this.indexes!.elementChanged(false, slot, label, oldRecord, -1, null);
   }
 
   /** Delete an edge visible in this batch: its table row and both adjacency entries. */
   deleteEdge(slot: number): void {
     this.assertWriting();
+    const label = this.edges[slot * EDGE_WORDS + E_LABEL]!;
+    const oldRecord = this.indexes?.watchesEdge(label) ? this.edgeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'edge-deleted', slot });
     this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
     const src = this.edgeSource(slot), dst = this.edgeTarget(slot);
     if (!this.topology.markDeleted(src, DIR_OUT, slot, this.pending)) throw missingEntry(slot, src);
     if (!this.topology.markDeleted(dst, DIR_IN, slot, this.pending)) throw missingEntry(slot, dst);
     this.redo?.push([RedoKind.EdgeDeleted, slot]);
+    if (oldRecord !== null) this.indexes!.elementChanged(true, slot, label, oldRecord, -1, null);
   }
 
   /**
@@ -674,18 +767,22 @@ export class Store {
       case RedoKind.AddNode:
         if (!(op[1] >= this.nodeSlots())) throw redoMismatch(null, `node slot ${op[1]} is already allocated`);
         checkLabel(op[2]);
-        this.addNodeEncoded(op[1], op[2], op[3]);
+        this.addNodeEncoded(op[1], op[2], op[3], null);
         break;
       case RedoKind.AddEdge:
         if (!(op[1] >= this.edgeSlots())) throw redoMismatch(null, `edge slot ${op[1]} is already allocated`);
         checkLabel(op[2]); checkNode(op[3]); checkNode(op[4]);
         this.reserveEdgeSlotAt(op[1]);
-        this.addEdgeEncoded(op[1], op[2], op[3], op[4], op[5]);
+        this.addEdgeEncoded(op[1], op[2], op[3], op[4], op[5], null);
         break;
-      case RedoKind.NodeVersion: checkNode(op[1]); checkLabel(op[2]); this.writeNodeVersion(op[1], op[2], op[3]); break;
-      case RedoKind.EdgeVersion: checkEdge(op[1]); this.writeEdgeVersion(op[1], op[2]); break;
+      case RedoKind.NodeVersion: checkNode(op[1]); checkLabel(op[2]); this.writeNodeVersion(op[1], op[2], op[3], null); break;
+      case RedoKind.EdgeVersion: checkEdge(op[1]); this.writeEdgeVersion(op[1], op[2], null); break;
       case RedoKind.NodeDeleted: checkNode(op[1]); this.markNodeDeleted(op[1]); break;
       case RedoKind.EdgeDeleted: checkEdge(op[1]); this.deleteEdge(op[1]); break;
+      case RedoKind.Catalog:
+        if (this.indexes === null) throw redoMismatch(null, 'an index catalog change, but this store has no index runtime');
+        this.indexes.replayCatalog(op[1]);
+        break;
       default: throw redoMismatch(null, `unknown redo op kind ${String((op as unknown[])[0])}`);
     }
   }

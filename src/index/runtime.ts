@@ -1,0 +1,658 @@
+// The writer's index runtime: the catalog (records and operations), the secondary
+// indexes' entries, their maintenance inside every write batch, and builds and drops that
+// run in bounded slices between batches (indexes.md §3-§6, docs/indexes.md).
+//
+// Transactions. Everything here joins the store's one transaction log (store.ts): a
+// catalog change pushes an undo (put the old object back) and a redo op (the new object,
+// RedoKind.Catalog) into the open batch; an index entry written by a graph write pushes an
+// undo (remove it, or clear its deletion). So a rolled-back batch leaves no entry and no
+// catalog change behind, and the WAL carries catalog changes in the batch that made them.
+// Entries themselves are never logged: they are derived from the graph, and rebuilt from
+// it when a store is loaded or an activation is replayed (materialize).
+//
+// Readers see the catalog through a view published in the topology memory (view.ts)
+// after every batch that changed it; an index serves a reader at snapshot S only when
+// activeSince <= S (and S < retiredAt once dropped), so activation and drop happen at
+// the epoch of their batch.
+import { Packr } from 'msgpackr';
+import { limits } from '../limits.js';
+import { dbError, SvcError } from '../protocol/errors.js';
+import type { Value } from '../protocol/value.js';
+import { valuesEqual } from '../exec/compare.js';
+import { decodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
+import { registerIndexHooks, type IndexHooks, type Store } from '../store/store.js';
+import {
+  abortStages, acceptedReceipt, alreadyActiveReceipt, buildStages, checkComponents, describeIndex, differingFields,
+  dropStages, existingOperationReceipt, familyOf, identityOf, operationNotFound, statusObject,
+  type IndexDefinition, type IndexOperation, type IndexRecord,
+} from './catalog.js';
+import { IndexEntries } from './entries.js';
+import { equalityKey, rangeKey, type IndexKey } from './keys.js';
+import { publishView } from './view.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
+
+/** One catalog change as the WAL and the snapshot carry it. */
+export interface CatalogChange { record?: IndexRecord; operation?: IndexOperation; forget?: string; nextIndexId?: number; sequence?: number }
+
+/** A secondary index's entries plus what its build needs. */
+interface Physical {
+  record: IndexRecord;
+  readonly entries: IndexEntries;
+  readonly labelId: number;
+  readonly propertyId: number;
+  /** Build only: element slots below it are scanned (and maintained by writes). Infinity once scanned. */
+  cursor: number;
+  /** Build only: slots holding values the index cannot accept, to re-check at validation. */
+  readonly invalidSlots: Set<number>;
+  /** Build only (unique): keys seen with more than one element, to re-check at validation. */
+  readonly duplicateKeys: Map<string, IndexKey>;
+}
+
+const keyName = (k: IndexKey) => `${k.k0}:${k.k1}`;
+
+export class IndexRuntime implements IndexHooks {
+  private readonly records = new Map<string, IndexRecord>();
+  private readonly recordsById = new Map<number, IndexRecord>();
+  private readonly operations = new Map<string, IndexOperation>();
+  private nextIndexId = 1;
+  private sequence = 0;
+  /** Physical secondary indexes by index id: built, being built, or waiting to be freed. */
+  private readonly physical = new Map<number, Physical>();
+  /** Indexes maintained by writes, by element kind and label id (key: label * 2 + edge). */
+  private readonly watching = new Map<number, Physical[]>();
+  /** Bumped whenever the catalog or a watched set changes; the view is republished then. */
+  private changed = false;
+  private version = 0;
+  private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
+  private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
+
+  constructor(private readonly store: Store) {}
+
+  // ---------------------------------------------------------------- catalog changes
+
+  /** Put a record (inside a write batch): undoable and logged. */
+  private putRecord(record: IndexRecord): void {
+    const key = identityOf(record.definition);
+    const before = this.records.get(key);
+    this.store.joinBatch(() => this.setRecord(key, before), [{ record }]);
+    this.setRecord(key, record);
+  }
+
+  private setRecord(key: string, record: IndexRecord | undefined): void {
+    if (record === undefined) {
+      const old = this.records.get(key);
+      this.records.delete(key);
+      if (old !== undefined) this.recordsById.delete(old.id);
+    } else {
+      this.records.set(key, record);
+      this.recordsById.set(record.id, record);
+    }
+    this.changed = true;
+  }
+
+  private putOperation(op: IndexOperation): void {
+    const before = this.operations.get(op.id);
+    this.store.joinBatch(() => this.setOperation(op.id, before), [{ operation: op }]);
+    this.setOperation(op.id, op);
+  }
+
+  private setOperation(id: string, op: IndexOperation | undefined): void {
+    if (op === undefined) this.operations.delete(id);
+    else this.operations.set(id, op);
+    this.changed = true;
+  }
+
+  private takeIndexId(): number {
+    const id = this.nextIndexId;
+    if (id >= Number.MAX_SAFE_INTEGER) throw dbError('index_id_exhausted', 'index id space exhausted');
+    const before = this.nextIndexId;
+    this.store.joinBatch(() => { this.nextIndexId = before; }, [{ nextIndexId: id + 1 }]);
+    this.nextIndexId = id + 1;
+    return id;
+  }
+
+  private newOperation(record: IndexRecord, kind: 'build' | 'drop', stage: string, epoch: number): IndexOperation {
+    const before = this.sequence;
+    this.store.joinBatch(() => { this.sequence = before; }, [{ sequence: before + 1 }]);
+    this.sequence = before + 1;
+    return {
+      id: crypto.randomUUID(), indexId: record.id, generation: record.generation, kind, family: familyOf(record.definition.lane),
+      status: 'queued', stage, attempt: 0, progress: [0, 0, 0, 0], blocker: null, stageEpoch: epoch, sequence: this.sequence,
+    };
+  }
+
+  private operation(id: string): IndexOperation {
+    const op = this.operations.get(id);
+    if (op === undefined) throw operationNotFound(id);
+    return op;
+  }
+
+  // ---------------------------------------------------------------- DDL (inside a write batch)
+
+  /** create_index (indexes.md §3). */
+  createIndex(definition: IndexDefinition, ifNotExists: boolean, epoch: number): Value {
+    checkComponents(definition);
+    if (definition.lane === 'vector' || definition.lane === 'text') {
+      throw dbError('index_lifecycle_unavailable', `index lifecycle unavailable: ${definition.lane} indexes are not available in this server yet`);
+    }
+    const identity = identityOf(definition);
+    const current = this.records.get(identity);
+    if (current !== undefined && current.state !== 'dropped') {
+      if (current.state === 'aborting' || current.state === 'dropping') {
+        throw dbError('index_busy', `${describeIndex(current.definition)} is busy: it is ${current.state}`);
+      }
+      const differing = differingFields(current.definition, definition);
+      if (differing.length > 0) {
+        throw dbError('index_definition_conflict', `index definition conflict for ${describeIndex(current.definition)}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from the existing definition`);
+      }
+      if (!ifNotExists) throw dbError('index_already_exists', `${describeIndex(current.definition)} already exists (${current.state})`);
+      return current.state === 'active' ? alreadyActiveReceipt(current) : existingOperationReceipt(current.operation);
+    }
+    if (this.records.size >= limits.indexesMax && current === undefined) {
+      throw dbError('invalid_index_model', `invalid index model: at most ${limits.indexesMax} indexes may exist`);
+    }
+    const id = current?.id ?? this.takeIndexId();
+    const generation = (current?.generation ?? 0) + 1;
+    // Names interned now, so maintenance can match label and property ids from the start.
+    this.store.names.intern(definition.label);
+    this.store.names.intern(definition.property);
+    const draft: IndexRecord = { id, definition, generation, state: 'building', revision: (current?.revision ?? 0) + 1, activeSince: 0, retiredAt: 0, operation: '' };
+    const op = this.newOperation(draft, 'build', buildStages[familyOf(definition.lane)][0]!, epoch);
+    const record = { ...draft, operation: op.id };
+    this.putRecord(record);
+    this.putOperation(op);
+    this.startPhysical(record);
+    this.retainOperations();
+    return acceptedReceipt(op);
+  }
+
+  /** drop_index (indexes.md §4). */
+  dropIndex(definition: IndexDefinition, epoch: number): Value {
+    const current = this.records.get(identityOf(definition));
+    if (current === undefined || current.state === 'dropped') {
+      throw new SvcError('index_not_found', `db error: ${describeIndex(definition)} not found`, 500);
+    }
+    if (definition.lane === 'equality' || definition.lane === 'range') {
+      const differing = differingFields(current.definition, definition);
+      if (differing.length > 0) {
+        throw dbError('index_definition_conflict', `index definition conflict for ${describeIndex(current.definition)}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from the existing definition`);
+      }
+    }
+    if (current.state === 'building') {
+      this.abort(this.operation(current.operation), epoch);
+      return existingOperationReceipt(current.operation);
+    }
+    if (current.state === 'aborting' || current.state === 'dropping') return existingOperationReceipt(current.operation);
+    const op = this.newOperation(current, 'drop', dropStages[familyOf(current.definition.lane)][0]!, epoch);
+    this.putRecord({ ...current, state: 'dropping', revision: current.revision + 1, retiredAt: epoch, operation: op.id });
+    this.putOperation(op);
+    this.unwatch(current.id);
+    this.retainOperations();
+    return acceptedReceipt(op);
+  }
+
+  /** get_index_operation on the writer (a write batch); readers use the view. */
+  getOperation(id: string): Value {
+    return statusObject(this.operation(id));
+  }
+
+  /** retry_index_operation: a blocked operation is queued again from its checkpoint. */
+  retryOperation(id: string): Value {
+    const op = this.operation(id);
+    if (op.status !== 'blocked') return statusObject(op);
+    const queued: IndexOperation = { ...op, status: 'queued', blocker: null };
+    this.putOperation(queued);
+    return statusObject(queued);
+  }
+
+  /** abort_index_operation. */
+  abortOperation(id: string, epoch: number): Value {
+    const op = this.operation(id);
+    if (op.kind === 'drop' || op.status === 'succeeded') {
+      throw dbError('index_operation_not_abortable', `Index operation ${id} is not abortable: ${op.kind === 'drop' ? 'drop operation' : 'successful or terminal build'}`);
+    }
+    if (op.status === 'aborted' || op.stage.startsWith('aborting_')) return statusObject(op);
+    return statusObject(this.abort(op, epoch));
+  }
+
+  private abort(op: IndexOperation, epoch: number): IndexOperation {
+    const record = this.recordsById.get(op.indexId)!;
+    const aborting: IndexOperation = { ...op, status: 'queued', stage: abortStages(op.family)[0]!, blocker: null, stageEpoch: epoch };
+    this.putOperation(aborting);
+    this.putRecord({ ...record, state: 'aborting', revision: record.revision + 1 });
+    this.unwatch(record.id);
+    return aborting;
+  }
+
+  /** Keep at most limits.indexOperationsRetainedMax finished operations (oldest go first). */
+  private retainOperations(): void {
+    const finished = [...this.operations.values()].filter((o) => o.status === 'succeeded' || o.status === 'aborted');
+    if (finished.length <= limits.indexOperationsRetainedMax) return;
+    finished.sort((a, b) => a.sequence - b.sequence);
+    for (const op of finished.slice(0, finished.length - limits.indexOperationsRetainedMax)) {
+      const before = op;
+      this.store.joinBatch(() => this.setOperation(before.id, before), [{ forget: op.id }]);
+      this.setOperation(op.id, undefined);
+    }
+  }
+
+  // ---------------------------------------------------------------- physical indexes
+
+  private startPhysical(record: IndexRecord): void {
+    const d = record.definition;
+    const physical: Physical = {
+      record, entries: IndexEntries.create(this.store.topology),
+      labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
+      cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(),
+    };
+    // A rolled-back create leaves no physical index behind.
+    this.store.joinBatch(() => this.freePhysical(record.id), []);
+    this.physical.set(record.id, physical);
+    this.watch(physical);
+  }
+
+  private watch(p: Physical): void {
+    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
+    let list = this.watching.get(key);
+    if (list === undefined) this.watching.set(key, list = []);
+    list.push(p);
+  }
+
+  private unwatch(indexId: number): void {
+    const p = this.physical.get(indexId);
+    if (p === undefined) return;
+    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
+    const list = this.watching.get(key);
+    const at = list?.indexOf(p) ?? -1;
+    if (at < 0) return;
+    list!.splice(at, 1);
+    this.store.joinBatch(() => { list!.splice(at, 0, p); }, []);
+  }
+
+  private freePhysical(indexId: number): void {
+    const p = this.physical.get(indexId);
+    if (p === undefined) return;
+    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
+    const list = this.watching.get(key);
+    const at = list?.indexOf(p) ?? -1;
+    if (at >= 0) list!.splice(at, 1);
+    p.entries.free();
+    this.physical.delete(indexId);
+    this.changed = true;
+  }
+
+  /** The root of an index's entries (view.ts), or 0. */
+  entriesRoot(indexId: number): number {
+    return this.physical.get(indexId)?.entries.root ?? 0;
+  }
+
+  // ---------------------------------------------------------------- maintenance (IndexHooks)
+
+  watchesNode(label: number): boolean {
+    return this.watching.get(label * 2)?.length ? true : false;
+  }
+
+  watchesEdge(label: number): boolean {
+    return this.watching.get(label * 2 + 1)?.length ? true : false;
+  }
+
+  /**
+   * An element changed inside the open batch: from (oldLabel, oldRecord) to (newLabel,
+   * newRecord); label -1 = the element does not exist on that side. Every index watching
+   * either label gets its entry moved. Throws (the batch rolls back) on values an active
+   * index cannot accept and on unique violations.
+   */
+  elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
+    const bit = edge ? 1 : 0;
+    const lists = oldLabel === newLabel || oldLabel < 0 ? [this.watching.get(newLabel * 2 + bit)]
+      : newLabel < 0 ? [this.watching.get(oldLabel * 2 + bit)]
+      : [this.watching.get(oldLabel * 2 + bit), this.watching.get(newLabel * 2 + bit)];
+    for (const list of lists) {
+      if (list === undefined) continue;
+      for (const p of list) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+    }
+  }
+
+  private maintain(p: Physical, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
+    // A building index learns slots at or past its cursor from its scan.
+    if (slot >= p.cursor) return;
+    const d = p.record.definition;
+    const building = this.recordsById.get(p.record.id)?.state !== 'active';
+    const oldValue = oldLabel === p.labelId && oldRecord !== null ? recordGet(oldRecord, p.propertyId) : undefined;
+    const newValue = newLabel === p.labelId && newRecord !== null ? recordGet(newRecord, p.propertyId) : undefined;
+    const oldKey = oldValue === undefined ? null : this.keyOf(p, oldValue, slot, this.scratchOld, building);
+    let newKey: IndexKey | null;
+    try {
+      newKey = newValue === undefined ? null : this.keyOf(p, newValue, slot, this.scratchKey, false);
+    } catch (err) {
+      if (!building) throw err;
+      // A build does not fail writes: the value is re-checked when the build validates.
+      this.noteInvalid(p, slot);
+      newKey = null;
+    }
+    if (oldKey !== null && newKey !== null && oldKey.k0 === newKey.k0 && oldKey.k1 === newKey.k1) return;
+    const epoch = this.store.pendingEpoch();
+    const entries = p.entries;
+    if (oldKey !== null) {
+      const { k0, k1 } = oldKey;
+      if (entries.markDeleted(k0, k1, slot, epoch)) this.store.joinBatch(() => entries.undoDelete(k0, k1, slot, epoch), null);
+    }
+    if (newKey !== null) {
+      const { k0, k1 } = newKey;
+      if (d.unique) this.checkUnique(p, newValue!, k0, k1, slot, epoch, building);
+      entries.insert(k0, k1, slot, epoch);
+      this.store.joinBatch(() => entries.undoInsert(k0, k1, slot), null);
+    }
+  }
+
+  /** The key of a value under index p, or null when it is not indexed (null under equality). */
+  private keyOf(p: Physical, v: Value, slot: number, out: IndexKey, lenient: boolean): IndexKey | null {
+    try {
+      return p.record.definition.lane === 'equality' ? equalityKey(v, p.record.definition.unique, out) : rangeKey(v, out);
+    } catch (err) {
+      if (!lenient) throw err;
+      this.noteInvalid(p, slot);
+      return null;
+    }
+  }
+
+  private noteInvalid(p: Physical, slot: number): void {
+    if (p.invalidSlots.has(slot)) return;
+    p.invalidSlots.add(slot);
+  }
+
+  /** Another element holding an equal value under a unique index (at the batch's epoch). */
+  private checkUnique(p: Physical, value: Value, k0: number, k1: number, slot: number, epoch: number, building: boolean): void {
+    const found: number[] = [];
+    p.entries.scan(k0, k1, k0, k1, epoch, found);
+    for (const other of found) {
+      if (other === slot) continue;
+      const otherValue = recordGet(this.store.nodeRecord(other, epoch), p.propertyId);
+      if (otherValue === undefined || !valuesEqual(otherValue, value)) continue;
+      if (building) {
+        p.duplicateKeys.set(keyName({ k0, k1 }), { k0, k1 });
+        return;
+      }
+      throw dbError('unique_constraint_violation', `Unique constraint violated for ${p.record.definition.label}.${p.record.definition.property} on value ${JSON.stringify(typeof value === 'bigint' ? Number(value) : value)}: existing node ${other}, attempted node ${slot}`);
+    }
+  }
+
+  // ---------------------------------------------------------------- store transaction events
+
+  /** After commit or rollback: republish the view if the catalog changed. */
+  settled(): void {
+    if (!this.changed) return;
+    this.changed = false;
+    this.version++;
+    publishView(this.store.topology, this.version, this.viewEntries(), [...this.operations.values()]);
+  }
+
+  private viewEntries(): { record: IndexRecord; root: number }[] {
+    const out: { record: IndexRecord; root: number }[] = [];
+    for (const record of this.records.values()) out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
+    return out;
+  }
+
+  // ---------------------------------------------------------------- replay, snapshot
+
+  /** A logged catalog change (recovery, followers), inside the replayed batch. */
+  replayCatalog(change: CatalogChange): void {
+    if (change.nextIndexId !== undefined) this.nextIndexId = change.nextIndexId;
+    if (change.sequence !== undefined) this.sequence = change.sequence;
+    if (change.operation !== undefined) this.setOperation(change.operation.id, change.operation);
+    if (change.forget !== undefined) this.setOperation(change.forget, undefined);
+    if (change.record !== undefined) this.replayRecord(change.record);
+  }
+
+  private replayRecord(record: IndexRecord): void {
+    const key = identityOf(record.definition);
+    const before = this.records.get(key);
+    this.setRecord(key, record);
+    if (record.state === 'active' && before?.state !== 'active') this.materialize(record);
+    else if (record.state !== 'active' && this.physical.has(record.id) && before?.generation === record.generation && before.state === 'active') {
+      // Stopped serving: no longer maintained; freed by the drop (or at once on a follower).
+      this.freePhysical(record.id);
+    }
+  }
+
+  /**
+   * Build an active index whole from the store as it is (a loaded snapshot, a replayed
+   * activation): every entry created at epoch 1, which every later reader holds.
+   */
+  private materialize(record: IndexRecord): void {
+    this.freePhysical(record.id);
+    const d = record.definition;
+    const entries = IndexEntries.create(this.store.topology);
+    const physical: Physical = {
+      record, entries, labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
+      cursor: Infinity, invalidSlots: new Set(), duplicateKeys: new Map(),
+    };
+    const at = this.store.committedEpoch();
+    const key: IndexKey = { k0: 0, k1: 0 };
+    const slots = d.element === 'edge' ? this.store.edgeSlots() : this.store.nodeSlots();
+    for (let slot = 0; slot < slots; slot++) {
+      const value = this.sourceValue(physical, slot, at);
+      if (value === undefined) continue;
+      // Committed data satisfied the index when it was written.
+      const k = d.lane === 'equality' ? equalityKey(value, false, key) : rangeKey(value, key);
+      if (k !== null) entries.insert(k.k0, k.k1, slot, 1);
+      if (entries.pendingMaintenance()) entries.maintain(at);
+    }
+    entries.maintain(at);
+    this.physical.set(record.id, physical);
+    this.watch(physical);
+    this.changed = true;
+  }
+
+  /** The indexed property of element `slot` at `at`, if it has the index's label and the property. */
+  private sourceValue(p: Physical, slot: number, at: number): Value | undefined {
+    const store = this.store;
+    if (p.record.definition.element === 'edge') {
+      if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== p.labelId) return undefined;
+      return recordGet(store.edgeRecord(slot, at), p.propertyId);
+    }
+    if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== p.labelId) return undefined;
+    return recordGet(store.nodeRecord(slot, at), p.propertyId);
+  }
+
+  /** The catalog for a snapshot (msgpack), taken between batches. */
+  exportCatalog(): Uint8Array {
+    return packr.pack({
+      nextIndexId: this.nextIndexId, sequence: this.sequence,
+      records: [...this.records.values()], operations: [...this.operations.values()],
+    }) as Uint8Array;
+  }
+
+  /** A loaded snapshot's catalog: records and operations back, active indexes materialized. */
+  restoreCatalog(bytes: Uint8Array): void {
+    let data: { nextIndexId: number; sequence: number; records: IndexRecord[]; operations: IndexOperation[] };
+    try {
+      data = packr.unpack(bytes) as typeof data;
+    } catch (err) {
+      throw new SvcError('storage_error', `storage error: the snapshot's index catalog cannot be decoded: ${(err as Error).message}`);
+    }
+    this.nextIndexId = data.nextIndexId;
+    this.sequence = data.sequence;
+    for (const op of data.operations) this.operations.set(op.id, op);
+    for (const record of data.records) this.replayRecord(record);
+    this.changed = true;
+    this.settled();
+  }
+
+  /**
+   * After recovery: unfinished builds start over (their entries were in memory only);
+   * attempt goes up when they are claimed again, progress counters keep counting.
+   */
+  resumeAfterRecovery(): void {
+    for (const record of this.records.values()) {
+      if (record.state !== 'building') continue;
+      if (!this.physical.has(record.id)) {
+        const d = record.definition;
+        const physical: Physical = {
+          record, entries: IndexEntries.create(this.store.topology),
+          labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
+          cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(),
+        };
+        this.physical.set(record.id, physical);
+        this.watch(physical);
+      }
+    }
+    for (const op of this.operations.values()) {
+      if (op.status === 'running') this.operations.set(op.id, { ...op, status: 'queued', stage: op.kind === 'build' && !op.stage.startsWith('aborting_') ? buildStages[op.family][0]! : op.stage });
+    }
+    this.changed = true;
+    this.settled();
+  }
+
+  // ---------------------------------------------------------------- background work (between batches)
+
+  /** Whether an operation can make progress now (not blocked, not finished). */
+  hasWork(): boolean {
+    for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return true;
+    for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) return true;
+    return false;
+  }
+
+  /**
+   * One slice of background work, inside a write batch the caller opened (and commits):
+   * at most limits.indexBuildSliceElements elements of one build, or one cleanup stage.
+   * 'waiting': the next operation waits for readers to move past an epoch (try later).
+   */
+  step(): 'progress' | 'waiting' | 'idle' {
+    const epoch = this.store.pendingEpoch();
+    const visible = this.store.visibleEpoch();
+    let merged = false;
+    for (const p of this.physical.values()) {
+      if (p.entries.pendingMaintenance()) { p.entries.maintain(visible); merged = true; }
+    }
+    let runnable: IndexOperation | undefined;
+    for (const op of this.operations.values()) {
+      if ((op.status === 'queued' || op.status === 'running') && (runnable === undefined || op.sequence < runnable.sequence)) runnable = op;
+    }
+    if (runnable === undefined) return merged ? 'progress' : 'idle';
+    let op = runnable;
+    if (op.status === 'queued') {
+      if (op.attempt >= 0xffffffff) throw dbError('index_operation_revision_exhausted', 'index operation attempts exhausted');
+      op = { ...op, status: 'running', attempt: op.attempt + 1 };
+    }
+    const record = this.recordsById.get(op.indexId)!;
+    try {
+      if (op.kind === 'build' && !op.stage.startsWith('aborting_')) op = this.buildSlice(record, op, epoch);
+      else {
+        const next = this.cleanupStage(record, op, epoch, visible);
+        if (next === null) return merged ? 'progress' : 'waiting';
+        op = next;
+      }
+    } catch (err) {
+      // Storage exhausted or a broken invariant: the operation waits for retry or abort.
+      process.stderr.write(`svcdb: index operation ${op.id} blocked: ${(err as Error).message}\n`);
+      op = { ...op, status: 'blocked', blocker: 'invariant_violation' };
+    }
+    this.putOperation(op);
+    return 'progress';
+  }
+
+  private buildSlice(record: IndexRecord, op: IndexOperation, epoch: number): IndexOperation {
+    const p = this.physical.get(record.id)!;
+    const d = record.definition;
+    const store = this.store;
+    const at = store.committedEpoch();
+    const slots = d.element === 'edge' ? store.edgeSlots() : store.nodeSlots();
+    let [entities, inputBytes, outputs, outputBytes] = op.progress;
+    if (op.stage === 'scan' || op.stage === 'catch_up') {
+      const stop = Math.min(slots, p.cursor + limits.indexBuildSliceElements);
+      const key: IndexKey = { k0: 0, k1: 0 };
+      for (let slot = p.cursor; slot < stop; slot++) {
+        entities++;
+        const value = this.sourceValue(p, slot, at);
+        p.cursor = slot + 1;
+        if (value === undefined) continue;
+        inputBytes += approximateBytes(value);
+        let k: IndexKey | null;
+        try {
+          k = d.lane === 'equality' ? equalityKey(value, d.unique, key) : rangeKey(value, key);
+        } catch {
+          p.invalidSlots.add(slot);
+          continue;
+        }
+        if (k === null) continue;
+        if (d.unique) this.checkUnique(p, value, k.k0, k.k1, slot, at, true);
+        p.entries.insert(k.k0, k.k1, slot, 1);
+        outputs++;
+        outputBytes += 20;
+        if (p.entries.pendingMaintenance()) p.entries.maintain(store.visibleEpoch());
+      }
+      const progress: [number, number, number, number] = [entities, inputBytes, outputs, outputBytes];
+      if (p.cursor < slots) return { ...op, progress };
+      // Scanned up to the slots of now: elements made during the build were the catch-up.
+      if (op.stage === 'scan') return { ...op, stage: 'catch_up', progress, stageEpoch: epoch };
+      return { ...op, stage: 'validate', progress, stageEpoch: epoch };
+    }
+    // validate + activate: one step, so no write slips in between.
+    p.cursor = Infinity;
+    for (const slot of p.invalidSlots) {
+      const value = this.sourceValue(p, slot, at);
+      try {
+        if (value !== undefined) void (d.lane === 'equality' ? equalityKey(value, d.unique, { k0: 0, k1: 0 }) : rangeKey(value, { k0: 0, k1: 0 }));
+        p.invalidSlots.delete(slot);
+      } catch {
+        return { ...op, status: 'blocked', stage: 'validate', blocker: 'invalid_source_data' };
+      }
+    }
+    for (const [name, key] of p.duplicateKeys) {
+      const found: number[] = [];
+      p.entries.scan(key.k0, key.k1, key.k0, key.k1, at, found);
+      const values = found.map((slot) => this.sourceValue(p, slot, at)).filter((v): v is Value => v !== undefined);
+      if (values.some((v, i) => values.some((w, j) => j > i && valuesEqual(v, w)))) {
+        return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
+      }
+      p.duplicateKeys.delete(name);
+    }
+    this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
+    return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
+  }
+
+  /**
+   * Drop and abort stages. Entries are freed only once every reader that could still use
+   * the index is past the batch that stopped it (visible >= that epoch): later readers do
+   * not use it, earlier ones are protected by the topology's reader slots.
+   */
+  private cleanupStage(record: IndexRecord, op: IndexOperation, epoch: number, visible: number): IndexOperation | null {
+    const stages = op.kind === 'drop' ? dropStages[op.family] : abortStages(op.family);
+    const at = stages.indexOf(op.stage);
+    const [entities, inputBytes, outputs, outputBytes] = op.progress;
+    if (op.stage.endsWith('delete_entries')) {
+      if (visible < op.stageEpoch) return null; // readers may still use it; later
+      this.freePhysical(record.id);
+    }
+    const progress: [number, number, number, number] = [entities, inputBytes, outputs + 1, outputBytes];
+    if (at + 1 < stages.length) return { ...op, stage: stages[at + 1]!, progress, stageEpoch: epoch };
+    this.putRecord({ ...record, state: 'dropped', revision: record.revision + 1, activeSince: 0, operation: '' });
+    return { ...op, status: op.kind === 'drop' ? 'succeeded' : 'aborted', progress };
+  }
+
+  // ---------------------------------------------------------------- readiness
+
+  /** `index_runtime` of /healthz: "ready", or "blocked" while an operation waits for a client. */
+  readiness(): string {
+    for (const op of this.operations.values()) if (op.status === 'blocked') return 'blocked';
+    for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return 'building';
+    return 'ready';
+  }
+}
+
+/** Rough encoded size of a value, for the input_bytes counter. */
+function approximateBytes(v: Value): number {
+  if (typeof v === 'string') return v.length;
+  if (v instanceof Uint8Array) return v.byteLength;
+  if (ArrayBuffer.isView(v)) return v.byteLength;
+  return 8;
+}
+
+/** Decode a record for maintenance when only its bytes are at hand (replay). */
+export function recordFromBytes(bytes: Uint8Array): PropertyRecord {
+  return decodeRecord(bytes);
+}
+
+registerIndexHooks((store) => new IndexRuntime(store));
