@@ -47,6 +47,8 @@ interface Physical {
   readonly invalidSlots: Set<number>;
   /** Build only (unique): keys seen with more than one element, to re-check at validation. */
   readonly duplicateKeys: Map<string, IndexKey>;
+  /** Build only (unique): the first element scanned per high key word (a cheap duplicate filter). */
+  seen: Map<number, number> | null;
 }
 
 const keyName = (k: IndexKey) => `${k.k0}:${k.k1}`;
@@ -244,7 +246,7 @@ export class IndexRuntime implements IndexHooks {
     const physical: Physical = {
       record, entries: IndexEntries.create(this.store.topology),
       labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(),
+      cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique ? new Map() : null,
     };
     // A rolled-back create leaves no physical index behind.
     this.store.joinBatch(() => this.freePhysical(record.id), []);
@@ -426,7 +428,7 @@ export class IndexRuntime implements IndexHooks {
     const entries = IndexEntries.create(this.store.topology);
     const physical: Physical = {
       record, entries, labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor: Infinity, invalidSlots: new Set(), duplicateKeys: new Map(),
+      cursor: Infinity, invalidSlots: new Set(), duplicateKeys: new Map(), seen: null,
     };
     const at = this.store.committedEpoch();
     const key: IndexKey = { k0: 0, k1: 0 };
@@ -436,10 +438,10 @@ export class IndexRuntime implements IndexHooks {
       if (value === undefined) continue;
       // Committed data satisfied the index when it was written.
       const k = d.lane === 'equality' ? equalityKey(value, false, key) : rangeKey(value, key);
-      if (k !== null) entries.insert(k.k0, k.k1, slot, 1);
-      if (entries.pendingMaintenance()) entries.maintain(at);
+      if (k !== null) entries.appendBuild(k.k0, k.k1, slot, 1);
     }
-    entries.maintain(at);
+    // Sorted once into one run; nothing reads it before the view is republished.
+    entries.finishBuild(0);
     this.physical.set(record.id, physical);
     this.watch(physical);
     this.changed = true;
@@ -492,7 +494,7 @@ export class IndexRuntime implements IndexHooks {
         const physical: Physical = {
           record, entries: IndexEntries.create(this.store.topology),
           labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-          cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(),
+          cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique ? new Map() : null,
         };
         this.physical.set(record.id, physical);
         this.watch(physical);
@@ -577,12 +579,19 @@ export class IndexRuntime implements IndexHooks {
           continue;
         }
         if (k === null) continue;
-        if (d.unique) this.checkUnique(p, value, k.k0, k.k1, slot, at, true);
-        p.entries.insert(k.k0, k.k1, slot, 1);
+        if (p.seen !== null) {
+          // Equal values have equal keys: a high word met before marks a key to re-check.
+          const first = p.seen.get(k.k0);
+          if (first === undefined) p.seen.set(k.k0, slot);
+          else p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
+        }
+        p.entries.appendBuild(k.k0, k.k1, slot, 1);
         outputs++;
         outputBytes += 20;
-        if (p.entries.pendingMaintenance()) p.entries.maintain(store.visibleEpoch());
       }
+      // The slice's entries become one sorted run, found by later writes' maintenance.
+      p.entries.finishBuild(0);
+      if (p.entries.pendingMaintenance()) p.entries.maintain(store.visibleEpoch());
       const progress: [number, number, number, number] = [entities, inputBytes, outputs, outputBytes];
       if (p.cursor < slots) return { ...op, progress };
       // Scanned up to the slots of now: elements made during the build were the catch-up.
@@ -591,6 +600,7 @@ export class IndexRuntime implements IndexHooks {
     }
     // validate + activate: one step, so no write slips in between.
     p.cursor = Infinity;
+    p.seen = null;
     for (const slot of p.invalidSlots) {
       const value = this.sourceValue(p, slot, at);
       try {
