@@ -262,4 +262,25 @@ describe('indexes on disk', () => {
     expect((await ok(db, create(spec('node_equality', { label: 'Person', property: 'k' }))))['r']).toMatchObject({ kind: 'already_active', index_id: '1' });
     await db.close();
   });
+
+  it('a build blocked before a restart scans again when retried after it', async () => {
+    const path = newDir();
+    let db = await openDatabase({ storage: 'disk', path });
+    await ok(db, people(500, (i) => [['email', str(i === 7 ? 'p3@x' : `p${i}@x`)]]));
+    const r = (await ok(db, create(spec('node_equality', { label: 'Person', property: 'email', unique: true }))))['r'] as Record<string, string>;
+    expect(await settle(db, r['operation_id']!)).toMatchObject({ status: 'blocked', stage: 'validate', blocker_code: 'uniqueness_violation' });
+    await db.close();
+    db = await openDatabase({ storage: 'disk', path });
+    expect(await poll(db, r['operation_id']!)).toMatchObject({ status: 'blocked', blocker_code: 'uniqueness_violation' });
+    await ok(db, write([q(null, { set_property: { input: { nodes: { reference: { ids: [7] } } }, name: 'email', value: str('p7@x') } })], []));
+    await ok(db, control('retry_index_operation', r['operation_id']!));
+    expect(await settle(db, r['operation_id']!)).toMatchObject({ status: 'succeeded' });
+    for (const v of ['p3@x', 'p7@x', 'p499@x']) {
+      const predicate = whereEq('Person', 'email', { constant: { string: v } });
+      expect((await ok(db, ids(predicate)))['r']).toEqual((await ok(db, ids(scanned(predicate))))['r']);
+      expect(((await ok(db, ids(predicate)))['r'] as number[]).length).toBe(1);
+    }
+    expect(await fails(db, people(1, () => [['email', str('p7@x')]]))).toMatchObject({ error: 'unique_constraint_violation' });
+    await db.close();
+  });
 });

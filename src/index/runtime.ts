@@ -596,8 +596,13 @@ export class IndexRuntime implements IndexHooks {
       if (p.cursor < slots) return { ...op, progress };
       // Scanned up to the slots of now: elements made during the build were the catch-up.
       if (op.stage === 'scan') return { ...op, stage: 'catch_up', progress, stageEpoch: epoch };
+      // Every slot is scanned: from now on every write maintains the index.
+      p.cursor = Infinity;
       return { ...op, stage: 'validate', progress, stageEpoch: epoch };
     }
+    // A build whose entries were lost (a restart while it was blocked or queued at
+    // validate) has not scanned anything of this process: scan again first.
+    if (p.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
     // validate + activate: one step, so no write slips in between.
     p.cursor = Infinity;
     p.seen = null;
