@@ -8,7 +8,10 @@ import fc from 'fast-check';
 import { executeRequest, noFlags } from '../src/exec/request.js';
 import { Store, type StoreCut } from '../src/store/store.js';
 import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DIR_OUT, DIR_WORDS, NEVER, T_HEAP_USED } from '../src/store/topology.js';
-import { loadSections, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
+import { loadSections, optionalSectionNames, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
+
+/** Every section a writer store exports: the required ones, then the index catalog. */
+const allSectionNames: string[] = [...snapshotSectionNames, ...optionalSectionNames];
 
 // ------------------------------------------------------------------ requests
 
@@ -162,7 +165,7 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
     fc.assert(fc.property(
       fc.array(batchArb, { maxLength: 25 }), fc.array(batchArb, { maxLength: 25 }), fc.array(batchArb, { maxLength: 8 }),
       fc.integer({ min: 16, max: 64 }).map((n) => n * 4),
-      fc.shuffledSubarray([...snapshotSectionNames.keys()], { minLength: snapshotSectionNames.length, maxLength: snapshotSectionNames.length }),
+      fc.shuffledSubarray([...allSectionNames.keys()], { minLength: allSectionNames.length, maxLength: allSectionNames.length }),
       (before, after, later, chunkBytes, order) => {
         const live = Store.create(), upToCut = Store.create();
         for (const batch of [seedBatch, ...before]) { apply(live, batch); apply(upToCut, batch); }
@@ -171,7 +174,7 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
         for (const batch of after) apply(live, batch);
 
         const sections = sectionsAt(live.shared, cut, chunkBytes);
-        expect(sections.map((s) => s.name)).toEqual([...snapshotSectionNames]);
+        expect(sections.map((s) => s.name)).toEqual(allSectionNames);
         for (const s of sections) for (const chunk of s.chunks()) expect(chunk.byteLength).toBeLessThanOrEqual(chunkBytes);
         // The export depends on the state at the cut only: the store that stopped there gives the same bytes.
         expectSameSections(exportOf(sections), exportOf(sectionsAt(upToCut.shared, upToCut.cut())));
@@ -355,7 +358,7 @@ describe('StoreLoader', () => {
 
   it('rejects an unknown or duplicate section and lengths that do not fit the layout', () => {
     const loader = new StoreLoader();
-    expect(codeOf(() => loader.section('indexes', 4))).toBe('storage_error');
+    expect(codeOf(() => loader.section('bogus', 4))).toBe('storage_error');
     loader.section('heap', 16);
     expect(codeOf(() => loader.section('heap', 16))).toBe('storage_error');
     expect(codeOf(() => loader.section('nodes', 21))).toBe('storage_error');
