@@ -209,6 +209,33 @@ describe('object storage, embedded', () => {
   });
 });
 
+describe('object storage, indexes', () => {
+  const poll = (operation_id: string) => ({ request_type: 'read', query: { read: { entries: [{ query: { name: 'op', root: { get_index_operation: { operation_id } } } }], returns: ['op'] } } });
+  const byKPredicate = (k: number) => ({ and: { predicates: [
+    { eq: { left: { property: '$label' }, right: { constant: { string: 'N' } } } },
+    { eq: { left: { property: 'k' }, right: { constant: { i64: k } } } }] } });
+  const byK = (k: number) => read([q('r', { id: { input: { nodes_where: { predicate: byKPredicate(k) } } } })], ['r']);
+  it('the catalog and an active index survive a restart, and a following reader uses the index', async () => {
+    let db = await openDatabase(s3Options('emb-index', { snapshotWalBytes: 2048 }));
+    await db.query({ request_type: 'write', query: { write: { entries: Array.from({ length: 50 }, (_, i) => ({ query: { name: null, root: { add_n: { label: 'N', properties: [['k', { value: { i64: i % 5 } }]] } } } })), returns: [] } } });
+    const receipt = await db.query({ request_type: 'write', query: { write: { entries: [{ query: { name: 'r', root: { create_index: { spec: { node_equality: { label: 'N', property: 'k' } }, if_not_exists: true } } } }], returns: ['r'] } } }) as { r: { operation_id: string } };
+    for (let i = 0; (await db.query(poll(receipt.r.operation_id)) as { op: { status: string } }).op.status !== 'succeeded'; i++) {
+      expect(i).toBeLessThan(500);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const reader = await openDatabase(s3Options('emb-index', { mode: 'reader' }));
+    expect(await reader.query(byK(3))).toEqual({ r: [3, 8, 13, 18, 23, 28, 33, 38, 43, 48] });
+    expect(reader.explain(byK(3))[0]!.access).toBe('index_eq');
+    await db.close();
+    await reader.close();
+    db = await openDatabase(s3Options('emb-index'));
+    expect(db.explain(byK(3))[0]!.access).toBe('index_eq');
+    expect(await db.query(byK(4))).toEqual({ r: [4, 9, 14, 19, 24, 29, 34, 39, 44, 49] });
+    expect((await db.query(poll(receipt.r.operation_id)) as { op: { status: string } }).op.status).toBe('succeeded');
+    await db.close();
+  });
+});
+
 describe('object storage, failures', () => {
   it('a writer removes objects torn by an interrupted upload and carries on from the whole history', async () => {
     let db = await openDatabase(s3Options('torn'));
