@@ -36,13 +36,17 @@ function keyRanges(ctx: ExecCtx, path: AccessPath): [IndexKey, IndexKey][] | nul
       return out;
     }
     case 'range': {
-      const lo = path.lo === null ? null : fixed(path.lo);
-      const hi = path.hi === null ? null : fixed(path.hi);
-      const domain = rangeDomain(lo ?? hi!);
-      // A bound outside the three domains compares with nothing: no element matches.
-      if (domain === 0 || (lo !== null && hi !== null && rangeDomain(hi) !== domain)) return [];
+      // undefined: no bound on that side; null: a bound that evaluated to null.
+      const lo = path.lo === null ? undefined : fixed(path.lo);
+      const hi = path.hi === null ? undefined : fixed(path.hi);
+      // An eq answered by a range index (one operand as both bounds): null equals a
+      // missing property (values.md §7.1), which no index holds: scan.
+      if (path.lo !== null && path.lo === path.hi && lo === null) return null;
+      const domain = rangeDomain(lo !== undefined ? lo : hi!);
+      // A bound outside the three domains (null included) compares with nothing: no element matches.
+      if (domain === 0 || (lo !== undefined && hi !== undefined && rangeDomain(hi) !== domain)) return [];
       const [min, max] = domainBounds(domain);
-      return [[lo === null ? min : rangeKeyOf(lo, { k0: 0, k1: 0 }), hi === null ? max : rangeKeyOf(hi, { k0: 0, k1: 0 })]];
+      return [[lo === undefined ? min : rangeKeyOf(lo, { k0: 0, k1: 0 }), hi === undefined ? max : rangeKeyOf(hi, { k0: 0, k1: 0 })]];
     }
   }
 }
