@@ -284,3 +284,22 @@ describe('indexes on disk', () => {
     await db.close();
   });
 });
+
+describe('the store transaction log with index changes', () => {
+  it('replay refuses unknown record kinds and malformed catalog changes, leaving the store as it was', async () => {
+    const { Store } = await import('../src/store/store.js');
+    await import('../src/index/runtime.js');
+    const store = Store.create();
+    const batch = (ops: unknown[]) => ({ epoch: store.committedEpoch() + 1, nodeSlots: 0, edgeSlots: 0, names: [], ops }) as never;
+    const codeOf = (f: () => void) => { try { f(); return 'no error'; } catch (err) { return (err as { code: string }).code; } };
+    expect(codeOf(() => store.applyRedo(batch([[99, 1]])))).toBe('storage_error');
+    expect(codeOf(() => store.applyRedo(batch([[6, { bogus: 1 }]])))).toBe('storage_error');
+    expect(codeOf(() => store.applyRedo(batch([[6, { record: 'nope' }]])))).toBe('storage_error');
+    expect(store.committedEpoch()).toBe(1);
+    // A well-formed change replays; the epoch moves by one.
+    store.applyRedo(batch([[6, { nextIndexId: 5 }]]));
+    expect(store.committedEpoch()).toBe(2);
+    expect(codeOf(() => store.applyRedo(batch([[6, { nextIndexId: 3 }]])))).toBe('storage_error');
+    expect(codeOf(() => store.applyRedo({ ...batch([]), epoch: 7 } as never))).toBe('internal_error');
+  });
+});

@@ -399,8 +399,12 @@ export class IndexRuntime implements IndexHooks {
   // ---------------------------------------------------------------- replay, snapshot
 
   /** A logged catalog change (recovery, followers), inside the replayed batch. */
-  replayCatalog(change: CatalogChange): void {
-    if (change.nextIndexId !== undefined) this.nextIndexId = change.nextIndexId;
+  replayCatalog(logged: unknown): void {
+    const change = checkedChange(logged);
+    if (change.nextIndexId !== undefined) {
+      if (change.nextIndexId < this.nextIndexId) throw replayError(`index id counter goes back from ${this.nextIndexId} to ${change.nextIndexId}`);
+      this.nextIndexId = change.nextIndexId;
+    }
     if (change.sequence !== undefined) this.sequence = change.sequence;
     if (change.operation !== undefined) this.setOperation(change.operation.id, change.operation);
     if (change.forget !== undefined) this.setOperation(change.forget, undefined);
@@ -655,6 +659,29 @@ export class IndexRuntime implements IndexHooks {
     for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return 'building';
     return 'ready';
   }
+}
+
+const replayError = (what: string) => new SvcError('storage_error', `storage error: an index catalog change in the log does not fit: ${what}`);
+const changeKeys = new Set(['record', 'operation', 'forget', 'nextIndexId', 'sequence']);
+
+/** A logged catalog change, checked for shape: unknown members are refused, never skipped. */
+function checkedChange(logged: unknown): CatalogChange {
+  if (logged === null || typeof logged !== 'object' || Array.isArray(logged)) throw replayError('not an object');
+  const change = logged as Record<string, unknown>;
+  for (const key of Object.keys(change)) if (!changeKeys.has(key)) throw replayError(`unknown member \`${key}\``);
+  const record = change['record'] as IndexRecord | undefined;
+  if (record !== undefined && (typeof record !== 'object' || record === null || typeof record.id !== 'number' || typeof record.definition !== 'object' || typeof record.state !== 'string')) {
+    throw replayError('malformed index record');
+  }
+  const op = change['operation'] as IndexOperation | undefined;
+  if (op !== undefined && (typeof op !== 'object' || op === null || typeof op.id !== 'string' || typeof op.status !== 'string' || !Array.isArray(op.progress))) {
+    throw replayError('malformed index operation');
+  }
+  for (const key of ['nextIndexId', 'sequence'] as const) {
+    if (change[key] !== undefined && !Number.isSafeInteger(change[key])) throw replayError(`malformed ${key}`);
+  }
+  if (change['forget'] !== undefined && typeof change['forget'] !== 'string') throw replayError('malformed forget');
+  return change as CatalogChange;
 }
 
 /** Rough encoded size of a value, for the input_bytes counter. */

@@ -468,6 +468,9 @@ export class Store {
    */
   commit(): void {
     this.assertWriting();
+    // Epochs only grow, by one per batch: everything readers and the WAL rely on.
+    const committed = Atomics.load(this.meta, M_EPOCH);
+    if (this.pending !== committed + 1) throw new SvcError('internal_error', `internal error: commit of epoch ${this.pending} after epoch ${committed}`);
     Atomics.store(this.meta, M_EPOCH, this.pending);
     if (this.publishOnCommit) Atomics.store(this.meta, M_VISIBLE, this.pending);
     // Its redo (if one was taken) carried every name up to here.
