@@ -27,9 +27,16 @@ const HI = 1, LO = 0;
 
 /** Two independent 32-bit lanes of a multiplicative hash over u32 words. */
 class Hasher {
-  a = 0x9e3779b9 | 0;
-  b = 0x85ebca6b | 0;
+  a = 0;
+  b = 0;
   bytes = 0;
+
+  reset(): Hasher {
+    this.a = 0x9e3779b9 | 0;
+    this.b = 0x85ebca6b | 0;
+    this.bytes = 0;
+    return this;
+  }
 
   word(w: number): void {
     this.a = Math.imul(this.a ^ w, 0x01000193) ^ (this.a >>> 15);
@@ -97,8 +104,10 @@ function checkSize(bytes: number, unique: boolean): void {
  * arrays and objects cannot be indexed: invalid_secondary_index_value, or
  * unsupported_unique_index_value_type under a unique index.
  */
+const hasher = new Hasher();
+
 export function equalityKey(v: Value, unique: boolean, out: IndexKey): IndexKey | null {
-  const h = new Hasher();
+  const h = hasher.reset();
   switch (typeof v) {
     case 'boolean': h.word(EqTag.Bool); h.word(v ? 1 : 0); return h.finish(out);
     case 'bigint': case 'number': hashNumber(h, v); return h.finish(out);

@@ -456,10 +456,10 @@ export class IndexRuntime implements IndexHooks {
     const store = this.store;
     if (p.record.definition.element === 'edge') {
       if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== p.labelId) return undefined;
-      return recordGet(store.edgeRecord(slot, at), p.propertyId);
+      return recordGet(store.recordOnce(true, slot, at), p.propertyId);
     }
     if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== p.labelId) return undefined;
-    return recordGet(store.nodeRecord(slot, at), p.propertyId);
+    return recordGet(store.recordOnce(false, slot, at), p.propertyId);
   }
 
   /** The catalog for a snapshot (msgpack), taken between batches. */

@@ -416,6 +416,20 @@ export class Store {
     return this.recordAt(Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS), at);
   }
 
+  /**
+   * A node's or edge's record at `at` without the record cache: for scans that read each
+   * record once (index builds), which would only churn the cache.
+   */
+  recordOnce(edge: boolean, slot: number, at: number): PropertyRecord {
+    const ptr = this.versionAt(Atomics.load(edge ? this.edges : this.nodes, slot * (edge ? EDGE_WORDS : NODE_WORDS) + (edge ? E_PROPS : N_PROPS)), at);
+    if (ptr === 0) return emptyRecord;
+    const cached = this.recordCache.get(ptr);
+    if (cached !== undefined) return cached;
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    return length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
+  }
+
   private recordAt(newest: number, at: number): PropertyRecord {
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return emptyRecord;
