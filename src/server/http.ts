@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, type LimitOverrides } from '../limits.js';
-import { asSvcError, bodyError, errorBody, overloadError, type SvcError } from '../protocol/errors.js';
+import { asSvcError, bodyError, errorBody, overloadError, SvcError } from '../protocol/errors.js';
 import {
   HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
@@ -23,6 +23,12 @@ import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink }
 import { QueueBound, shed } from './queue-bound.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
 import { uws } from './uws.js';
+
+/**
+ * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
+ * server.ts). Bounded by the body limit, so it runs on this thread. Never throws.
+ */
+export type Explainer = (body: Uint8Array) => { status: number; body: string };
 
 /** `writer`: a read/write server. `reader`: a read-only replica following disk or object storage. */
 export type ServerMode = 'writer' | 'reader';
@@ -97,6 +103,8 @@ interface ClosableApp {
 class PendingQuery implements QueryJob, QueryResponder {
   body: Uint8Array = new Uint8Array(0);
   readonly flags: RequestFlags;
+  /** `POST /v2/explain` (answered by the front end's explainer), not `/v2/query`. */
+  readonly explain: boolean;
   readonly responder: QueryResponder = this;
   settled = false;
   receivedAtMs = 0;
@@ -118,7 +126,8 @@ class PendingQuery implements QueryJob, QueryResponder {
   route: QueryRoute | null = null;
   private queryPrefix: Uint8Array | null = null;
 
-  constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number) {
+  constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number, explain: boolean) {
+    this.explain = explain;
     this.front = front;
     this.res = res;
     this.flags = flags;
@@ -240,6 +249,7 @@ export class HttpFrontEnd {
   private readonly app: TemplatedApp;
   private listenSocket: us_listen_socket | null = null;
   private routes: QueryRoutes | null = null;
+  private explainer: Explainer | null = null;
   /** Jobs that arrived before the threads were up (listening starts first). */
   private early: QueryJob[] = [];
   private readonly earlyBound: QueueBound;
@@ -267,7 +277,12 @@ export class HttpFrontEnd {
     // the router orders method-specific and `any` routes.
     app.any('/v2/query', (res, req) => {
       if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
-      else this.onQuery(res, req);
+      else this.onQuery(res, req, false);
+    });
+    // Same body and headers as /v2/query; answers the plan's access paths instead.
+    app.any('/v2/explain', (res, req) => {
+      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
+      else this.onQuery(res, req, true);
     });
     app.any('/healthz', (res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
@@ -309,8 +324,9 @@ export class HttpFrontEnd {
   }
 
   /** Start routing queries (the reader pool and writer thread are up). */
-  attach(routes: QueryRoutes): void {
+  attach(routes: QueryRoutes, explainer: Explainer | null = null): void {
     this.routes = routes;
+    this.explainer = explainer;
     const early = this.early;
     this.early = [];
     this.earlyBound.clear();
@@ -386,6 +402,16 @@ export class HttpFrontEnd {
   }
 
   private route(routes: QueryRoutes, job: QueryJob): void {
+    if (job instanceof PendingQuery && job.explain) {
+      job.route = 'explain';
+      const explainer = this.explainer;
+      if (explainer === null) job.fail(new SvcError('internal_error', 'internal error: this server has no explain handler'));
+      else {
+        const answer = explainer(job.body);
+        job.respond(answer.status, answer.body);
+      }
+      return;
+    }
     // Read-your-writes: the writer thread's snapshot includes every acknowledged write.
     // A read-only server has no writer; its readers answer 503 (envelope.md §6 stage 5)
     // after decoding, so the stage order holds.
@@ -393,7 +419,7 @@ export class HttpFrontEnd {
     else routes.readers.submit(job);
   }
 
-  private onQuery(res: HttpResponse, req: HttpRequest): void {
+  private onQuery(res: HttpResponse, req: HttpRequest, explain: boolean): void {
     let flags: RequestFlags;
     try {
       flags = readFlags(req); // stage 1 precedes the body (envelope.md §6)
@@ -412,7 +438,7 @@ export class HttpFrontEnd {
       return;
     }
     this.inFlight++;
-    const query = new PendingQuery(this, res, flags, Number.isSafeInteger(expected) ? expected : -1);
+    const query = new PendingQuery(this, res, flags, Number.isSafeInteger(expected) ? expected : -1, explain);
     res.onAborted(() => query.onAborted());
     res.onData((chunk, isLast) => query.onData(chunk, isLast));
   }

@@ -6,8 +6,11 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { limits } from '../limits.js';
 
-/** Which thread answered: the uWS thread itself, a reader-pool thread, or the writer thread. */
-export type QueryRoute = 'inline' | 'pool' | 'writer';
+/**
+ * Which thread answered: the uWS thread itself, a reader-pool thread, or the writer thread;
+ * `explain`: a POST /v2/explain, answered on the uWS thread.
+ */
+export type QueryRoute = 'inline' | 'pool' | 'writer' | 'explain';
 
 export interface RequestLogOptions {
   /** One line per query request (`svc serve --log-requests`). */

@@ -9,10 +9,11 @@
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { defaultExecOptions } from '../exec/request.js';
+import { defaultExecOptions, explainRequest } from '../exec/request.js';
+import { asSvcError, errorBody } from '../protocol/errors.js';
 import { limits, type LimitOverrides } from '../limits.js';
 import { unwritableReason } from '../durability/disk-storage.js';
-import { HttpFrontEnd, type ServerMode } from './http.js';
+import { HttpFrontEnd, type Explainer, type ServerMode } from './http.js';
 import { describeError, type QueryJob, type QuerySink } from './job.js';
 import { RequestLog, SLOW_QUERY_MS_DEFAULT, type QueryRoute } from './request-log.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
@@ -133,6 +134,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const port = await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
+  // The store as the main thread sees it (inline reads, /v2/explain): attached once, and
+  // again after a follower swapped the buffers (one topology reader slot per attach).
+  let mainShared: StoreShared | null = null;
+  let mainStore: Store | null = null;
+  let mainStoreShared: StoreShared | null = null;
+  const mainThreadStore = (): Store => {
+    if (mainStore === null || mainStoreShared !== mainShared) {
+      mainStore = Store.attach(mainShared!);
+      mainStoreShared = mainShared;
+    }
+    return mainStore;
+  };
   try {
     // A reader server's follower may swap its store before the pool is up: the pool starts
     // on the buffers current then and catches up with later swaps below.
@@ -152,7 +165,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       role: mode === 'reader' ? 'replica' : 'reader', limits: bounds,
     });
     const readerPool = pool;
-    onSwap = (shared) => readerPool.swapStore(shared);
+    onSwap = (shared) => {
+      readerPool.swapStore(shared);
+      mainShared = shared;
+    };
+    mainShared = writer.shared;
     if (writer.shared !== startShared) readerPool.swapStore(writer.shared);
   } catch (err) {
     front.stopAccepting();
@@ -166,8 +183,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const inline = mode === 'writer' && (options.inlineReads ?? true);
   const toPool = routedTo('pool', pool);
   const toWriter = routedTo('writer', writer);
-  const reads = inline ? routedTo('inline', new InlineReads(Store.attach(writer.shared), toPool, toWriter, { queryTimeoutMs, queryMemoryBytes })) : toPool;
-  front.attach({ readers: reads, writer: toWriter });
+  const reads = inline ? routedTo('inline', new InlineReads(mainThreadStore(), toPool, toWriter, { queryTimeoutMs, queryMemoryBytes })) : toPool;
+  front.attach({ readers: reads, writer: toWriter }, explainer(mainThreadStore));
 
   const startedPool = pool;
   const startedWriter = writer;
@@ -191,6 +208,25 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     mode,
     recovery: startedWriter.recovery,
     close: () => (closing ??= shutdown()),
+  };
+}
+
+/**
+ * POST /v2/explain: decode and plan on the main thread (bounded by the body limit, like
+ * the inline reads' planning), execute nothing. 200 `{"sources":[...]}` with each source's
+ * members in byte-wise key order (envelope.md §7), or the error body /v2/query would give.
+ */
+function explainer(store: () => Store): Explainer {
+  return (body) => {
+    try {
+      const sources = explainRequest(store(), body).map((s) => (s.index === undefined
+        ? { access: s.access, operation: s.operation }
+        : { access: s.access, index: s.index, operation: s.operation }));
+      return { status: 200, body: JSON.stringify({ sources }) };
+    } catch (err) {
+      const e = asSvcError(err);
+      return { status: e.status, body: errorBody(e) };
+    }
   };
 }
 
