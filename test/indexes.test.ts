@@ -103,6 +103,14 @@ describe('index DDL and lifecycle', () => {
     expect(await fails(db, create(spec('node_equality', { label: '', property: 'email' })))).toMatchObject({ status: 400, error: 'invalid_empty_name' });
     expect(await fails(db, create(spec('node_equality', { label: '  ', property: 'email' })))).toMatchObject({ status: 500, error: 'invalid_configuration' });
     expect(await fails(db, create(spec('node_vector', { label: 'A', property: 'v', dimension: 0, metric: 'cosine' })))).toMatchObject({ status: 400, error: 'invalid_query_json' });
+    expect(await fails(db, create(spec('node_equality', { label: 'L'.repeat(65536), property: 'x' })))).toMatchObject({ status: 500, error: 'invalid_index_model' });
+    // Dropping, then creating in the same request: the identity is busy while it drops.
+    const busy = await fails(db, write([
+      q('d', { drop_index: { spec: spec('node_range', { label: 'Person', property: 'email' }) } }),
+      q('c', { create_index: { spec: spec('node_range', { label: 'Person', property: 'email' }), if_not_exists: true } }),
+    ], ['d', 'c']));
+    expect(busy).toMatchObject({ status: 500, error: 'index_busy' });
+    expect(busy.msg).toContain('dropping');
     await db.close();
   });
 

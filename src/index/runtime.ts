@@ -384,6 +384,10 @@ export class IndexRuntime implements IndexHooks {
 
   /** After commit or rollback: republish the view if the catalog changed. */
   settled(): void {
+    // Deltas past their bound are merged into runs here, after every batch (writer and
+    // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
+    // moves per entry; entries deleted before the visible epoch are dropped on the way.
+    for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
     if (!this.changed) return;
     this.changed = false;
     this.version++;
@@ -516,7 +520,6 @@ export class IndexRuntime implements IndexHooks {
   /** Whether an operation can make progress now (not blocked, not finished). */
   hasWork(): boolean {
     for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return true;
-    for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) return true;
     return false;
   }
 
@@ -528,15 +531,11 @@ export class IndexRuntime implements IndexHooks {
   step(): 'progress' | 'waiting' | 'idle' {
     const epoch = this.store.pendingEpoch();
     const visible = this.store.visibleEpoch();
-    let merged = false;
-    for (const p of this.physical.values()) {
-      if (p.entries.pendingMaintenance()) { p.entries.maintain(visible); merged = true; }
-    }
     let runnable: IndexOperation | undefined;
     for (const op of this.operations.values()) {
       if ((op.status === 'queued' || op.status === 'running') && (runnable === undefined || op.sequence < runnable.sequence)) runnable = op;
     }
-    if (runnable === undefined) return merged ? 'progress' : 'idle';
+    if (runnable === undefined) return 'idle';
     let op = runnable;
     if (op.status === 'queued') {
       if (op.attempt >= 0xffffffff) throw dbError('index_operation_revision_exhausted', 'index operation attempts exhausted');
@@ -547,7 +546,7 @@ export class IndexRuntime implements IndexHooks {
       if (op.kind === 'build' && !op.stage.startsWith('aborting_')) op = this.buildSlice(record, op, epoch);
       else {
         const next = this.cleanupStage(record, op, epoch, visible);
-        if (next === null) return merged ? 'progress' : 'waiting';
+        if (next === null) return 'waiting';
         op = next;
       }
     } catch (err) {
@@ -595,7 +594,6 @@ export class IndexRuntime implements IndexHooks {
       }
       // The slice's entries become one sorted run, found by later writes' maintenance.
       p.entries.finishBuild(0);
-      if (p.entries.pendingMaintenance()) p.entries.maintain(store.visibleEpoch());
       const progress: [number, number, number, number] = [entities, inputBytes, outputs, outputBytes];
       if (p.cursor < slots) return { ...op, progress };
       // Scanned up to the slots of now: elements made during the build were the catch-up.
