@@ -6,7 +6,7 @@ import { queryError } from '../protocol/errors.js';
 import { DateTime, F32, I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { recordGet } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
-import { compareComparable, isMember, valuesEqual } from './compare.js';
+import { compareComparable, isMember, valuesEqual } from '../protocol/compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
 import { deadlineExceeded, guard } from './guard.js';
 

@@ -2,7 +2,7 @@
 import type { Op } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
-import { valuesEqual } from './compare.js';
+import { valuesEqual } from '../protocol/compare.js';
 import { evalPredicate, resolveProperty, type ExecCtx } from './context.js';
 import { NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream } from './rows.js';
 import { renderValueKey } from './render.js';

@@ -1,7 +1,7 @@
 // Ordering: order_by and order_by_multiple (operations.md §7).
 import type { Order } from '../protocol/ast.js';
 import type { Value } from '../protocol/value.js';
-import { compareSortKeys } from './compare.js';
+import { compareSortKeys } from '../protocol/compare.js';
 import { resolveProperty, type ExecCtx } from './context.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, RowSet } from './rows.js';
 import { guard, ROW_BYTES } from './guard.js';

@@ -3,29 +3,13 @@
 // Plain data only: records and operations are immutable objects (a change makes a new
 // one), so a write batch undoes a catalog change by putting the old object back, and the
 // same objects are what the WAL, the snapshot and the readers' view carry.
-import type { IndexSpec } from '../protocol/ast.js';
-import { dbError, jsonError, SvcError } from '../protocol/errors.js';
+import { dbError, SvcError } from '../protocol/errors.js';
+import type { ElementKind, IndexDefinition, Lane } from '../protocol/index-spec.js';
+
+export type { ElementKind, IndexDefinition, Lane } from '../protocol/index-spec.js';
 import type { Value } from '../protocol/value.js';
 
-export type Lane = 'equality' | 'range' | 'vector' | 'text';
-export type ElementKind = 'node' | 'edge';
 export type Family = 'secondary' | 'vector' | 'text';
-
-export interface IndexDefinition {
-  readonly lane: Lane;
-  readonly element: ElementKind;
-  readonly label: string;
-  readonly property: string;
-  /** node equality only. */
-  readonly unique: boolean;
-  /** range only ('asc' by default). */
-  readonly direction: 'asc' | 'desc' | null;
-  /** vector only. */
-  readonly dimension: number | null;
-  readonly metric: 'cosine' | 'euclidean' | 'manhattan' | null;
-  /** vector and text only. */
-  readonly tenantProperty: string | null;
-}
 
 export type IndexState = 'building' | 'active' | 'aborting' | 'dropping' | 'dropped';
 
@@ -82,80 +66,6 @@ export const abortStages = (family: Family): string[] => dropStages[family].map(
 /** The identity of indexes.md §1: lane, element kind, label, property. */
 export function identityOf(d: Pick<IndexDefinition, 'lane' | 'element' | 'label' | 'property'>): string {
   return `${d.lane}\u001f${d.element}\u001f${d.label}\u001f${d.property}`;
-}
-
-// ------------------------------------------------------------------ IndexSpec
-
-const specKinds: Record<string, [ElementKind, Lane]> = {
-  node_equality: ['node', 'equality'], node_range: ['node', 'range'],
-  edge_equality: ['edge', 'equality'], edge_range: ['edge', 'range'],
-  node_vector: ['node', 'vector'], edge_vector: ['edge', 'vector'],
-  node_text: ['node', 'text'], edge_text: ['edge', 'text'],
-};
-
-const specFields: Record<Lane, readonly string[]> = {
-  equality: ['label', 'property', 'unique'],
-  range: ['label', 'property', 'direction'],
-  vector: ['label', 'property', 'dimension', 'metric', 'tenant_property'],
-  text: ['label', 'property', 'tenant_property'],
-};
-
-/**
- * The definition an IndexSpec asks for (indexes.md §2). Shape and type errors are decode
- * errors (400 invalid_query_json); empty names are left to planning (checkIndexNames).
- */
-export function definitionOf(spec: Pick<IndexSpec, 'kind' | 'fields'>, what: string): IndexDefinition {
-  const kind = specKinds[spec.kind];
-  if (kind === undefined) throw jsonError(`${what}: unknown index spec variant \`${spec.kind}\``);
-  const [element, lane] = kind;
-  const f = spec.fields;
-  for (const key of f.keys()) {
-    if (!specFields[lane].includes(key)) throw jsonError(`${what}.${spec.kind}: unknown field \`${key}\``);
-  }
-  const str = (key: string, required: boolean): string | null => {
-    const v = f.get(key);
-    if (v === undefined || v === null) {
-      if (required) throw jsonError(`${what}.${spec.kind}: missing field \`${key}\``);
-      return null;
-    }
-    if (typeof v !== 'string') throw jsonError(`${what}.${spec.kind}.${key}: expected a string`);
-    return v;
-  };
-  const label = str('label', true)!, property = str('property', true)!;
-  let unique = false, direction: 'asc' | 'desc' | null = null, dimension: number | null = null;
-  let metric: IndexDefinition['metric'] = null, tenantProperty: string | null = null;
-  if (lane === 'equality') {
-    const u = f.get('unique');
-    if (u !== undefined && u !== null && typeof u !== 'boolean') throw jsonError(`${what}.${spec.kind}.unique: expected a boolean`);
-    unique = u === true;
-    if (unique && element === 'edge') throw jsonError(`${what}.${spec.kind}: unique exists only for node equality indexes`);
-  }
-  if (lane === 'range') {
-    const d = str('direction', false) ?? 'asc';
-    if (d !== 'asc' && d !== 'desc') throw jsonError(`${what}.${spec.kind}.direction: expected "asc" or "desc"`);
-    direction = d;
-  }
-  if (lane === 'vector') {
-    const d = f.get('dimension');
-    const n = typeof d === 'bigint' ? Number(d) : d;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 0xffffffff) {
-      throw jsonError(`${what}.${spec.kind}.dimension: expected an integer >= 1`);
-    }
-    dimension = n;
-    const m = str('metric', true);
-    if (m !== 'cosine' && m !== 'euclidean' && m !== 'manhattan') throw jsonError(`${what}.${spec.kind}.metric: expected "cosine", "euclidean" or "manhattan"`);
-    metric = m;
-  }
-  if (lane === 'vector' || lane === 'text') tenantProperty = str('tenant_property', false);
-  return { lane, element, label, property, unique, direction, dimension, metric, tenantProperty };
-}
-
-/** Planning check (400 invalid_empty_name) of the names a spec carries. */
-export function emptyNameOf(d: IndexDefinition): string | null {
-  if (d.label === '') return 'index label';
-  if (d.property === '') return 'index property';
-  if (d.tenantProperty === '') return 'index tenant property';
-  return null;
 }
 
 /** Execution-time checks of definition components (indexes.md §2, last paragraph). */

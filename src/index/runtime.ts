@@ -18,7 +18,7 @@ import { Packr } from 'msgpackr';
 import { limits } from '../limits.js';
 import { dbError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
-import { valuesEqual } from '../exec/compare.js';
+import { valuesEqual } from '../protocol/compare.js';
 import { decodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
 import { registerIndexHooks, type IndexHooks, type Store } from '../store/store.js';
 import {

@@ -6,7 +6,7 @@
 // executor re-checks the whole predicate on each (exec/index-scan.ts), so answers and
 // their order (ascending ID) are identical with and without an index.
 import type { Expr, Op, Predicate } from '../protocol/ast.js';
-import type { IndexDefinition } from '../index/catalog.js';
+import type { IndexDefinition } from '../protocol/index-spec.js';
 
 export type AccessPath =
   | { kind: 'eq'; index: IndexDefinition; value: Expr }

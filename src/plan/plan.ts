@@ -4,7 +4,7 @@
 import type { Batch, ElementRef, Entry, Expr, Op, Predicate, Request, StreamBound, SubTraversal } from '../protocol/ast.js';
 import { planError, type ErrorCode } from '../protocol/errors.js';
 import { tagOf } from '../protocol/value.js';
-import { emptyNameOf, type IndexDefinition } from '../index/catalog.js';
+import { emptyNameOf, type IndexDefinition } from '../protocol/index-spec.js';
 import { chooseAccessPath, filterConjunct, type AccessPath } from './access-path.js';
 import { predicateMayThrow } from './may-throw.js';
 

@@ -107,7 +107,7 @@ export interface RepeatConfig {
 
 /** Index specs are kept as decoded wire objects until the index issue types them. */
 /** An IndexSpec as sent (`kind` is the variant tag) and the definition it asks for. */
-import type { IndexDefinition } from '../index/catalog.js';
+import type { IndexDefinition } from './index-spec.js';
 
 export type IndexSpec = { kind: string; fields: Map<string, unknown>; definition: IndexDefinition };
 

@@ -1,7 +1,7 @@
 // Stage 3 of envelope.md §6: bytes -> Request AST. Every violation here is
 // 400 invalid_query_json. Structural rules that the protocol calls planning errors
 // (empty names, arities, duplicates...) are left to src/plan.
-import { definitionOf } from '../index/catalog.js';
+import { definitionOf } from './index-spec.js';
 import type {
   AggregateFunction, Batch, BindingProjection, BindingTarget, CompareOp, Condition, Direction, ElementRef,
   EmitMode, Entry, Expr, IndexSpec, Op, Order, Predicate, Projection, PropertyAssignment, RepeatConfig,

@@ -1,8 +1,8 @@
 // Value semantics of values.md §7 (equality, comparison, membership) and §8 (the total
 // sort order). JS compares bigint with number exactly, which is what "same exact
 // mathematical value" asks for.
-import { compareKeys } from '../protocol/json.js';
-import { DateTime, F32, StringArray, type Value, type ValueObject } from '../protocol/value.js';
+import { compareKeys } from './json.js';
+import { DateTime, F32, StringArray, type Value, type ValueObject } from './value.js';
 
 type Num = number | bigint;
 
