@@ -226,6 +226,15 @@ describe('the HTTP thread runs only bounded plans', () => {
     expect(plan(count({ nodes_where: { predicate: { has_key: { property: 'a' } } } })).inlineSafe).toBe(false);
     expect(plan(ids(repeat(nodes([0]), 3, 'all'))).inlineSafe).toBe(false);
     expect(plan({ shortest_path: { source: { ids: [0] }, target: { ids: [1] }, direction: 'out', max_depth: 3 } }).inlineSafe).toBe(false);
+    // A nodes_where an active index answers costs about its candidates: bounded.
+    const byEmail = { nodes_where: { predicate: { and: { predicates: [
+      { eq: { left: { property: '$label' }, right: { constant: { string: 'U' } } } },
+      { eq: { left: { property: 'email' }, right: { constant: { string: 'a@x' } } } }] } } } };
+    const request = decodeRequest(JSON.stringify(read([q('r', { value_map: { input: byEmail } })], ['r'])));
+    const index = { lane: 'equality', element: 'node', label: 'U', property: 'email', unique: true, direction: null, dimension: null, metric: null, tenantProperty: null } as const;
+    expect(planRequest(request, { version: 1, active: [index] }).inlineSafe).toBe(true);
+    expect(planRequest(request, { version: 1, active: [] }).inlineSafe).toBe(false);
+    expect(planRequest(request, { version: 1, active: [{ ...index, label: 'V' }] }).inlineSafe).toBe(false);
   });
 
   it('a read that outgrows the inline work cap goes to the pool, and its body goes there directly next time', async () => {

@@ -175,7 +175,8 @@ class Checker {
       fail('invalid_after_bind_operation', `\`${op.op}\` after bind needs rows known to be edges`);
     }
     const keep = input;
-    if (unboundedOps.has(op.op)) this.unbounded = true;
+    // A nodes_where / edges_where may still be bounded: when an index answers it (decided below).
+    if (unboundedOps.has(op.op) && op.op !== 'nodes_where' && op.op !== 'edges_where') this.unbounded = true;
     if ((op.op === 'nodes' || op.op === 'edges') && op.reference.kind === 'all') this.unbounded = true;
     switch (op.op) {
       case 'nodes': checkRef(op.reference, 'nodes reference'); return { bound: false, kind: 'node' };
@@ -448,7 +449,7 @@ function eachOp(node: unknown, parent: Op | null, visit: (op: Op, parent: Op | n
 }
 
 /** Access paths of the request's sources over the catalog's active indexes. */
-function accessPathsOf(request: Request, catalog: PlanningCatalog): { paths: Map<Op, AccessPath>; barrier: boolean } {
+function accessPathsOf(request: Request, catalog: PlanningCatalog): { paths: Map<Op, AccessPath>; barrier: boolean; sources: Op[] } {
   const paths = new Map<Op, AccessPath>();
   let barrier = false;
   const extra = new Map<Op, Predicate[]>();
@@ -469,7 +470,7 @@ function accessPathsOf(request: Request, catalog: PlanningCatalog): { paths: Map
       if (path !== null) paths.set(op, path);
     }
   }
-  return { paths, barrier };
+  return { paths, barrier, sources };
 }
 
 export function planRequest(request: Request, catalog: PlanningCatalog = noCatalog): Plan {
@@ -484,8 +485,11 @@ export function planRequest(request: Request, catalog: PlanningCatalog = noCatal
   for (const name of batch.returns) {
     if (!bound.has(name)) fail('internal_planner_error', `return variable \`${name}\` has no executable binding`);
   }
-  const inlineSafe = request.request_type === 'read' && !checker.unbounded;
-  const { paths, barrier } = accessPathsOf(request, catalog);
+  const { paths, barrier, sources } = accessPathsOf(request, catalog);
+  // A source answered from an index costs about its candidates, not the graph: inline-safe,
+  // with the inline work cap still bounding it (an index that stops serving makes it scan,
+  // which outgrows the cap and moves the request to the pool).
+  const inlineSafe = request.request_type === 'read' && !checker.unbounded && sources.every((op) => paths.has(op));
   return {
     request, classOf, trackPath: checker.trackPath, inlineSafe, accessPaths: paths, catalogVersion: catalog.version,
     hasBarrier: barrier && request.request_type === 'write',
