@@ -112,7 +112,7 @@ export const limits = {
    * maintenance between batches sorts it into a run: lookups scan the delta linearly. No
    * error: a batch may push the delta past it until the next maintenance.
    */
-  indexDeltaEntriesMax: 512,
+  indexDeltaEntriesMax: 64,
   /**
    * Bytes of a request body the slow-query log shows (copied per request while that log
    * is on); the rest is cut, and the line says `"query_truncated": true`. No error.

@@ -74,9 +74,11 @@ function membersOf(v: Value): Value[] | null {
 
 /**
  * The rows of `op` answered through `path`, or null when the index cannot answer at this
- * snapshot (the caller scans).
+ * snapshot (the caller scans). With `rowsMax`, only the first rowsMax rows (a limit right
+ * after the source): rows come in ascending ID order and the predicate cannot raise (the
+ * planner's rule), so they are exactly the first rows of the whole answer.
  */
-export function indexScan(ctx: ExecCtx, op: SourceOp, path: AccessPath): RowSet | null {
+export function indexScan(ctx: ExecCtx, op: SourceOp, path: AccessPath, rowsMax = Infinity): RowSet | null {
   const index = findServing(currentView(ctx.store), path.index, ctx.at);
   if (index === null) return null;
   let ranges: [IndexKey, IndexKey][] | null;
@@ -101,7 +103,10 @@ export function indexScan(ctx: ExecCtx, op: SourceOp, path: AccessPath): RowSet 
     previous = id;
     if (!(edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at))) continue;
     const key = edges ? edgeKey(id) : nodeKey(id);
-    if (evalPredicate(ctx, op.predicate, key, null)) out.push(key, null);
+    if (evalPredicate(ctx, op.predicate, key, null)) {
+      out.push(key, null);
+      if (out.length >= rowsMax) break;
+    }
     guard.step(1);
   }
   return out;

@@ -6,6 +6,7 @@ import type { EvalOp } from './eval-op.js';
 import { RowSet, rowsOf, scalarItems, type Stream } from './rows.js';
 import { streamedWindow } from './streaming.js';
 import { guard, ROW_BYTES } from './guard.js';
+import { indexScan } from './index-scan.js';
 
 function boundValue(ctx: ExecCtx, b: StreamBound, what: string): number {
   if (b.kind === 'literal') return b.value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(b.value);
@@ -31,11 +32,25 @@ function window(input: Stream, start: number, end: number): Stream {
   return { kind: 'scalars', items: items.slice(start, Math.max(start, end)) };
 }
 
+/**
+ * A window's input when it is a source answered from an index: only its first `end` rows
+ * are looked up (index-scan.ts); null otherwise.
+ */
+function indexedHead(ctx: ExecCtx, input: Op, end: number): Stream | null {
+  if (input.op !== 'nodes_where' && input.op !== 'edges_where') return null;
+  const path = ctx.accessPaths?.get(input);
+  if (path === undefined) return null;
+  const rows = indexScan(ctx, input, path, end);
+  return rows === null ? null : rowsOf(rows);
+}
+
 /** limit, skip or range over the stream of `op.input`. */
 export function evalWindow(ctx: ExecCtx, op: Op, context: Stream | null, evalOp: EvalOp): Stream {
   switch (op.op) {
     case 'limit': {
       const n = boundValue(ctx, op.count, 'limit count');
+      const head = indexedHead(ctx, op.input, n);
+      if (head !== null) return window(head, 0, n);
       const streamed = streamedWindow(ctx, op.input, context, evalOp, 0, n);
       return streamed !== null ? rowsOf(streamed) : window(evalOp(ctx, op.input, context), 0, n);
     }
@@ -46,6 +61,8 @@ export function evalWindow(ctx: ExecCtx, op: Op, context: Stream | null, evalOp:
     case 'range': {
       const start = boundValue(ctx, op.start, 'range start');
       const end = boundValue(ctx, op.end, 'range end');
+      const head = indexedHead(ctx, op.input, Math.max(start, end));
+      if (head !== null) return window(head, start, Math.max(start, end));
       const streamed = streamedWindow(ctx, op.input, context, evalOp, start, Math.max(start, end));
       return streamed !== null ? rowsOf(streamed) : window(evalOp(ctx, op.input, context), start, Math.max(start, end));
     }
