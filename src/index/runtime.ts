@@ -151,7 +151,9 @@ export class IndexRuntime implements IndexHooks {
       if (!ifNotExists) throw dbError('index_already_exists', `${describeIndex(current.definition)} already exists (${current.state})`);
       return current.state === 'active' ? alreadyActiveReceipt(current) : existingOperationReceipt(current.operation);
     }
-    if (this.records.size >= limits.indexesMax && current === undefined) {
+    let existing = 0;
+    for (const r of this.records.values()) if (r.state !== 'dropped') existing++;
+    if (existing >= limits.indexesMax) {
       throw dbError('invalid_index_model', `invalid index model: at most ${limits.indexesMax} indexes may exist`);
     }
     const id = current?.id ?? this.takeIndexId();
