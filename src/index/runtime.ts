@@ -19,7 +19,7 @@ import { limits } from '../limits.js';
 import { dbError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { valuesEqual } from '../protocol/compare.js';
-import { decodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
+import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import { registerIndexHooks, type IndexHooks, type Store } from '../store/store.js';
 import {
   abortStages, acceptedReceipt, alreadyActiveReceipt, buildStages, checkComponents, describeIndex, differingFields,
@@ -28,7 +28,7 @@ import {
 } from './catalog.js';
 import { IndexEntries } from './entries.js';
 import { equalityKey, rangeKey, type IndexKey } from './keys.js';
-import { publishView } from './view.js';
+import { publishView, type ViewBlock } from './view.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -47,16 +47,33 @@ interface Physical {
   readonly invalidSlots: Set<number>;
   /** Build only (unique): keys seen with more than one element, to re-check at validation. */
   readonly duplicateKeys: Map<string, IndexKey>;
-  /** Build only (unique): the first element scanned per high key word (a cheap duplicate filter). */
-  seen: Map<number, number> | null;
+  /** Build only (unique): high key words scanned so far (a cheap duplicate filter). */
+  seen: Set<number> | null;
 }
 
 const keyName = (k: IndexKey) => `${k.k0}:${k.k1}`;
+
+/** The key of a value under an index definition (index/keys.ts); null: not indexed. Throws on values the index refuses. */
+function indexKey(d: IndexDefinition, v: Value, out: IndexKey): IndexKey | null {
+  return d.lane === 'equality' ? equalityKey(v, d.unique, out) : rangeKey(v, out);
+}
+
+/** index_definition_conflict, naming the differing fields, unless `asked` matches `existing`. */
+function checkSameDefinition(existing: IndexDefinition, asked: IndexDefinition): void {
+  const differing = differingFields(existing, asked);
+  if (differing.length === 0) return;
+  throw dbError('index_definition_conflict', `index definition conflict for ${describeIndex(existing)}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from the existing definition`);
+}
+
+/** Map key of the indexes watching one element kind and label. */
+const watchKey = (labelId: number, edge: boolean) => labelId * 2 + (edge ? 1 : 0);
 
 export class IndexRuntime implements IndexHooks {
   private readonly records = new Map<string, IndexRecord>();
   private readonly recordsById = new Map<number, IndexRecord>();
   private readonly operations = new Map<string, IndexOperation>();
+  /** Operations queued or running: what background work can advance (hasWork runs per request). */
+  private readonly runnable = new Set<string>();
   private nextIndexId = 1;
   private sequence = 0;
   /** Physical secondary indexes by index id: built, being built, or waiting to be freed. */
@@ -66,6 +83,8 @@ export class IndexRuntime implements IndexHooks {
   /** Bumped whenever the catalog or a watched set changes; the view is republished then. */
   private changed = false;
   private version = 0;
+  /** The view block readers use now (retired when the next one is published). */
+  private viewBlock: ViewBlock | null = null;
   private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
   private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
 
@@ -102,6 +121,8 @@ export class IndexRuntime implements IndexHooks {
   private setOperation(id: string, op: IndexOperation | undefined): void {
     if (op === undefined) this.operations.delete(id);
     else this.operations.set(id, op);
+    if (op !== undefined && (op.status === 'queued' || op.status === 'running')) this.runnable.add(id);
+    else this.runnable.delete(id);
     this.changed = true;
   }
 
@@ -144,10 +165,7 @@ export class IndexRuntime implements IndexHooks {
       if (current.state === 'aborting' || current.state === 'dropping') {
         throw dbError('index_busy', `${describeIndex(current.definition)} is busy: it is ${current.state}`);
       }
-      const differing = differingFields(current.definition, definition);
-      if (differing.length > 0) {
-        throw dbError('index_definition_conflict', `index definition conflict for ${describeIndex(current.definition)}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from the existing definition`);
-      }
+      checkSameDefinition(current.definition, definition);
       if (!ifNotExists) throw dbError('index_already_exists', `${describeIndex(current.definition)} already exists (${current.state})`);
       return current.state === 'active' ? alreadyActiveReceipt(current) : existingOperationReceipt(current.operation);
     }
@@ -177,12 +195,8 @@ export class IndexRuntime implements IndexHooks {
     if (current === undefined || current.state === 'dropped') {
       throw new SvcError('index_not_found', `db error: ${describeIndex(definition)} not found`, 500);
     }
-    if (definition.lane === 'equality' || definition.lane === 'range') {
-      const differing = differingFields(current.definition, definition);
-      if (differing.length > 0) {
-        throw dbError('index_definition_conflict', `index definition conflict for ${describeIndex(current.definition)}: ${differing.join(', ')} differ${differing.length === 1 ? 's' : ''} from the existing definition`);
-      }
-    }
+    // Vector and text drops ignore dimension, metric and tenant property (indexes.md §4).
+    if (definition.lane === 'equality' || definition.lane === 'range') checkSameDefinition(current.definition, definition);
     if (current.state === 'building') {
       this.abort(this.operation(current.operation), epoch);
       return existingOperationReceipt(current.operation);
@@ -243,44 +257,51 @@ export class IndexRuntime implements IndexHooks {
 
   // ---------------------------------------------------------------- physical indexes
 
-  private startPhysical(record: IndexRecord): void {
+  /**
+   * A new, empty physical index, registered and maintained by writes: cursor 0 for a build
+   * (its scan fills it), Infinity for an index filled whole at once (materialize).
+   */
+  private addPhysical(record: IndexRecord, cursor: number): Physical {
     const d = record.definition;
     const physical: Physical = {
       record, entries: IndexEntries.create(this.store.topology),
       labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique ? new Map() : null,
+      cursor, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique && cursor === 0 ? new Set() : null,
     };
-    // A rolled-back create leaves no physical index behind.
-    this.store.joinBatch(() => this.freePhysical(record.id), []);
     this.physical.set(record.id, physical);
-    this.watch(physical);
-  }
-
-  private watch(p: Physical): void {
-    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
+    const key = watchKey(physical.labelId, d.element === 'edge');
     let list = this.watching.get(key);
     if (list === undefined) this.watching.set(key, list = []);
-    list.push(p);
+    list.push(physical);
+    this.changed = true;
+    return physical;
+  }
+
+  private startPhysical(record: IndexRecord): void {
+    // A rolled-back create leaves no physical index behind.
+    this.store.joinBatch(() => this.freePhysical(record.id), []);
+    this.addPhysical(record, 0);
+  }
+
+  /** Stop maintaining a physical index; returns undo (put it back) or null when it was not watched. */
+  private stopWatching(p: Physical): (() => void) | null {
+    const list = this.watching.get(watchKey(p.labelId, p.record.definition.element === 'edge'));
+    const at = list?.indexOf(p) ?? -1;
+    if (at < 0) return null;
+    list!.splice(at, 1);
+    return () => { list!.splice(at, 0, p); };
   }
 
   private unwatch(indexId: number): void {
     const p = this.physical.get(indexId);
-    if (p === undefined) return;
-    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
-    const list = this.watching.get(key);
-    const at = list?.indexOf(p) ?? -1;
-    if (at < 0) return;
-    list!.splice(at, 1);
-    this.store.joinBatch(() => { list!.splice(at, 0, p); }, []);
+    const undo = p === undefined ? null : this.stopWatching(p);
+    if (undo !== null) this.store.joinBatch(undo, []);
   }
 
   private freePhysical(indexId: number): void {
     const p = this.physical.get(indexId);
     if (p === undefined) return;
-    const key = p.labelId * 2 + (p.record.definition.element === 'edge' ? 1 : 0);
-    const list = this.watching.get(key);
-    const at = list?.indexOf(p) ?? -1;
-    if (at >= 0) list!.splice(at, 1);
+    this.stopWatching(p);
     p.entries.free();
     this.physical.delete(indexId);
     this.changed = true;
@@ -294,11 +315,11 @@ export class IndexRuntime implements IndexHooks {
   // ---------------------------------------------------------------- maintenance (IndexHooks)
 
   watchesNode(label: number): boolean {
-    return this.watching.get(label * 2)?.length ? true : false;
+    return this.watching.get(watchKey(label, false))?.length ? true : false;
   }
 
   watchesEdge(label: number): boolean {
-    return this.watching.get(label * 2 + 1)?.length ? true : false;
+    return this.watching.get(watchKey(label, true))?.length ? true : false;
   }
 
   /**
@@ -308,10 +329,9 @@ export class IndexRuntime implements IndexHooks {
    * index cannot accept and on unique violations.
    */
   elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
-    const bit = edge ? 1 : 0;
-    const lists = oldLabel === newLabel || oldLabel < 0 ? [this.watching.get(newLabel * 2 + bit)]
-      : newLabel < 0 ? [this.watching.get(oldLabel * 2 + bit)]
-      : [this.watching.get(oldLabel * 2 + bit), this.watching.get(newLabel * 2 + bit)];
+    const lists = oldLabel === newLabel || oldLabel < 0 ? [this.watching.get(watchKey(newLabel, edge))]
+      : newLabel < 0 ? [this.watching.get(watchKey(oldLabel, edge))]
+      : [this.watching.get(watchKey(oldLabel, edge)), this.watching.get(watchKey(newLabel, edge))];
     for (const list of lists) {
       if (list === undefined) continue;
       for (const p of list) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
@@ -326,15 +346,7 @@ export class IndexRuntime implements IndexHooks {
     const oldValue = oldLabel === p.labelId && oldRecord !== null ? recordGet(oldRecord, p.propertyId) : undefined;
     const newValue = newLabel === p.labelId && newRecord !== null ? recordGet(newRecord, p.propertyId) : undefined;
     const oldKey = oldValue === undefined ? null : this.keyOf(p, oldValue, slot, this.scratchOld, building);
-    let newKey: IndexKey | null;
-    try {
-      newKey = newValue === undefined ? null : this.keyOf(p, newValue, slot, this.scratchKey, false);
-    } catch (err) {
-      if (!building) throw err;
-      // A build does not fail writes: the value is re-checked when the build validates.
-      this.noteInvalid(p, slot);
-      newKey = null;
-    }
+    const newKey = newValue === undefined ? null : this.keyOf(p, newValue, slot, this.scratchKey, building);
     if (oldKey !== null && newKey !== null && oldKey.k0 === newKey.k0 && oldKey.k1 === newKey.k1) return;
     const epoch = this.store.pendingEpoch();
     const entries = p.entries;
@@ -350,20 +362,19 @@ export class IndexRuntime implements IndexHooks {
     }
   }
 
-  /** The key of a value under index p, or null when it is not indexed (null under equality). */
-  private keyOf(p: Physical, v: Value, slot: number, out: IndexKey, lenient: boolean): IndexKey | null {
+  /**
+   * The key of element `slot`'s value under index p, or null when it is not indexed. A value
+   * the index refuses fails the write, except while the index builds (`building`): a build
+   * does not fail writes, the slot is re-checked when the build validates.
+   */
+  private keyOf(p: Physical, v: Value, slot: number, out: IndexKey, building: boolean): IndexKey | null {
     try {
-      return p.record.definition.lane === 'equality' ? equalityKey(v, p.record.definition.unique, out) : rangeKey(v, out);
+      return indexKey(p.record.definition, v, out);
     } catch (err) {
-      if (!lenient) throw err;
-      this.noteInvalid(p, slot);
+      if (!building) throw err;
+      p.invalidSlots.add(slot);
       return null;
     }
-  }
-
-  private noteInvalid(p: Physical, slot: number): void {
-    if (p.invalidSlots.has(slot)) return;
-    p.invalidSlots.add(slot);
   }
 
   /** Another element holding an equal value under a unique index (at the batch's epoch). */
@@ -393,7 +404,7 @@ export class IndexRuntime implements IndexHooks {
     if (!this.changed) return;
     this.changed = false;
     this.version++;
-    publishView(this.store.topology, this.version, this.viewEntries(), [...this.operations.values()]);
+    this.viewBlock = publishView(this.store.topology, this.version, this.viewEntries(), [...this.operations.values()], this.viewBlock);
   }
 
   private viewEntries(): { record: IndexRecord; root: number }[] {
@@ -435,11 +446,8 @@ export class IndexRuntime implements IndexHooks {
   private materialize(record: IndexRecord): void {
     this.freePhysical(record.id);
     const d = record.definition;
-    const entries = IndexEntries.create(this.store.topology);
-    const physical: Physical = {
-      record, entries, labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor: Infinity, invalidSlots: new Set(), duplicateKeys: new Map(), seen: null,
-    };
+    const physical = this.addPhysical(record, Infinity);
+    const entries = physical.entries;
     const at = this.store.committedEpoch();
     const key: IndexKey = { k0: 0, k1: 0 };
     const slots = d.element === 'edge' ? this.store.edgeSlots() : this.store.nodeSlots();
@@ -447,14 +455,11 @@ export class IndexRuntime implements IndexHooks {
       const value = this.sourceValue(physical, slot, at);
       if (value === undefined) continue;
       // Committed data satisfied the index when it was written.
-      const k = d.lane === 'equality' ? equalityKey(value, false, key) : rangeKey(value, key);
+      const k = indexKey(d, value, key);
       if (k !== null) entries.appendBuild(k.k0, k.k1, slot, 1);
     }
     // Sorted once into one run; nothing reads it before the view is republished.
     entries.finishBuild(0);
-    this.physical.set(record.id, physical);
-    this.watch(physical);
-    this.changed = true;
   }
 
   /** The indexed property of element `slot` at `at`, if it has the index's label and the property. */
@@ -486,7 +491,7 @@ export class IndexRuntime implements IndexHooks {
     }
     this.nextIndexId = data.nextIndexId;
     this.sequence = data.sequence;
-    for (const op of data.operations) this.operations.set(op.id, op);
+    for (const op of data.operations) this.setOperation(op.id, op);
     for (const record of data.records) this.replayRecord(record);
     this.changed = true;
     this.settled();
@@ -498,20 +503,10 @@ export class IndexRuntime implements IndexHooks {
    */
   resumeAfterRecovery(): void {
     for (const record of this.records.values()) {
-      if (record.state !== 'building') continue;
-      if (!this.physical.has(record.id)) {
-        const d = record.definition;
-        const physical: Physical = {
-          record, entries: IndexEntries.create(this.store.topology),
-          labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-          cursor: 0, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique ? new Map() : null,
-        };
-        this.physical.set(record.id, physical);
-        this.watch(physical);
-      }
+      if (record.state === 'building' && !this.physical.has(record.id)) this.addPhysical(record, 0);
     }
     for (const op of this.operations.values()) {
-      if (op.status === 'running') this.operations.set(op.id, { ...op, status: 'queued', stage: op.kind === 'build' && !op.stage.startsWith('aborting_') ? buildStages[op.family][0]! : op.stage });
+      if (op.status === 'running') this.setOperation(op.id, { ...op, status: 'queued', stage: op.kind === 'build' && !op.stage.startsWith('aborting_') ? buildStages[op.family][0]! : op.stage });
     }
     this.changed = true;
     this.settled();
@@ -521,8 +516,7 @@ export class IndexRuntime implements IndexHooks {
 
   /** Whether an operation can make progress now (not blocked, not finished). */
   hasWork(): boolean {
-    for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return true;
-    return false;
+    return this.runnable.size > 0;
   }
 
   /**
@@ -533,12 +527,14 @@ export class IndexRuntime implements IndexHooks {
   step(): 'progress' | 'waiting' | 'idle' {
     const epoch = this.store.pendingEpoch();
     const visible = this.store.visibleEpoch();
-    let runnable: IndexOperation | undefined;
-    for (const op of this.operations.values()) {
-      if ((op.status === 'queued' || op.status === 'running') && (runnable === undefined || op.sequence < runnable.sequence)) runnable = op;
+    // The oldest runnable operation first.
+    let oldest: IndexOperation | undefined;
+    for (const id of this.runnable) {
+      const candidate = this.operations.get(id)!;
+      if (oldest === undefined || candidate.sequence < oldest.sequence) oldest = candidate;
     }
-    if (runnable === undefined) return 'idle';
-    let op = runnable;
+    if (oldest === undefined) return 'idle';
+    let op = oldest;
     if (op.status === 'queued') {
       if (op.attempt >= 0xffffffff) throw dbError('index_operation_revision_exhausted', 'index operation attempts exhausted');
       op = { ...op, status: 'running', attempt: op.attempt + 1 };
@@ -576,18 +572,11 @@ export class IndexRuntime implements IndexHooks {
         p.cursor = slot + 1;
         if (value === undefined) continue;
         inputBytes += approximateBytes(value);
-        let k: IndexKey | null;
-        try {
-          k = d.lane === 'equality' ? equalityKey(value, d.unique, key) : rangeKey(value, key);
-        } catch {
-          p.invalidSlots.add(slot);
-          continue;
-        }
+        const k = this.keyOf(p, value, slot, key, true);
         if (k === null) continue;
         if (p.seen !== null) {
           // Equal values have equal keys: a high word met before marks a key to re-check.
-          const first = p.seen.get(k.k0);
-          if (first === undefined) p.seen.set(k.k0, slot);
+          if (!p.seen.has(k.k0)) p.seen.add(k.k0);
           else p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
         }
         p.entries.appendBuild(k.k0, k.k1, slot, 1);
@@ -608,12 +597,11 @@ export class IndexRuntime implements IndexHooks {
     // validate) has not scanned anything of this process: scan again first.
     if (p.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
     // validate + activate: one step, so no write slips in between.
-    p.cursor = Infinity;
     p.seen = null;
     for (const slot of p.invalidSlots) {
       const value = this.sourceValue(p, slot, at);
       try {
-        if (value !== undefined) void (d.lane === 'equality' ? equalityKey(value, d.unique, { k0: 0, k1: 0 }) : rangeKey(value, { k0: 0, k1: 0 }));
+        if (value !== undefined) indexKey(d, value, { k0: 0, k1: 0 });
         p.invalidSlots.delete(slot);
       } catch {
         return { ...op, status: 'blocked', stage: 'validate', blocker: 'invalid_source_data' };
@@ -650,15 +638,6 @@ export class IndexRuntime implements IndexHooks {
     this.putRecord({ ...record, state: 'dropped', revision: record.revision + 1, activeSince: 0, operation: '' });
     return { ...op, status: op.kind === 'drop' ? 'succeeded' : 'aborted', progress };
   }
-
-  // ---------------------------------------------------------------- readiness
-
-  /** `index_runtime` of /healthz: "ready", or "blocked" while an operation waits for a client. */
-  readiness(): string {
-    for (const op of this.operations.values()) if (op.status === 'blocked') return 'blocked';
-    for (const op of this.operations.values()) if (op.status === 'queued' || op.status === 'running') return 'building';
-    return 'ready';
-  }
 }
 
 const replayError = (what: string) => new SvcError('storage_error', `storage error: an index catalog change in the log does not fit: ${what}`);
@@ -690,11 +669,6 @@ function approximateBytes(v: Value): number {
   if (v instanceof Uint8Array) return v.byteLength;
   if (ArrayBuffer.isView(v)) return v.byteLength;
   return 8;
-}
-
-/** Decode a record for maintenance when only its bytes are at hand (replay). */
-export function recordFromBytes(bytes: Uint8Array): PropertyRecord {
-  return decodeRecord(bytes);
 }
 
 registerIndexHooks((store) => new IndexRuntime(store));

@@ -42,11 +42,11 @@ export const emptyView: CatalogView = { version: 0, indexes: [], operations: new
 
 interface ViewPayload { indexes: ViewIndex[]; operations: IndexOperation[] }
 
-/** Writer: the last published block, retired when the next one is published. */
-const published = new WeakMap<Topology, { at: number; words: number }>();
+/** A published view block: its word offset and the words it was allocated with. */
+export interface ViewBlock { readonly at: number; readonly words: number }
 
-/** Writer: publish a new view. */
-export function publishView(topology: Topology, version: number, indexes: ViewIndex[], operations: IndexOperation[]): void {
+/** Writer: publish a new view; `previous` (the caller's last one) is retired. */
+export function publishView(topology: Topology, version: number, indexes: ViewIndex[], operations: IndexOperation[], previous: ViewBlock | null): ViewBlock {
   const bytes = packr.pack({ indexes, operations } satisfies ViewPayload) as Uint8Array;
   const words = 2 + ((bytes.byteLength + 3) >>> 2);
   const at = topology.allocateWords(words);
@@ -55,9 +55,8 @@ export function publishView(topology: Topology, version: number, indexes: ViewIn
   view[at + 1] = bytes.byteLength;
   new Uint8Array(view.buffer, (at + 2) * 4, bytes.byteLength).set(bytes);
   Atomics.store(view, VIEW_ROOT, at);
-  const before = published.get(topology);
-  if (before !== undefined) topology.retireWords(before.at, before.words);
-  published.set(topology, { at, words });
+  if (previous !== null) topology.retireWords(previous.at, previous.words);
+  return { at, words };
 }
 
 /** Readers: decoded views by store (one decode per version and thread). */
