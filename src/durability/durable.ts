@@ -8,7 +8,7 @@
 // false` is the documented exception: answered and published right after commit.
 import { limits } from '../limits.js';
 import { errorBody, forClient, overloadError, SvcError } from '../protocol/errors.js';
-import { executeRequest, execOptions, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { executeRequest, execOptions, logPending, type ExecOptions, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import type { RedoBatch, Store } from '../store/store.js';
 import type { IndexRuntime } from '../index/runtime.js';
 
@@ -143,10 +143,7 @@ export class Committer {
     let result: 'progress' | 'waiting' | 'idle';
     try {
       result = runtime.step();
-      if (result === 'progress') {
-        const redo = store.pendingRedo();
-        if (redo !== null) this.storage.logBatch(redo);
-      }
+      if (result === 'progress') logPending(store, (batch) => this.storage.logBatch(batch));
     } catch (err) {
       store.rollback();
       process.stderr.write(`svcdb: an index work slice failed: ${err instanceof Error ? err.message : String(err)}\n`);

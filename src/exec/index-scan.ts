@@ -6,7 +6,7 @@
 // cannot serve: not active at this snapshot, purged past it, or a bound that cannot be
 // turned into keys (null, a value outside every domain, a parameter that fails).
 import type { Op } from '../protocol/ast.js';
-import { DateTime, F32, StringArray, type Value } from '../protocol/value.js';
+import { F32, StringArray, type Value } from '../protocol/value.js';
 import type { AccessPath } from '../plan/access-path.js';
 import { domainBounds, equalityKey, rangeDomain, rangeKeyOf, type IndexKey } from '../index/keys.js';
 import { currentView, entriesOf, findServing } from '../index/view.js';
@@ -68,7 +68,6 @@ function membersOf(v: Value): Value[] | null {
   if (v instanceof BigInt64Array) return Array.from(v);
   if (v instanceof Float64Array) return Array.from(v);
   if (v instanceof Float32Array) return Array.from(v, (x) => new F32(x));
-  void DateTime;
   return null;
 }
 

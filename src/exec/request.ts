@@ -3,7 +3,7 @@
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import { decodeRequest } from '../protocol/decode.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
-import { planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
+import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
 import { currentView, type CatalogView } from '../index/view.js';
 import { describeIndex } from '../index/catalog.js';
 import { limits } from '../limits.js';
@@ -110,6 +110,13 @@ export function planningCatalog(view: CatalogView): PlanningCatalog {
   return catalog;
 }
 
+/** Log the open batch's changes before it commits (disk, object storage); a throw rolls it back. */
+export function logPending(store: Store, logBatch: ((batch: RedoBatch) => void) | undefined): void {
+  if (logBatch === undefined) return;
+  const redo = store.pendingRedo();
+  if (redo !== null) logBatch(redo);
+}
+
 export function executeRequest(
   store: Store, body: Uint8Array | string, flags: RequestFlags, role: ExecRole,
   options: ExecOptions = defaultExecOptions,
@@ -154,10 +161,7 @@ export function executeRequest(
     if (write && plan.hasBarrier) {
       (ctx as { barrier: (() => void) | null }).barrier = () => {
         if (store.batchIsEmpty()) return;
-        if (options.logBatch) {
-          const redo = store.pendingRedo();
-          if (redo !== null) options.logBatch(redo);
-        }
+        logPending(store, options.logBatch);
         store.commit();
         ctx.at = store.beginWrite();
       };
@@ -167,10 +171,7 @@ export function executeRequest(
     const outerGuard = swapGuard(queryGuard);
     try {
       response = runBatch(ctx, plan);
-      if (write && options.logBatch) {
-        const redo = store.pendingRedo();
-        if (redo !== null) options.logBatch(redo);
-      }
+      if (write) logPending(store, options.logBatch);
     } catch (err) {
       if (write) store.rollback();
       throw err;
@@ -211,17 +212,10 @@ export function explainRequest(store: Store, body: Uint8Array | string): Explain
     store.endRead();
   }
   const out: ExplainedSource[] = [];
-  const visit = (node: unknown): void => {
-    if (node === null || typeof node !== 'object' || node instanceof Map || ArrayBuffer.isView(node)) return;
-    if (Array.isArray(node)) { node.forEach(visit); return; }
-    const record = node as Record<string, unknown>;
-    if (record['op'] === 'nodes_where' || record['op'] === 'edges_where') {
-      const path = plan.accessPaths.get(node as never);
-      out.push(path === undefined ? { operation: record['op'], access: 'scan' }
-        : { operation: record['op'], access: `index_${path.kind}`, index: describeIndex(path.index) });
-    }
-    for (const key in record) visit(record[key]);
-  };
-  visit(request.batch.entries);
+  eachOp(request.batch.entries, null, (op) => {
+    if (op.op !== 'nodes_where' && op.op !== 'edges_where') return;
+    const path = plan.accessPaths.get(op);
+    out.push(path === undefined ? { operation: op.op, access: 'scan' } : { operation: op.op, access: `index_${path.kind}`, index: describeIndex(path.index) });
+  });
   return out;
 }

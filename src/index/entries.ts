@@ -93,6 +93,21 @@ export interface IndexEntriesStats {
   runs: number;
 }
 
+/**
+ * Copy the entry at word `p` to word `w` unless it was deleted at or before `purgeBefore`
+ * (a merge drops those); returns where the next entry goes.
+ */
+function copyKept(words: Uint32Array, p: number, w: number, purgeBefore: number): number {
+  const deleted = words[p + X_DELETED]!;
+  if (deleted !== 0 && deleted <= purgeBefore) return w;
+  words[w] = words[p]!;
+  words[w + 1] = words[p + 1]!;
+  words[w + 2] = words[p + 2]!;
+  words[w + 3] = words[p + 3]!;
+  words[w + 4] = deleted;
+  return w + ENTRY_WORDS;
+}
+
 export class IndexEntries {
   /** The root block: fixed for the index's lifetime. */
   readonly root: number;
@@ -430,17 +445,7 @@ export class IndexEntries {
     made.push([block, length * ENTRY_WORDS]);
     const words = topo.words;
     let w = block;
-    for (let i = 0; i < order.length; i++) {
-      const p = base + order[i]! * ENTRY_WORDS;
-      const deleted = words[p + X_DELETED]!;
-      if (deleted !== 0 && deleted <= purgeBefore) continue;
-      words[w] = words[p]!;
-      words[w + 1] = words[p + 1]!;
-      words[w + 2] = words[p + 2]!;
-      words[w + 3] = words[p + 3]!;
-      words[w + 4] = deleted;
-      w += ENTRY_WORDS;
-    }
+    for (let i = 0; i < order.length; i++) w = copyKept(words, base + order[i]! * ENTRY_WORDS, w, purgeBefore);
     return { block, length, purged };
   }
 
@@ -471,14 +476,7 @@ export class IndexEntries {
         p = b;
         b += ENTRY_WORDS;
       }
-      const deleted = words[p + X_DELETED]!;
-      if (deleted !== 0 && deleted <= purgeBefore) continue;
-      words[w] = words[p]!;
-      words[w + 1] = words[p + 1]!;
-      words[w + 2] = words[p + 2]!;
-      words[w + 3] = words[p + 3]!;
-      words[w + 4] = deleted;
-      w += ENTRY_WORDS;
+      w = copyKept(words, p, w, purgeBefore);
     }
     if (w !== block + length * ENTRY_WORDS) fail(`merge wrote ${(w - block) / ENTRY_WORDS} entries, expected ${length}`);
     return { block, length, purged };

@@ -437,8 +437,11 @@ function checkEntries(entries: Entry[], checker: Checker, classOf: Map<Op, Shape
 
 const indexOps = new Set<string>(['create_index', 'drop_index', 'get_index_operation', 'retry_index_operation', 'abort_index_operation']);
 
-/** Every operation object in the request (sub-traversals and for_each bodies included), with its parent operation. */
-function eachOp(node: unknown, parent: Op | null, visit: (op: Op, parent: Op | null) => void): void {
+/**
+ * Every operation object under `node` (sub-traversals and for_each bodies included), in
+ * document order, with its parent operation.
+ */
+export function eachOp(node: unknown, parent: Op | null, visit: (op: Op, parent: Op | null) => void): void {
   if (node === null || typeof node !== 'object') return;
   if (Array.isArray(node)) { for (const item of node) eachOp(item, parent, visit); return; }
   if (node instanceof Map || ArrayBuffer.isView(node)) return; // values, not operations

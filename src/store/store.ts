@@ -417,20 +417,16 @@ export class Store {
   }
 
   /**
-   * A node's or edge's record at `at` without the record cache: for scans that read each
-   * record once (index builds), which would only churn the cache.
+   * A node's or edge's record at `at`, not added to the record cache: for scans that read
+   * each record once (index builds), which would only churn it.
    */
   recordOnce(edge: boolean, slot: number, at: number): PropertyRecord {
-    const ptr = this.versionAt(Atomics.load(edge ? this.edges : this.nodes, slot * (edge ? EDGE_WORDS : NODE_WORDS) + (edge ? E_PROPS : N_PROPS)), at);
-    if (ptr === 0) return emptyRecord;
-    const cached = this.recordCache.get(ptr);
-    if (cached !== undefined) return cached;
-    const length = this.heapWords[(ptr >>> 2) + 3]!;
-    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
-    return length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
+    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    return this.recordAt(newest, at, false);
   }
 
-  private recordAt(newest: number, at: number): PropertyRecord {
+  /** The record visible at `at` in the chain from `newest`; `remember`: keep it in the record cache. */
+  private recordAt(newest: number, at: number, remember = true): PropertyRecord {
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return emptyRecord;
     let record = this.recordCache.get(ptr);
@@ -441,6 +437,7 @@ export class Store {
       // slice() copies out of shared memory: msgpackr's native string extractor crashes
       // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
       record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
+      if (!remember) return record;
       if (this.recordCache.size >= limits.recordCacheEntriesMax || this.recordCacheBytes + length > limits.recordCacheBytesMax) {
         this.recordCache.clear();
         this.recordCacheBytes = 0;
