@@ -311,3 +311,22 @@ describe('the store transaction log with index changes', () => {
     expect(codeOf(() => store.applyRedo({ epoch: 7, nodeSlots: 0, edgeSlots: 0, names: [], ops: [] }))).toBe('internal_error');
   });
 });
+
+describe('index scans within the query bounds', () => {
+  it('candidates count against the memory budget: a wide range over an index fails like a scan would', async () => {
+    const db = await openDatabase({ storage: 'memory', queryMemoryMb: 1 });
+    for (let start = 0; start < 100_000; start += 20_000) await ok(db, people(20_000, (i) => [['age', i64((start + i) % 3)]]));
+    const r = (await ok(db, create(spec('node_range', { label: 'Person', property: 'age' }))))['r'] as Record<string, string>;
+    expect(await settle(db, r['operation_id']!)).toMatchObject({ status: 'succeeded' });
+    const label = { eq: { left: { property: '$label' }, right: { constant: { string: 'Person' } } } };
+    const wide = { and: { predicates: [label, { gte: { left: { property: 'age' }, right: { constant: { i64: 0 } } } }] } };
+    // limit 1: one row, but 100k candidates held while they are sorted and checked.
+    const first = read([q('n', { id: { input: { limit: { input: { nodes_where: { predicate: wide } }, count: { literal: 1 } } } } })], ['n']);
+    expect(db.explain(first)[0]!.access).toBe('index_range');
+    expect(await fails(db, first)).toMatchObject({ status: 500, error: 'invalid_query' });
+    // A narrow range stays well inside the budget.
+    const narrow = { and: { predicates: [label, { gte: { left: { property: 'age' }, right: { constant: { i64: 2 } } } }] } };
+    expect((await ok(db, read([q('n', { count: { input: { nodes_where: { predicate: narrow } } } })], ['n'])))['n']).toBe(33_333);
+    await db.close();
+  });
+});
