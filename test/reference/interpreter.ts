@@ -20,6 +20,11 @@ import type {
 import { DateTime, F32, I64_MAX, StringArray, type Value } from '../../src/protocol/value.js';
 import { Graph, type EdgeRec, type NodeRec } from './graph.js';
 import { classOf, literalBound, planBatch, type ShapeClass } from './planner.js';
+
+/** Append `items` to `out` (a spread of a long array overflows the call stack). */
+function append<T>(out: T[], items: readonly T[]): void {
+  for (const item of items) out.push(item);
+}
 import {
   compareForPredicate, compareSortKeys, displayText, identityKey, isNumeric, parseNumericString, queryError,
   RefError, renderValue, sortedPlainObject, toDouble, valuesEqual, compareStrings, type Plain,
@@ -619,7 +624,7 @@ class Execution {
       case 'union': {
         const out: Row[] = [];
         for (const row of this.inputRows(op, scope)) {
-          for (const branch of op.traversals) out.push(...this.runBody(branch, [row], scope, 'union'));
+          for (const branch of op.traversals) append(out, this.runBody(branch, [row], scope, 'union'));
         }
         const kinds = new Set(out.flatMap((r) => (r.el === null ? [] : [r.el.kind])));
         if (out.some((r) => r.bindings.size > 0) && kinds.size > 1) {
@@ -848,11 +853,11 @@ class Execution {
     let frontier = this.inputRows(op, scope);
     const emitted: Row[] = [];
     for (let i = 0n; i < limit; i++) {
-      if (c.emit === 'before' || c.emit === 'all') emitted.push(...frontier);
+      if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
       const next = this.runBody(c.traversal, frontier, scope, 'repeat');
-      if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) emitted.push(...next);
+      if (c.emit === 'all' || (c.emit === 'after' && c.emit_predicate === null)) append(emitted, next);
       if (c.emit === 'after' && c.emit_predicate !== null) {
-        emitted.push(...next.filter((r) => this.evalPred(c.emit_predicate!, r, scope)));
+        append(emitted, next.filter((r) => this.evalPred(c.emit_predicate!, r, scope)));
       }
       const stop = c.until !== null && next.some((r) => this.evalPred(c.until!, r, scope));
       frontier = next;
