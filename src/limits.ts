@@ -107,6 +107,30 @@ export const limits = {
    * past it superseded adjacency blocks are never reused again (no error: memory only).
    */
   topologyReaderSlotsMax: 1024,
+  // ---- Vector engine (src/vector/, docs/vector.md).
+  /** Dimension of a vector index the engine accepts (indexes.md leaves it open); more: 500 storage_error. */
+  vectorDimensionMax: 16_384,
+  /** HNSW `connections` (M) of a graph: its layer-0 lists hold 2M; more: 500 storage_error. */
+  vectorConnectionsMax: 64,
+  /** efConstruction of a graph; more: 500 storage_error. */
+  vectorEfConstructionMax: 4096,
+  /** Search `ef` (beam width) one search may use; larger requests are clamped (no error). */
+  vectorEfMax: 65_536,
+  /**
+   * Points one graph may hold (chunks of 2^i points, i < 27). In practice the 4 GiB vector
+   * memory ends first (about 6 M points of dimension 128); more: 500 storage_error.
+   */
+  vectorPointsMax: (1 << 27) - 1,
+  /** HNSW layers above layer 0 a point may get (the level draw is capped, no error). */
+  vectorLevelMax: 16,
+  /**
+   * Bytes of search scratch (visited marks, candidate and result heaps, the query) one
+   * thread may hold in a vector memory: ~12 bytes per point of the largest graph it
+   * searched; more: 500 storage_error.
+   */
+  vectorScratchBytesPerThreadMax: 1024 * 1024 * 1024,
+  /** Bytes of one chunk of an exported graph (export.ts): what an export holds at once. */
+  vectorExportChunkBytes: 4 * 1024 * 1024,
   /**
    * Entries of a secondary index's unsorted delta (src/index/entries.ts) past which
    * maintenance between batches sorts it into a run: lookups scan the delta linearly. No

@@ -1,0 +1,76 @@
+// Word layouts of the vector memory (docs/vector.md §1). assembly/vector.ts mirrors every
+// constant here; a change to any of them is a format change (bump EXPORT_VERSION in
+// export.ts when it changes what an export holds).
+
+/** VectorMemory header: [V_MAGIC] [V_TOP] heap top (word offset, compare-exchanged), rest reserved. */
+export const V_MAGIC = 0;
+export const V_TOP = 1;
+export const V_HEADER_WORDS = 16;
+export const VECTOR_MEMORY_MAGIC = 0x56454d31; // 'VEM1'
+
+/**
+ * Graph header at the graph's root. Words a reader uses: G_DIM..G_VEC (written once before
+ * the root is handed out), G_COUNT (published point count: Atomics.store / atomic.load),
+ * G_ENTRY (entry point: stored after the count that covers it, loaded before the count), and
+ * the chunk table (a chunk pointer is written before any point in it is published).
+ */
+export const G_MAGIC = 0;
+export const G_DIM = 1;
+export const G_METRIC = 2;
+export const G_M = 3;
+export const G_M0 = 4;
+export const G_EFC = 5;
+export const G_RECORD = 6; // words per point record
+export const G_VEC = 7; // word offset of the vector inside a record
+export const G_RNG = 8; // level draw state (writer only)
+export const G_COUNT = 9;
+export const G_ENTRY = 10;
+export const G_TOP = 11; // entry point's level (writer only; readers read the entry's record)
+export const G_CHUNKS = 12; // chunks allocated (writer only)
+export const G_CHUNK0 = 13; // chunk table: chunk c holds points [2^c - 1, 2^(c+1) - 1)
+export const CHUNKS_MAX = 27;
+export const G_HEADER_WORDS = G_CHUNK0 + CHUNKS_MAX; // 40 words, 160 bytes
+export const GRAPH_MAGIC = 0x56475231; // 'VGR1'
+
+/**
+ * A point's record: fixed words, the layer-0 neighbour list [R_N0 count, M0 ids], padding to
+ * a multiple of 4 words (16 bytes: the vector is v128-aligned), the f32 vector padded to 4.
+ * R_UPPER names a block of LEVEL lists of [count, M ids] for layers 1..LEVEL (0: none).
+ * R_NORM is the f32 sqrt of the vector's sum of squares (cosine only; 0 otherwise).
+ */
+export const R_CREATED = 0;
+export const R_DELETED = 1;
+export const R_ELEMENT = 2;
+export const R_LEVEL = 3;
+export const R_UPPER = 4;
+export const R_NORM = 5;
+export const R_N0 = 6;
+
+export const vectorOffset = (m0: number): number => (R_N0 + 1 + m0 + 3) & ~3;
+export const recordWords = (m0: number, dimension: number): number => vectorOffset(m0) + ((dimension + 3) & ~3);
+
+/** Epoch of an insert that was undone: never visible (created > every snapshot). */
+export const NEVER = 0xffffffff;
+
+export const METRIC_COSINE = 0;
+export const METRIC_EUCLIDEAN = 1;
+export const METRIC_MANHATTAN = 2;
+
+/**
+ * Per-thread scratch header (scratch.ts): offsets and capacities of the thread's regions.
+ * S_TAG is the visited-mark generation; a point is visited in this search when its mark
+ * equals the tag (wraps: marks cleared). Heaps hold [f32 distance, u32 point] pairs.
+ */
+export const S_TAG = 0;
+export const S_VISITED = 1; // u32 marks, one per point
+export const S_VISITED_CAP = 2;
+export const S_CAND = 3; // candidate min-heap
+export const S_CAND_CAP = 4;
+export const S_RES = 5; // result max-heap
+export const S_RES_CAP = 6;
+export const S_OUT = 7; // sorted output pairs (capacity S_RES_CAP)
+export const S_QUERY = 8; // query vector (f32, S_QUERY_CAP words)
+export const S_QUERY_CAP = 9;
+export const S_SEL = 10; // neighbour selection: 2 * (M0 + 1) pair words + M0 + 1 ids
+export const S_SEL_CAP = 11; // pairs
+export const S_HEADER_WORDS = 16;

@@ -1,0 +1,198 @@
+// The vector engine (src/vector/): kernels against their JS twins, recall against exact
+// brute force, exact search, visibility at snapshots, export / import.
+import { afterEach, describe, expect, it } from 'vitest';
+import { mixture, rng } from '../bench/vector-data.js';
+import { exportGraph, importGraph, joinChunks, setVectorKernel, vectorDistance, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
+import { kernelsFor, vectorKernelsOn } from '../src/vector/kernel.js';
+import { METRIC_COSINE } from '../src/vector/layout.js';
+import { SvcError } from '../src/protocol/errors.js';
+
+const METRICS: Metric[] = ['cosine', 'euclidean', 'manhattan'];
+const kernelDefault = vectorKernelsOn();
+afterEach(() => setVectorKernel(kernelDefault));
+
+const row = (data: Float32Array, dim: number, i: number): Float32Array => data.subarray(i * dim, (i + 1) * dim);
+
+/** Brute force in plain JS over vectorDistance: (distance, element) ascending, first k. */
+function bruteForce(metric: Metric, data: Float32Array, dim: number, visible: (i: number) => boolean, element: (i: number) => number, q: Float32Array, k: number): { elements: number[]; distances: number[] } {
+  const all: [number, number][] = [];
+  for (let i = 0; i < data.length / dim; i++) if (visible(i)) all.push([vectorDistance(metric, q, row(data, dim, i)), element(i)]);
+  all.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const top = all.slice(0, k);
+  return { elements: top.map((x) => x[1]), distances: top.map((x) => x[0]) };
+}
+
+function build(metric: Metric, data: Float32Array, dim: number, epochOf: (i: number) => number = () => 1, options: { connections?: number; efConstruction?: number } = {}): { vm: VectorMemory; g: VectorGraph } {
+  const vm = VectorMemory.create();
+  const g = VectorGraph.create(vm, { dimension: dim, metric, ...options });
+  for (let i = 0; i < data.length / dim; i++) {
+    expect(g.insert(1000 + i, row(data, dim, i), epochOf(i))).toBe(i);
+  }
+  return { vm, g };
+}
+
+describe('vector distance kernels', () => {
+  it('the WASM kernels and the JS twins give bit-identical distances and norms for every metric', () => {
+    const next = rng(7);
+    for (const dim of [1, 3, 4, 7, 15, 16, 17, 31, 33, 48, 128, 129]) {
+      for (const metric of METRICS) {
+        const data = new Float32Array(40 * dim);
+        // Mixed magnitudes so that summation order matters.
+        for (let i = 0; i < data.length; i++) data[i] = (next() - 0.5) * 10 ** Math.floor(next() * 6 - 2);
+        const results: Float32Array[] = [];
+        for (const on of [true, false]) {
+          setVectorKernel(on);
+          const { g } = build(metric, data, dim, () => 1, { efConstruction: 16 });
+          const out = new Float32Array(40), el = new Uint32Array(40);
+          const all = new Float32Array(40 * 40);
+          for (let i = 0; i < 40; i++) {
+            expect(g.searchExact(row(data, dim, i), 40, 1, el, out)).toBe(40);
+            // Put back in element order to compare against vectorDistance.
+            for (let j = 0; j < 40; j++) all[i * 40 + el[j]! - 1000] = out[j]!;
+          }
+          results.push(all);
+        }
+        const bits = results.map((r) => new Uint32Array(r.buffer));
+        for (let i = 0; i < 40; i++) for (let j = 0; j < 40; j++) {
+          const expected = Math.fround(vectorDistance(metric, row(data, dim, i), row(data, dim, j)));
+          expect(results[0]![i * 40 + j], `${metric} dim ${dim} pair ${i},${j}`).toBe(expected);
+        }
+        expect(bits[0], `${metric} dim ${dim}: kernel vs twin`).toEqual(bits[1]);
+      }
+    }
+  });
+
+  it('each kernel entry point equals its twin bit for bit on random vectors (dimensions 1, 3, 7, 128, 129)', () => {
+    const next = rng(99);
+    const vm = VectorMemory.create();
+    for (const dim of [1, 2, 3, 5, 7, 8, 12, 16, 19, 64, 127, 128, 129, 300]) {
+      const pairs = 200;
+      const a = vm.allocateWords(dim * pairs), b = vm.allocateWords(dim * pairs);
+      for (let i = 0; i < dim * pairs; i++) {
+        vm.f32[a + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4);
+        vm.f32[b + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4);
+      }
+      for (let metric = 0; metric < 3; metric++) {
+        for (let i = 0; i < pairs; i++) {
+          const x = a + i * dim, y = b + i * dim;
+          const wasm = kernelsFor(vm, true), twin = kernelsFor(vm, false);
+          const nx = wasm.norm(x, dim), ny = wasm.norm(y, dim);
+          expect(nx, `norm dim ${dim}`).toBe(twin.norm(x, dim));
+          const dw = wasm.distance(metric, x, nx, y, ny, dim);
+          expect(dw, `metric ${metric} dim ${dim} pair ${i}`).toBe(twin.distance(metric, x, nx, y, ny, dim));
+          const arrays = [vm.f32.slice(x, x + dim), vm.f32.slice(y, y + dim)] as const;
+          expect(dw).toBe(vectorDistance((['cosine', 'euclidean', 'manhattan'] as const)[metric]!, ...arrays));
+          if (metric === METRIC_COSINE) expect(dw >= 0 && dw <= 1).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('vectorDistance follows §7.4 on small exact cases', () => {
+    const a = new Float32Array([1, 0, 0]), b = new Float32Array([0, 1, 0]), c = new Float32Array([-2, 0, 0]);
+    expect(vectorDistance('cosine', a, a)).toBe(0);
+    expect(vectorDistance('cosine', a, b)).toBe(0.5);
+    expect(vectorDistance('cosine', a, c)).toBe(1);
+    expect(vectorDistance('euclidean', a, c)).toBe(9);
+    expect(vectorDistance('manhattan', b, c)).toBe(3);
+  });
+});
+
+describe('vector search', () => {
+  const dim = 32;
+  const spec = { dimension: dim, clusters: 20, spread: 1.5, seed: 11 };
+  const data = mixture(spec, 6000, 1);
+  const queries = mixture(spec, 100, 2);
+
+  for (const metric of METRICS) {
+    it(`recall@10 >= 0.95 against brute force (${metric}, 6000 x 32 Gaussian mixture, queries not in the data)`, () => {
+      const { g } = build(metric, data, dim);
+      const el = new Uint32Array(10), d = new Float32Array(10);
+      let hits = 0;
+      for (let qi = 0; qi < 100; qi++) {
+        const q = row(queries, dim, qi);
+        const truth = bruteForce(metric, data, dim, () => true, (i) => 1000 + i, q, 10);
+        const n = g.search(q, 10, 64, 1, el, d);
+        expect(n).toBe(10);
+        const set = new Set(truth.elements);
+        for (let i = 0; i < n; i++) if (set.has(el[i]!)) hits++;
+        // Results are sorted by (distance, element) and carry their true distances.
+        for (let i = 0; i < n; i++) {
+          expect(d[i]).toBe(vectorDistance(metric, q, row(data, dim, el[i]! - 1000)));
+          if (i > 0) expect(d[i - 1]! < d[i]! || (d[i - 1] === d[i] && el[i - 1]! < el[i]!)).toBe(true);
+        }
+      }
+      expect(hits / 1000).toBeGreaterThanOrEqual(0.95);
+    });
+  }
+
+  it('searchExact equals brute force exactly (order and distances)', () => {
+    const { g } = build('euclidean', data.subarray(0, 2000 * dim), dim);
+    const el = new Uint32Array(50), d = new Float32Array(50);
+    for (let qi = 0; qi < 20; qi++) {
+      const q = row(queries, dim, qi);
+      const truth = bruteForce('euclidean', data.subarray(0, 2000 * dim), dim, () => true, (i) => 1000 + i, q, 50);
+      expect(g.searchExact(q, 50, 1, el, d)).toBe(50);
+      expect([...el]).toEqual(truth.elements);
+      expect([...d]).toEqual(truth.distances);
+    }
+  });
+});
+
+describe('vector visibility', () => {
+  it('points are visible from their created epoch until their deleted epoch; undone inserts never; undone removes again', () => {
+    const dim = 8;
+    const data = mixture({ dimension: dim, clusters: 4, spread: 2, seed: 3 }, 300, 4);
+    // Point i created at epoch 1 + (i % 5).
+    const { g } = build('euclidean', data, dim, (i) => 1 + (i % 5));
+    for (let i = 0; i < 300; i += 7) g.remove(i, 4);
+    g.undoInsert(1);
+    g.undoInsert(2);
+    g.remove(3, 6);
+    g.undoRemove(3);
+    const visibleAt = (s: number) => (i: number): boolean => i !== 1 && i !== 2 && 1 + (i % 5) <= s && (i % 7 !== 0 || s < 4);
+    const el = new Uint32Array(300), d = new Float32Array(300);
+    const q = row(data, dim, 5);
+    for (let s = 0; s <= 7; s++) {
+      const expected = bruteForce('euclidean', data, dim, visibleAt(s), (i) => 1000 + i, q, 300);
+      expect(g.visibleCount(s), `snapshot ${s}`).toBe(expected.elements.length);
+      const n = g.searchExact(q, 300, s, el, d);
+      expect([...el.subarray(0, n)], `exact at ${s}`).toEqual(expected.elements);
+      // The approximate search with ef = all points finds the same.
+      const m = g.search(q, 300, 300, s, el, d);
+      expect([...el.subarray(0, m)], `approximate at ${s}`).toEqual(expected.elements);
+    }
+    const seen: number[] = [];
+    g.forEachPoint((p, element, created, deleted) => { if (p < 4) seen.push(element, created, deleted); });
+    expect(seen).toEqual([1000, 1, 4, 1001, 0xffffffff, 0, 1002, 0xffffffff, 0, 1003, 4, 0]);
+  });
+});
+
+describe('vector export', () => {
+  it('an import of an export equals the graph (exact and approximate results), and corrupt images are refused', () => {
+    const dim = 16;
+    const data = mixture({ dimension: dim, clusters: 8, spread: 2, seed: 5 }, 1500, 6);
+    const { vm, g } = build('cosine', data, dim, (i) => 1 + (i >> 8));
+    for (let i = 0; i < 1500; i += 11) g.remove(i, 3);
+    const bytes = joinChunks(exportGraph(vm, g.root, g.pointCount(), 10));
+    const h = importGraph(VectorMemory.create(), bytes);
+    expect(h.pointCount()).toBe(1500);
+    const queries = mixture({ dimension: dim, clusters: 8, spread: 2, seed: 5 }, 20, 7);
+    const a = new Uint32Array(20), ad = new Float32Array(20), b = new Uint32Array(20), bd = new Float32Array(20);
+    for (let qi = 0; qi < 20; qi++) {
+      for (const s of [2, 4, 10]) {
+        const q = row(queries, dim, qi);
+        expect(h.searchExact(q, 20, s, b, bd)).toBe(g.searchExact(q, 20, s, a, ad));
+        expect([...b, ...bd]).toEqual([...a, ...ad]);
+        expect(h.search(q, 20, 40, s, b, bd)).toBe(g.search(q, 20, 40, s, a, ad));
+        expect([...b, ...bd]).toEqual([...a, ...ad]);
+      }
+    }
+    for (const at of [0, 4, 8, 200, bytes.length - 1]) {
+      const bad = bytes.slice();
+      bad[at]! ^= 0x40;
+      expect(() => importGraph(VectorMemory.create(), bad), `flipped byte ${at}`).toThrow(SvcError);
+    }
+    expect(() => importGraph(VectorMemory.create(), bytes.subarray(0, bytes.length - 8))).toThrow(/corrupt/);
+  });
+});
