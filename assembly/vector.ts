@@ -128,3 +128,363 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
   if (metric == METRIC_EUCLIDEAN) return squaredL2(a, b, dim);
   return manhattan(a, b, dim);
 }
+
+// ---- Graph access (src/vector/layout.ts) ---------------------------------------------------
+
+const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
+const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5, R_N0: u32 = 6;
+const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
+
+// Memory ordering (src/vector/graph.ts header): JS loads the entry point and then the count
+// with Atomics.load before calling a search, and passes both in; every word read here
+// belongs to a point below that count (written before the count's store, so these plain
+// loads are ordered after that acquire) or is a neighbour list / created / deleted word,
+// which may race with the writer and is right with any value it can read: every list entry
+// is a point ID (those >= count are skipped), list counts are clamped. The writes here go
+// to the calling thread's own scratch, except in insert (writer only), which fills the new
+// point's lists and links it from its neighbours before JS publishes it.
+
+// @ts-ignore: decorator
+@inline function word(i: u32): u32 {
+  return load<u32>(<usize>i << 2);
+}
+// @ts-ignore: decorator
+@inline function setWord(i: u32, v: u32): void {
+  store<u32>(<usize>i << 2, v);
+}
+// @ts-ignore: decorator
+@inline function fword(i: u32): f32 {
+  return load<f32>(<usize>i << 2);
+}
+// @ts-ignore: decorator
+@inline function setF(i: u32, v: f32): void {
+  store<f32>(<usize>i << 2, v);
+}
+
+/** Word offset of point p's record: chunk c = floor(log2(p + 1)) holds points [2^c - 1, 2^(c+1) - 1). */
+// @ts-ignore: decorator
+@inline function record(root: u32, p: u32): u32 {
+  const c: u32 = 31 - clz<u32>(p + 1);
+  return word(root + G_CHUNK0 + c) + (p + 1 - (<u32>1 << c)) * word(root + G_RECORD);
+}
+
+// @ts-ignore: decorator
+@inline function links(root: u32, rec: u32, layer: u32): u32 {
+  return layer == 0 ? rec + R_N0 : word(rec + R_UPPER) + (layer - 1) * (word(root + G_M) + 1);
+}
+
+// @ts-ignore: decorator
+@inline function visible(rec: u32, snapshot: u32): bool {
+  const created = word(rec + R_CREATED);
+  const deleted = word(rec + R_DELETED);
+  return created != 0 && created <= snapshot && (deleted == 0 || snapshot < deleted);
+}
+
+// @ts-ignore: decorator
+@inline function toPoint(root: u32, q: u32, qn: f32, rec: u32): f32 {
+  return distance(word(root + G_METRIC), q, qn, rec + word(root + G_VEC), fword(rec + R_NORM), word(root + G_DIM));
+}
+
+// ---- Heaps of [f32 distance, u32 point] pairs (twin.ts) -------------------------------------
+
+// @ts-ignore: decorator
+@inline function candLess(h: u32, i: u32, j: u32): bool {
+  const di = fword(h + 2 * i), dj = fword(h + 2 * j);
+  return di < dj || (di == dj && word(h + 2 * i + 1) < word(h + 2 * j + 1));
+}
+
+function resWorse(root: u32, h: u32, i: u32, j: u32): bool {
+  const di = fword(h + 2 * i), dj = fword(h + 2 * j);
+  if (di != dj) return di > dj;
+  const pi = word(h + 2 * i + 1), pj = word(h + 2 * j + 1);
+  const ei = word(record(root, pi) + R_ELEMENT), ej = word(record(root, pj) + R_ELEMENT);
+  return ei != ej ? ei > ej : pi > pj;
+}
+
+// @ts-ignore: decorator
+@inline function swap(h: u32, i: u32, j: u32): void {
+  const a = load<u64>(<usize>(h + 2 * i) << 2);
+  store<u64>(<usize>(h + 2 * i) << 2, load<u64>(<usize>(h + 2 * j) << 2));
+  store<u64>(<usize>(h + 2 * j) << 2, a);
+}
+
+function candPush(h: u32, n: u32, d: f32, p: u32): u32 {
+  setF(h + 2 * n, d);
+  setWord(h + 2 * n + 1, p);
+  let i = n;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!candLess(h, i, parent)) break;
+    swap(h, i, parent);
+    i = parent;
+  }
+  return n + 1;
+}
+
+function candPop(h: u32, n: u32): u32 {
+  n--;
+  if (n > 0) {
+    store<u64>(<usize>h << 2, load<u64>(<usize>(h + 2 * n) << 2));
+    let i: u32 = 0;
+    while (true) {
+      const l: u32 = 2 * i + 1, r: u32 = l + 1;
+      let top = i;
+      if (l < n && candLess(h, l, top)) top = l;
+      if (r < n && candLess(h, r, top)) top = r;
+      if (top == i) break;
+      swap(h, i, top);
+      i = top;
+    }
+  }
+  return n;
+}
+
+function resPush(root: u32, h: u32, n: u32, d: f32, p: u32): u32 {
+  setF(h + 2 * n, d);
+  setWord(h + 2 * n + 1, p);
+  let i = n;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!resWorse(root, h, i, parent)) break;
+    swap(h, i, parent);
+    i = parent;
+  }
+  return n + 1;
+}
+
+function resPop(root: u32, h: u32, n: u32): u32 {
+  n--;
+  if (n > 0) {
+    store<u64>(<usize>h << 2, load<u64>(<usize>(h + 2 * n) << 2));
+    let i: u32 = 0;
+    while (true) {
+      const l: u32 = 2 * i + 1, r: u32 = l + 1;
+      let top = i;
+      if (l < n && resWorse(root, h, l, top)) top = l;
+      if (r < n && resWorse(root, h, r, top)) top = r;
+      if (top == i) break;
+      swap(h, i, top);
+      i = top;
+    }
+  }
+  return n;
+}
+
+function nextTag(s: u32): u32 {
+  let tag = word(s + S_TAG) + 1;
+  if (tag == 0) {
+    memory.fill(<usize>word(s + S_VISITED) << 2, 0, <usize>word(s + S_VISITED_CAP) << 2);
+    tag = 1;
+  }
+  setWord(s + S_TAG, tag);
+  return tag;
+}
+
+let greedyD: f32 = 0;
+function greedy(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, count: u32): u32 {
+  const mMax = word(root + G_M);
+  let changed = true;
+  while (changed) {
+    changed = false;
+    const list = links(root, record(root, cur), layer);
+    let n = word(list);
+    if (n > mMax) n = mMax;
+    for (let j: u32 = 0; j < n; j++) {
+      const e = word(list + 1 + j);
+      if (e >= count) continue;
+      const d = toPoint(root, q, qn, record(root, e));
+      if (d < curD) { curD = d; cur = e; changed = true; }
+    }
+  }
+  greedyD = curD;
+  return cur;
+}
+
+function layerSearch(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32, ef: u32, layer: u32, count: u32, snapshot: u32): u32 {
+  const cand = word(s + S_CAND), res = word(s + S_RES), visited = word(s + S_VISITED);
+  const tag = nextTag(s);
+  const mMax = layer == 0 ? word(root + G_M0) : word(root + G_M);
+  const metric = word(root + G_METRIC), vec = word(root + G_VEC), dim = word(root + G_DIM);
+  let nc: u32 = 0, nr: u32 = 0;
+  for (let i: u32 = 0; i < starts; i++) {
+    const p = word(from + 2 * i + 1), d = fword(from + 2 * i);
+    if (word(visited + p) == tag) continue;
+    setWord(visited + p, tag);
+    nc = candPush(cand, nc, d, p);
+    if (snapshot == 0 || visible(record(root, p), snapshot)) {
+      nr = resPush(root, res, nr, d, p);
+      if (nr > ef) nr = resPop(root, res, nr);
+    }
+  }
+  while (nc > 0) {
+    const cd = fword(cand), c = word(cand + 1);
+    if (nr >= ef && cd > fword(res)) break;
+    nc = candPop(cand, nc);
+    const list = links(root, record(root, c), layer);
+    let n = word(list);
+    if (n > mMax) n = mMax;
+    for (let j: u32 = 0; j < n; j++) {
+      const e = word(list + 1 + j);
+      if (e >= count || word(visited + e) == tag) continue;
+      setWord(visited + e, tag);
+      const rec = record(root, e);
+      const d = distance(metric, q, qn, rec + vec, fword(rec + R_NORM), dim);
+      if (nr < ef || d < fword(res)) {
+        nc = candPush(cand, nc, d, e);
+        if (snapshot == 0 || visible(rec, snapshot)) {
+          nr = resPush(root, res, nr, d, e);
+          if (nr > ef) nr = resPop(root, res, nr);
+        }
+      }
+    }
+  }
+  return nr;
+}
+
+function drainSorted(root: u32, s: u32, n: u32): void {
+  const res = word(s + S_RES), out = word(s + S_OUT);
+  for (let i = <i32>n - 1; i >= 0; i--) {
+    store<u64>(<usize>(out + 2 * <u32>i) << 2, load<u64>(<usize>res << 2));
+    resPop(root, res, <u32>i + 1);
+  }
+}
+
+/** Approximate top-k (twin.ts search): [distance, element] pairs at S_OUT; returns how many. */
+export function search(root: u32, s: u32, k: u32, ef: u32, snapshot: u32, count: u32, entry: u32): u32 {
+  if (count == 0 || k == 0) return 0;
+  const q = word(s + S_QUERY), dim = word(root + G_DIM);
+  const qn: f32 = word(root + G_METRIC) == METRIC_COSINE ? norm(q, dim) : 0;
+  let cur = entry;
+  const erec = record(root, cur);
+  let curD = toPoint(root, q, qn, erec);
+  for (let layer = word(erec + R_LEVEL); layer > 0; layer--) {
+    cur = greedy(root, q, qn, cur, curD, layer, count);
+    curD = greedyD;
+  }
+  const out = word(s + S_OUT);
+  setF(out, curD);
+  setWord(out + 1, cur);
+  const n = layerSearch(root, s, q, qn, out, 1, ef < k ? k : ef, 0, count, snapshot);
+  drainSorted(root, s, n);
+  const m = n < k ? n : k;
+  for (let i: u32 = 0; i < m; i++) setWord(out + 2 * i + 1, word(record(root, word(out + 2 * i + 1)) + R_ELEMENT));
+  return m;
+}
+
+/** Exact top-k (twin.ts searchExact). */
+export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
+  if (k == 0) return 0;
+  const q = word(s + S_QUERY), dim = word(root + G_DIM);
+  const metric = word(root + G_METRIC), vec = word(root + G_VEC);
+  const qn: f32 = metric == METRIC_COSINE ? norm(q, dim) : 0;
+  const res = word(s + S_RES);
+  let nr: u32 = 0;
+  for (let p: u32 = 0; p < count; p++) {
+    const rec = record(root, p);
+    if (!visible(rec, snapshot)) continue;
+    const d = distance(metric, q, qn, rec + vec, fword(rec + R_NORM), dim);
+    if (nr < k) {
+      nr = resPush(root, res, nr, d, p);
+    } else if (d <= fword(res)) {
+      nr = resPush(root, res, nr, d, p);
+      nr = resPop(root, res, nr);
+    }
+  }
+  drainSorted(root, s, nr);
+  const out = word(s + S_OUT);
+  for (let i: u32 = 0; i < nr; i++) setWord(out + 2 * i + 1, word(record(root, word(out + 2 * i + 1)) + R_ELEMENT));
+  return nr;
+}
+
+export function visibleCount(root: u32, snapshot: u32, count: u32): u32 {
+  let n: u32 = 0;
+  for (let p: u32 = 0; p < count; p++) if (visible(record(root, p), snapshot)) n++;
+  return n;
+}
+
+function select(root: u32, c: u32, n: u32, m: u32, out: u32): u32 {
+  if (n <= m) {
+    for (let i: u32 = 0; i < n; i++) setWord(out + i, word(c + 2 * i + 1));
+    return n;
+  }
+  const vec = word(root + G_VEC), metric = word(root + G_METRIC), dim = word(root + G_DIM);
+  let kept: u32 = 0;
+  for (let i: u32 = 0; i < n && kept < m; i++) {
+    const p = word(c + 2 * i + 1), d = fword(c + 2 * i);
+    const rec = record(root, p);
+    let good = true;
+    for (let j: u32 = 0; j < kept; j++) {
+      const r = record(root, word(out + j));
+      if (distance(metric, rec + vec, fword(rec + R_NORM), r + vec, fword(r + R_NORM), dim) < d) { good = false; break; }
+    }
+    if (good) setWord(out + kept++, p);
+  }
+  return kept;
+}
+
+function sortPairs(c: u32, n: u32): void {
+  for (let i: i32 = 1; i < <i32>n; i++) {
+    const d = fword(c + 2 * <u32>i), p = word(c + 2 * <u32>i + 1);
+    let j: i32 = i - 1;
+    while (j >= 0 && (fword(c + 2 * <u32>j) > d || (fword(c + 2 * <u32>j) == d && word(c + 2 * <u32>j + 1) > p))) {
+      store<u64>(<usize>(c + 2 * <u32>j + 2) << 2, load<u64>(<usize>(c + 2 * <u32>j) << 2));
+      j--;
+    }
+    setF(c + 2 * <u32>(j + 1), d);
+    setWord(c + 2 * <u32>(j + 1) + 1, p);
+  }
+}
+
+function link(root: u32, s: u32, e: u32, p: u32, layer: u32): void {
+  const erec = record(root, e);
+  const list = links(root, erec, layer);
+  const mMax = layer == 0 ? word(root + G_M0) : word(root + G_M);
+  const n = word(list);
+  if (n < mMax) {
+    setWord(list + 1 + n, p);
+    atomic.store<u32>(<usize>list << 2, n + 1);
+    return;
+  }
+  const vec = word(root + G_VEC), metric = word(root + G_METRIC), dim = word(root + G_DIM);
+  const sel = word(s + S_SEL);
+  const en = fword(erec + R_NORM);
+  for (let j: u32 = 0; j <= n; j++) {
+    const x = j < n ? word(list + 1 + j) : p;
+    const xr = record(root, x);
+    setF(sel + 2 * j, distance(metric, erec + vec, en, xr + vec, fword(xr + R_NORM), dim));
+    setWord(sel + 2 * j + 1, x);
+  }
+  sortPairs(sel, n + 1);
+  const kept = sel + 2 * (n + 1);
+  const m = select(root, sel, n + 1, mMax, kept);
+  for (let j: u32 = 0; j < m; j++) setWord(list + 1 + j, word(kept + j));
+  atomic.store<u32>(<usize>list << 2, m);
+}
+
+/** Writer: link the written, unpublished point p into the graph (twin.ts insert). */
+export function insert(root: u32, s: u32, p: u32, entry: u32, top: u32): void {
+  const prec = record(root, p);
+  const q = prec + word(root + G_VEC), qn = fword(prec + R_NORM);
+  const level = word(prec + R_LEVEL);
+  const m = word(root + G_M), efc = word(root + G_EFC);
+  let cur = entry;
+  let curD = toPoint(root, q, qn, record(root, cur));
+  for (let layer = top; layer > level; layer--) {
+    cur = greedy(root, q, qn, cur, curD, layer, p);
+    curD = greedyD;
+  }
+  const out = word(s + S_OUT), sel = word(s + S_SEL);
+  setF(out, curD);
+  setWord(out + 1, cur);
+  let starts: u32 = 1;
+  for (let layer = <i32>(level < top ? level : top); layer >= 0; layer--) {
+    const n = layerSearch(root, s, q, qn, out, starts, efc, <u32>layer, p, 0);
+    drainSorted(root, s, n);
+    const kept = select(root, out, n, m, sel);
+    const list = links(root, prec, <u32>layer);
+    for (let j: u32 = 0; j < kept; j++) setWord(list + 1 + j, word(sel + j));
+    setWord(list, kept);
+    for (let j: u32 = 0; j < kept; j++) link(root, s, word(list + 1 + j), p, <u32>layer);
+    starts = n;
+  }
+}
