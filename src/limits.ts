@@ -11,6 +11,22 @@ export const limits = {
    * 10-20 ms of work, the longest a write waits behind a build.
    */
   indexBuildSliceElements: 20_000,
+  /**
+   * Milliseconds of inserts one vector build slice runs between two write batches (an
+   * insert is a graph search, ~0.1-1 ms): the longest a write waits behind a vector build.
+   */
+  vectorBuildSliceMs: 20,
+  /** Bytes of the vector memory (one wasm32 memory for every vector index); more: 500 storage_error. */
+  vectorMemoryBytesMax: 4 * 1024 * 1024 * 1024,
+  /**
+   * A search over a partition with at most this many points, or whose k is at least a
+   * quarter of them, scans it exactly instead of walking the graph (same answer, exact).
+   */
+  vectorExactScanPointsMax: 2048,
+  /** Smallest candidate list (ef) of an approximate vector search; a search uses max(this, 2k). */
+  vectorSearchEfMin: 64,
+  /** Distinct input elements a `*_within` search may rank (indexes.md §7.3); more: 500 invalid_query. */
+  searchWithinCandidatesMax: 1_000_000,
   /** How often a drop or abort waiting for readers to move past its epoch looks again (ms). */
   indexCleanupPollMs: 10,
   /** Finished index operations kept readable by get_index_operation (oldest forgotten first). */

@@ -13,7 +13,11 @@ import { parseJson, renderJsonValue } from '../src/protocol/json.js';
 const here = dirname(fileURLToPath(import.meta.url));
 const file = [join(here, '../../shared/protocol/examples.md'), join(here, '../shared/protocol/examples.md')].find(existsSync);
 
-/** Vector and text index examples (issues 11 and 12) and examples whose state depends on them. */
+/**
+ * Examples that need text indexes (issue 12) and those whose state depends on them: 46
+ * creates the vector index of 48 and 70 together with a text index. (The vector parts of
+ * 46-48 and 70 are checked in test/vector-index.test.ts.)
+ */
 const needsIndexes = new Set([46, 48, 49, 52, 53, 70]);
 /** Examples about HTTP headers (test/http.test.ts covers 71) or concurrent writers (73: a
  * single serializing writer never produces transaction_conflict). */

@@ -1,7 +1,7 @@
 // The operator dispatcher: evalOp evaluates one operation over the materialized stream of
 // its input (operations.md), handing each family to its module (sources, navigation,
 // filters, windows, ordering, terminals, mutations, branches, repeat, paths, variables,
-// groups, shortest-path). Streams are vectors of row element keys (see rows.ts), so an
+// groups, shortest-path, searches). Streams are vectors of row element keys (see rows.ts), so an
 // operator is a loop over numbers; objects appear only for rows with extras. Families that
 // run sub-traversals get evalOp as a parameter (eval-op.ts), so none imports this file.
 import type { Op, SubTraversal } from '../protocol/ast.js';
@@ -24,6 +24,7 @@ import { shortestPath } from './shortest-path.js';
 import { streamedDedup, streamedTerminal } from './streaming.js';
 import { guard } from './guard.js';
 import { evalIndexOp } from './index-ops.js';
+import { evalSearch } from './search.js';
 
 /** Evaluate `root`. `context` is the rows of the enclosing sub-traversal, if any. */
 export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
@@ -81,8 +82,11 @@ export function evalOp(ctx: ExecCtx, root: Op, context: Stream | null): Stream {
       return evalGroup(ctx, op, context, evalOp);
     case 'shortest_path':
       return shortestPath(ctx, op);
+    case 'vector_search_nodes': case 'vector_search_edges': case 'text_search_nodes': case 'text_search_edges':
+    case 'vector_search_nodes_within': case 'vector_search_edges_within': case 'text_search_nodes_within': case 'text_search_edges_within':
+      return evalSearch(ctx, op, context, evalOp);
     default:
-      throw new SvcError('internal_error', `internal error: operation \`${op.op}\` is not supported by this server yet`);
+      throw new SvcError('internal_error', `internal error: operation \`${(op as { op: string }).op}\` is not supported by this server`);
   }
 }
 

@@ -28,7 +28,10 @@ import {
 } from './catalog.js';
 import { IndexEntries } from './entries.js';
 import { equalityKey, rangeKey, type IndexKey } from './keys.js';
-import { publishView, type ViewBlock } from './view.js';
+import { publishView, type ViewBlock, type ViewIndex } from './view.js';
+import { VectorPhysical } from './vector-index.js';
+import { importGraph } from '../vector/export.js';
+import type { VectorGraphCut } from '../store/vector-section.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -37,6 +40,7 @@ export interface CatalogChange { record?: IndexRecord; operation?: IndexOperatio
 
 /** A secondary index's entries plus what its build needs. */
 interface Physical {
+  readonly kind: 'secondary';
   record: IndexRecord;
   readonly entries: IndexEntries;
   readonly labelId: number;
@@ -79,7 +83,11 @@ export class IndexRuntime implements IndexHooks {
   /** Physical secondary indexes by index id: built, being built, or waiting to be freed. */
   private readonly physical = new Map<number, Physical>();
   /** Indexes maintained by writes, by element kind and label id (key: label * 2 + edge). */
-  private readonly watching = new Map<number, Physical[]>();
+  private readonly watching = new Map<number, (Physical | VectorPhysical)[]>();
+  /** Vector indexes by index id: built, being built, or waiting to be freed (index/vector-index.ts). */
+  private readonly vectors = new Map<number, VectorPhysical>();
+  /** Vector memory blocks of dropped indexes, freed once every read that began before is over (topology reader slots). */
+  private vectorBlocksRetired: { blocks: [number, number][]; sequence: number }[] = [];
   /** Bumped whenever the catalog or a watched set changes; the view is republished then. */
   private changed = false;
   private version = 0;
@@ -156,7 +164,7 @@ export class IndexRuntime implements IndexHooks {
   /** create_index (indexes.md §3). */
   createIndex(definition: IndexDefinition, ifNotExists: boolean, epoch: number): Value {
     checkComponents(definition);
-    if (definition.lane === 'vector' || definition.lane === 'text') {
+    if (definition.lane === 'text') {
       throw dbError('index_lifecycle_unavailable', `index lifecycle unavailable: ${definition.lane} indexes are not available in this server yet`);
     }
     const identity = identityOf(definition);
@@ -264,27 +272,41 @@ export class IndexRuntime implements IndexHooks {
   private addPhysical(record: IndexRecord, cursor: number): Physical {
     const d = record.definition;
     const physical: Physical = {
-      record, entries: IndexEntries.create(this.store.topology),
+      kind: 'secondary', record, entries: IndexEntries.create(this.store.topology),
       labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
       cursor, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique && cursor === 0 ? new Set() : null,
     };
     this.physical.set(record.id, physical);
-    const key = watchKey(physical.labelId, d.element === 'edge');
+    this.watch(physical);
+    return physical;
+  }
+
+  /** A new, empty vector index, maintained by writes (cursor as for addPhysical). */
+  private addVector(record: IndexRecord, cursor: number): VectorPhysical {
+    const d = record.definition;
+    const vector = new VectorPhysical(this.store, record, this.store.names.idOf(d.label), this.store.names.idOf(d.property), cursor);
+    this.vectors.set(record.id, vector);
+    this.watch(vector);
+    return vector;
+  }
+
+  private watch(p: Physical | VectorPhysical): void {
+    const key = watchKey(p.labelId, p.record.definition.element === 'edge');
     let list = this.watching.get(key);
     if (list === undefined) this.watching.set(key, list = []);
-    list.push(physical);
+    list.push(p);
     this.changed = true;
-    return physical;
   }
 
   private startPhysical(record: IndexRecord): void {
     // A rolled-back create leaves no physical index behind.
     this.store.joinBatch(() => this.freePhysical(record.id), []);
-    this.addPhysical(record, 0);
+    if (record.definition.lane === 'vector') this.addVector(record, 0);
+    else this.addPhysical(record, 0);
   }
 
   /** Stop maintaining a physical index; returns undo (put it back) or null when it was not watched. */
-  private stopWatching(p: Physical): (() => void) | null {
+  private stopWatching(p: Physical | VectorPhysical): (() => void) | null {
     const list = this.watching.get(watchKey(p.labelId, p.record.definition.element === 'edge'));
     const at = list?.indexOf(p) ?? -1;
     if (at < 0) return null;
@@ -293,12 +315,20 @@ export class IndexRuntime implements IndexHooks {
   }
 
   private unwatch(indexId: number): void {
-    const p = this.physical.get(indexId);
+    const p = this.physical.get(indexId) ?? this.vectors.get(indexId);
     const undo = p === undefined ? null : this.stopWatching(p);
     if (undo !== null) this.store.joinBatch(undo, []);
   }
 
   private freePhysical(indexId: number): void {
+    const vector = this.vectors.get(indexId);
+    if (vector !== undefined) {
+      this.stopWatching(vector);
+      this.vectors.delete(indexId);
+      this.vectorBlocksRetired.push({ blocks: vector.blocks(), sequence: this.store.topology.retireSequence() });
+      this.changed = true;
+      return;
+    }
     const p = this.physical.get(indexId);
     if (p === undefined) return;
     this.stopWatching(p);
@@ -334,7 +364,10 @@ export class IndexRuntime implements IndexHooks {
       : [this.watching.get(watchKey(oldLabel, edge)), this.watching.get(watchKey(newLabel, edge))];
     for (const list of lists) {
       if (list === undefined) continue;
-      for (const p of list) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+      for (const p of list) {
+        if (p.kind === 'vector') p.maintain(slot, oldLabel, oldRecord, newLabel, newRecord, this.recordsById.get(p.record.id)?.state !== 'active');
+        else this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+      }
     }
   }
 
@@ -401,16 +434,37 @@ export class IndexRuntime implements IndexHooks {
     // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
     // moves per entry; entries deleted before the visible epoch are dropped on the way.
     for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
+    for (const v of this.vectors.values()) {
+      if (!v.partitionsChanged) continue;
+      v.partitionsChanged = false;
+      this.changed = true;
+    }
+    if (this.vectorBlocksRetired.length > 0) this.freeRetiredVectorBlocks();
     if (!this.changed) return;
     this.changed = false;
     this.version++;
     this.viewBlock = publishView(this.store.topology, this.version, this.viewEntries(), [...this.operations.values()], this.viewBlock);
   }
 
-  private viewEntries(): { record: IndexRecord; root: number }[] {
-    const out: { record: IndexRecord; root: number }[] = [];
-    for (const record of this.records.values()) out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
+  private viewEntries(): ViewIndex[] {
+    const out: ViewIndex[] = [];
+    for (const record of this.records.values()) {
+      const vector = record.state === 'dropped' ? undefined : this.vectors.get(record.id);
+      if (vector !== undefined) out.push({ record, root: 0, partitions: vector.partitionViews() });
+      else out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
+    }
     return out;
+  }
+
+  /** Free the vector blocks of dropped indexes that no running read can still hold. */
+  private freeRetiredVectorBlocks(): void {
+    const oldest = this.store.topology.oldestReadSequence();
+    const memory = this.store.vectorMemory();
+    this.vectorBlocksRetired = this.vectorBlocksRetired.filter(({ blocks, sequence }) => {
+      if (sequence >= oldest) return true;
+      for (const [at, words] of blocks) memory.freeWords(at, words);
+      return false;
+    });
   }
 
   // ---------------------------------------------------------------- replay, snapshot
@@ -433,7 +487,7 @@ export class IndexRuntime implements IndexHooks {
     const before = this.records.get(key);
     this.setRecord(key, record);
     if (record.state === 'active' && before?.state !== 'active') this.materialize(record);
-    else if (record.state !== 'active' && this.physical.has(record.id) && before?.generation === record.generation && before.state === 'active') {
+    else if (record.state !== 'active' && (this.physical.has(record.id) || this.vectors.has(record.id)) && before?.generation === record.generation && before.state === 'active') {
       // Stopped serving: no longer maintained; freed by the drop (or at once on a follower).
       this.freePhysical(record.id);
     }
@@ -446,6 +500,10 @@ export class IndexRuntime implements IndexHooks {
   private materialize(record: IndexRecord): void {
     this.freePhysical(record.id);
     const d = record.definition;
+    if (d.lane === 'vector') {
+      this.addVector(record, Infinity).materialize(d.element === 'edge' ? this.store.edgeSlots() : this.store.nodeSlots(), this.store.committedEpoch());
+      return;
+    }
     const physical = this.addPhysical(record, Infinity);
     const entries = physical.entries;
     const at = this.store.committedEpoch();
@@ -475,15 +533,30 @@ export class IndexRuntime implements IndexHooks {
 
   /** The catalog for a snapshot (msgpack), taken between batches. */
   exportCatalog(): Uint8Array {
+    // Active vector indexes carry their graphs (the snapshot's `vectors` section, in the
+    // order vectorGraphsAtCut gives them); building ones scan again after a restart.
+    let graph = 0;
+    const vectors = this.activeVectors().map((v) => ({
+      indexId: v.record.id,
+      partitions: v.cutPartitions().map((p) => ({ key: p.key, tenant: p.tenant, graph: graph++ })),
+    }));
     return packr.pack({
       nextIndexId: this.nextIndexId, sequence: this.sequence,
-      records: [...this.records.values()], operations: [...this.operations.values()],
+      records: [...this.records.values()], operations: [...this.operations.values()], vectors,
     }) as Uint8Array;
   }
 
+  vectorGraphsAtCut(): VectorGraphCut[] {
+    return this.activeVectors().flatMap((v) => v.cutPartitions().map((p) => ({ root: p.root, points: p.points })));
+  }
+
+  private activeVectors(): VectorPhysical[] {
+    return [...this.vectors.values()].filter((v) => this.recordsById.get(v.record.id)?.state === 'active');
+  }
+
   /** A loaded snapshot's catalog: records and operations back, active indexes materialized. */
-  restoreCatalog(bytes: Uint8Array): void {
-    let data: { nextIndexId: number; sequence: number; records: IndexRecord[]; operations: IndexOperation[] };
+  restoreCatalog(bytes: Uint8Array, vectorGraphs: Uint8Array[] | null): void {
+    let data: { nextIndexId: number; sequence: number; records: IndexRecord[]; operations: IndexOperation[]; vectors?: SnapshotVectorIndex[] };
     try {
       data = packr.unpack(bytes) as typeof data;
     } catch (err) {
@@ -492,9 +565,25 @@ export class IndexRuntime implements IndexHooks {
     this.nextIndexId = data.nextIndexId;
     this.sequence = data.sequence;
     for (const op of data.operations) this.setOperation(op.id, op);
-    for (const record of data.records) this.replayRecord(record);
+    const carried = new Map((data.vectors ?? []).map((v) => [v.indexId, v]));
+    for (const record of data.records) {
+      const graphs = carried.get(record.id);
+      if (record.state === 'active' && graphs !== undefined && vectorGraphs !== null) this.adoptVector(record, graphs, vectorGraphs);
+      else this.replayRecord(record);
+    }
     this.changed = true;
     this.settled();
+  }
+
+  /** An active vector index whose graphs a snapshot carried: loaded, not built again. */
+  private adoptVector(record: IndexRecord, carried: SnapshotVectorIndex, graphs: Uint8Array[]): void {
+    this.setRecord(identityOf(record.definition), record);
+    const v = this.addVector(record, Infinity);
+    for (const p of carried.partitions) {
+      const bytes = graphs[p.graph];
+      if (bytes === undefined) throw new SvcError('storage_error', `storage error: the snapshot's index catalog names vector graph ${p.graph}, which its \`vectors\` section lacks`);
+      v.adoptPartition(p.key, p.tenant, importGraph(this.store.vectorMemory(), bytes));
+    }
   }
 
   /**
@@ -503,7 +592,9 @@ export class IndexRuntime implements IndexHooks {
    */
   resumeAfterRecovery(): void {
     for (const record of this.records.values()) {
-      if (record.state === 'building' && !this.physical.has(record.id)) this.addPhysical(record, 0);
+      if (record.state !== 'building' || this.physical.has(record.id) || this.vectors.has(record.id)) continue;
+      if (record.definition.lane === 'vector') this.addVector(record, 0);
+      else this.addPhysical(record, 0);
     }
     for (const op of this.operations.values()) {
       if (op.status === 'running') this.setOperation(op.id, { ...op, status: 'queued', stage: op.kind === 'build' && !op.stage.startsWith('aborting_') ? buildStages[op.family][0]! : op.stage });
@@ -541,7 +632,9 @@ export class IndexRuntime implements IndexHooks {
     }
     const record = this.recordsById.get(op.indexId)!;
     try {
-      if (op.kind === 'build' && !op.stage.startsWith('aborting_')) op = this.buildSlice(record, op, epoch);
+      if (op.kind === 'build' && !op.stage.startsWith('aborting_')) {
+        op = op.family === 'vector' ? this.vectorBuildSlice(record, op, epoch) : this.buildSlice(record, op, epoch);
+      }
       else {
         const next = this.cleanupStage(record, op, epoch, visible);
         if (next === null) return 'waiting';
@@ -621,6 +714,34 @@ export class IndexRuntime implements IndexHooks {
   }
 
   /**
+   * One slice of a vector build (stages scan, catch_up, validate_descriptor, activate):
+   * inserts until limits.vectorBuildSliceMs has passed (an insert is a graph search, far
+   * costlier than a secondary entry), then like buildSlice.
+   */
+  private vectorBuildSlice(record: IndexRecord, op: IndexOperation, epoch: number): IndexOperation {
+    const v = this.vectors.get(record.id)!;
+    const store = this.store;
+    const at = store.committedEpoch();
+    const slots = record.definition.element === 'edge' ? store.edgeSlots() : store.nodeSlots();
+    const [entities, inputBytes, outputs, outputBytes] = op.progress;
+    if (op.stage === 'scan' || op.stage === 'catch_up') {
+      const progress = { entities, inputBytes, outputs, outputBytes };
+      v.scan(slots, at, performance.now() + limits.vectorBuildSliceMs, progress);
+      const counters: [number, number, number, number] = [progress.entities, progress.inputBytes, progress.outputs, progress.outputBytes];
+      if (v.cursor < slots) return { ...op, progress: counters };
+      if (op.stage === 'scan') return { ...op, stage: 'catch_up', progress: counters, stageEpoch: epoch };
+      v.cursor = Infinity;
+      return { ...op, stage: 'validate_descriptor', progress: counters, stageEpoch: epoch };
+    }
+    // A build whose points were lost (a restart while blocked or queued at validation): scan again.
+    if (v.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
+    // validate_descriptor + activate in one slice, so no write slips in between.
+    if (v.invalidSourceData(at)) return { ...op, status: 'blocked', stage: 'validate_descriptor', blocker: 'invalid_source_data' };
+    this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
+    return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
+  }
+
+  /**
    * Drop and abort stages. Entries are freed only once every reader that could still use
    * the index is past the batch that stopped it (visible >= that epoch): later readers do
    * not use it, earlier ones are protected by the topology's reader slots.
@@ -629,7 +750,7 @@ export class IndexRuntime implements IndexHooks {
     const stages = op.kind === 'drop' ? dropStages[op.family] : abortStages(op.family);
     const at = stages.indexOf(op.stage);
     const [entities, inputBytes, outputs, outputBytes] = op.progress;
-    if (op.stage.endsWith('delete_entries')) {
+    if (op.stage.endsWith('delete_entries') || op.stage.endsWith('delete_physical')) {
       if (visible < op.stageEpoch) return null; // readers may still use it; later
       this.freePhysical(record.id);
     }
@@ -639,6 +760,9 @@ export class IndexRuntime implements IndexHooks {
     return { ...op, status: op.kind === 'drop' ? 'succeeded' : 'aborted', progress };
   }
 }
+
+/** An active vector index in a snapshot's catalog: its partitions and their graphs' positions in the `vectors` section. */
+interface SnapshotVectorIndex { indexId: number; partitions: { key: string; tenant: Uint8Array | null; graph: number }[] }
 
 const replayError = (what: string) => new SvcError('storage_error', `storage error: an index catalog change in the log does not fit: ${what}`);
 const changeKeys = new Set(['record', 'operation', 'forget', 'nextIndexId', 'sequence']);

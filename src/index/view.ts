@@ -18,6 +18,7 @@ import type { Store } from '../store/store.js';
 import { CHUNK_TABLE, CHUNKS, HEAP_START, type Topology } from '../store/topology.js';
 import type { IndexDefinition, IndexOperation, IndexRecord } from './catalog.js';
 import { IndexEntries } from './entries.js';
+import type { VectorPartitionView } from './vector-index.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -30,6 +31,8 @@ export interface ViewIndex {
   readonly record: IndexRecord;
   /** Word offset of its entries' root in the topology memory (0: no entries). */
   readonly root: number;
+  /** Vector indexes: their partitions' graphs in the vector memory (index/vector-index.ts). */
+  readonly partitions?: readonly VectorPartitionView[];
 }
 
 export interface CatalogView {
@@ -89,7 +92,7 @@ export function currentView(store: Store): CatalogView {
 /** Whether an index serves a reader at snapshot `at`. */
 export function servesAt(index: ViewIndex, at: number): boolean {
   const r = index.record;
-  return index.root !== 0 && r.activeSince !== 0 && r.activeSince <= at && (r.retiredAt === 0 || at < r.retiredAt);
+  return (index.root !== 0 || index.partitions !== undefined) && r.activeSince !== 0 && r.activeSince <= at && (r.retiredAt === 0 || at < r.retiredAt);
 }
 
 /** The index of a definition's identity in a view that serves at `at`, or null. */

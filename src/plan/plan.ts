@@ -1,9 +1,11 @@
 // Stage 7 of envelope.md §6: static validation of a decoded batch (every planning error
 // of operations.md §15 and the per-operation rules) and the empty-value shape class of
 // each entry (envelope.md §9). Planning is all-or-nothing: nothing has run yet.
-import type { Batch, ElementRef, Entry, Expr, Op, Predicate, Request, StreamBound, SubTraversal } from '../protocol/ast.js';
+import type { Batch, ElementRef, Entry, Expr, Op, Predicate, Request, SearchOp, StreamBound, SubTraversal, ValueInput } from '../protocol/ast.js';
 import { planError, type ErrorCode } from '../protocol/errors.js';
-import { tagOf } from '../protocol/value.js';
+import { tagOf, type Value } from '../protocol/value.js';
+import { describeIndex } from '../index/catalog.js';
+import { acceptableLiteralVector } from '../index/vector-values.js';
 import { emptyNameOf, type IndexDefinition } from '../protocol/index-spec.js';
 import { chooseAccessPath, filterConjunct, type AccessPath } from './access-path.js';
 import { predicateMayThrow } from './may-throw.js';
@@ -95,6 +97,37 @@ function checkPredicate(p: Predicate): void {
   }
 }
 
+/** The planning-time checks of a search (indexes.md §7.2), in the protocol's order. */
+function checkSearch(op: SearchOp, catalog: PlanningCatalog): void {
+  checkName(op.label, 'search label');
+  checkName(op.property, 'search property');
+  const lane = op.op.startsWith('vector') ? 'vector' : 'text';
+  const element = op.op.includes('nodes') ? 'node' : 'edge';
+  const index = catalog.active.find((d) => d.lane === lane && d.element === element && d.label === op.label && d.property === op.property);
+  if (index === undefined) fail('index_not_found', `missing ${element === 'node' ? 'Node' : 'Edge'} ${lane} index for \`${op.label}.${op.property}\``);
+  const literal = (input: ValueInput): { value: Value } | null =>
+    input.kind === 'value' ? { value: input.value } : input.expr.kind === 'constant' ? { value: input.expr.value } : null;
+  if (op.tenant_value !== null) {
+    if (index!.tenantProperty === null) fail('invalid_search_tenant', `${describeIndex(index!)} is not partitioned by tenant, but the search gives a tenant value`);
+    if (literal(op.tenant_value)?.value === null) fail('invalid_search_tenant_value', `the tenant value of a search on ${describeIndex(index!)} must not be null`);
+  }
+  const query = literal(op.query);
+  if (query !== null) {
+    const ok = lane === 'vector' ? acceptableLiteralVector(query.value) : typeof query.value === 'string' && query.value !== '';
+    if (!ok) fail('invalid_search_input', lane === 'vector' ? 'a literal query vector must be a non-empty f32_array of finite numbers' : 'a literal query text must be a non-empty string');
+  }
+  if (op.k.kind === 'literal') {
+    if (op.k.value === 0n) fail('invalid_search_result_count', 'k must be at least 1');
+  } else if (op.k.expr.kind === 'constant') {
+    const k = op.k.expr.value;
+    if (k === 0n) fail('invalid_search_result_count', 'k must be at least 1');
+    if (typeof k !== 'bigint' || k < 0n) fail('invalid_search_result_count_expression', `k must be a positive i64, got ${typeof k === 'bigint' ? String(k) : tagOf(k)}`);
+  }
+  checkExpr(op.query.kind === 'expr' ? op.query.expr : { kind: 'constant', value: null });
+  if (op.tenant_value?.kind === 'expr') checkExpr(op.tenant_value.expr);
+  if (op.k.kind === 'expr') checkExpr(op.k.expr);
+}
+
 /** Literal value of a stream bound, after folding `{"expr": {"constant": i64 >= 0}}`. */
 export function literalBound(b: StreamBound): bigint | null {
   if (b.kind === 'literal') return b.value;
@@ -132,7 +165,7 @@ class Checker {
   trackPath = false;
   /** An operation without a static cost bound was seen (Plan.inlineSafe). */
   unbounded = false;
-  constructor(private readonly write: boolean) {}
+  constructor(private readonly write: boolean, private readonly catalog: PlanningCatalog) {}
 
   /** The chain from the innermost operation (source or context) to `root`. */
   private chain(root: Op): Op[] {
@@ -185,9 +218,8 @@ class Checker {
       case 'edges_where': checkPredicate(op.predicate); return { bound: false, kind: 'edge' };
       case 'vector_search_nodes': case 'text_search_nodes': case 'vector_search_edges': case 'text_search_edges':
       case 'vector_search_nodes_within': case 'text_search_nodes_within': case 'vector_search_edges_within': case 'text_search_edges_within':
-        checkName(op.label, 'search label');
-        checkName(op.property, 'search property');
-        return fail('index_not_found', `missing ${op.op.includes('nodes') ? 'Node' : 'Edge'} ${op.op.startsWith('vector') ? 'vector' : 'text'} index for \`${op.label}.${op.property}\``);
+        checkSearch(op, this.catalog);
+        return { bound: false, kind: op.op.includes('nodes') ? 'node' : 'edge' };
       case 'shortest_path':
         checkRef(op.source, 'shortest_path source');
         checkRef(op.target, 'shortest_path target');
@@ -478,7 +510,7 @@ function accessPathsOf(request: Request, catalog: PlanningCatalog): { paths: Map
 
 export function planRequest(request: Request, catalog: PlanningCatalog = noCatalog): Plan {
   const batch: Batch = request.batch;
-  const checker = new Checker(request.request_type === 'write');
+  const checker = new Checker(request.request_type === 'write', catalog);
   const classOf = new Map<Op, ShapeClass>();
   checkEntries(batch.entries, checker, classOf, 'batch');
   for (const name of batch.returns) checkName(name, 'return variable');

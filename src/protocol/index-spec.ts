@@ -5,6 +5,7 @@ import { jsonError } from './errors.js';
 
 export type Lane = 'equality' | 'range' | 'vector' | 'text';
 export type ElementKind = 'node' | 'edge';
+export type Metric = 'cosine' | 'euclidean' | 'manhattan';
 
 export interface IndexDefinition {
   readonly lane: Lane;
@@ -17,7 +18,7 @@ export interface IndexDefinition {
   readonly direction: 'asc' | 'desc' | null;
   /** vector only. */
   readonly dimension: number | null;
-  readonly metric: 'cosine' | 'euclidean' | 'manhattan' | null;
+  readonly metric: Metric | null;
   /** vector and text only. */
   readonly tenantProperty: string | null;
 }

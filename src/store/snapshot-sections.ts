@@ -18,6 +18,8 @@
 // The topology section is a compacted memory image: header, then per directory chunk the
 // tight blocks of its nodes (out, in) in node order followed by the chunk itself.
 import { limits } from '../limits.js';
+import { VectorMemory } from '../vector/memory.js';
+import { vectorSectionChunks } from './vector-section.js';
 import { SvcError } from '../protocol/errors.js';
 import { COUNT as NAMES_COUNT, Dictionary, NAMES_META_BYTES, type DictionaryShared } from './dictionary.js';
 import { sharedBuffer } from './growable.js';
@@ -48,7 +50,7 @@ export interface SectionSource {
 /** The sections of a snapshot, in the order sectionsAt returns them. */
 export const snapshotSectionNames = ['meta', 'nodes', 'edges', 'topology', 'heap', 'names.meta', 'names.ends', 'names.bytes'] as const;
 /** Sections a snapshot may lack (older snapshots): the index catalog (index/runtime.ts). */
-export const optionalSectionNames = ['indexes'] as const;
+export const optionalSectionNames = ['indexes', 'vectors'] as const;
 export type SnapshotSectionName = (typeof snapshotSectionNames)[number] | (typeof optionalSectionNames)[number];
 
 const NODE_ROW_BYTES = NODE_WORDS * 4;
@@ -451,7 +453,15 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
     source('names.ends', cut.names * 4, () => copyChunks(shared.names.ends, cut.names * 4, chunkBytes)),
     source('names.bytes', nameBytes, () => copyChunks(shared.names.bytes, nameBytes, chunkBytes)),
     ...(cut.indexes === null ? [] : [source('indexes', cut.indexes.byteLength, () => [cut.indexes!])]),
+    ...vectorSource(),
   ];
+
+  /** The vector graphs as of the cut, exported once (each graph is read from the live memory). */
+  function vectorSource(): SectionSource[] {
+    if (cut.vectorGraphs.length === 0) return [];
+    const chunks = vectorSectionChunks(VectorMemory.attach(shared.vectors), cut.vectorGraphs, cut.epoch);
+    return [source('vectors', chunks.reduce((n, c) => n + c.byteLength, 0), () => chunks)];
+  }
 }
 
 // ------------------------------------------------------------------ load
@@ -548,6 +558,9 @@ export class StoreLoader {
       case 'indexes':
         bounded(limits.indexCatalogBytesMax, 1);
         return new Uint8Array(byteLength);
+      case 'vectors':
+        bounded(limits.vectorMemoryBytesMax, 1);
+        return new Uint8Array(byteLength);
     }
   }
 
@@ -595,10 +608,13 @@ export class StoreLoader {
     Atomics.store(meta, M_VISIBLE, epoch);
     const catalog = this.landings.get('indexes');
     if (catalog !== undefined && !catalog.ended) throw corrupt(`section \`indexes\` was not finished (${catalog.written} of ${catalog.target.byteLength} bytes)`);
+    const vectors = this.landings.get('vectors');
+    if (vectors !== undefined && !vectors.ended) throw corrupt(`section \`vectors\` was not finished (${vectors.written} of ${vectors.target.byteLength} bytes)`);
+    if (vectors !== undefined && catalog === undefined) throw corrupt('holds vector graphs but no index catalog');
     return Store.loaded({
       meta: this.meta!, nodes: this.nodes!, edges: this.edges!, topology, heap: this.heap!,
       names: { meta: this.names.meta!, ends: this.names.ends!, bytes: this.names.bytes! },
-    }, catalog?.target ?? null);
+    }, catalog?.target ?? null, vectors?.target ?? null);
   }
 }
 

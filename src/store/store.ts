@@ -49,6 +49,8 @@ import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
 import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
+import { VectorMemory } from '../vector/memory.js';
+import { splitVectorSection, vectorSectionChunks, type VectorGraphCut } from './vector-section.js';
 
 export const NODE_WORDS = 5;
 export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PROPS = 4;
@@ -73,6 +75,8 @@ export interface StoreShared {
   topology: WebAssembly.Memory;
   heap: SharedArrayBuffer;
   names: DictionaryShared;
+  /** Vectors and graphs of the vector indexes (src/vector/), a shared WebAssembly memory of its own. */
+  vectors: WebAssembly.Memory;
 }
 
 /**
@@ -83,6 +87,8 @@ export interface StoreCut {
   epoch: number; nodeSlots: number; edgeSlots: number; heapUsed: number; names: number;
   /** The index catalog at the cut (msgpack; index/runtime.ts), or null without an index runtime. */
   indexes: Uint8Array | null;
+  /** The vector graphs the catalog names, with their point counts at the cut (vector-section.ts). */
+  vectorGraphs: VectorGraphCut[];
 }
 
 /**
@@ -117,7 +123,10 @@ export interface IndexHooks {
   replayCatalog(change: unknown): void;
   /** The catalog for a snapshot, and back. */
   exportCatalog(): Uint8Array;
-  restoreCatalog(bytes: Uint8Array): void;
+  /** The vector graphs of the catalog exportCatalog() just gave, in the order it names them (between batches). */
+  vectorGraphsAtCut(): VectorGraphCut[];
+  /** `vectorGraphs`: the snapshot's `vectors` section split per graph, or null when it has none. */
+  restoreCatalog(bytes: Uint8Array, vectorGraphs: Uint8Array[] | null): void;
 }
 
 let indexHooksFactory: ((store: Store) => IndexHooks) | null = null;
@@ -165,6 +174,8 @@ export class Store {
   heap: Uint8Array;
   private heapWords: Uint32Array;
   readonly names: Dictionary;
+  /** The vector indexes' memory, attached on first use (most stores have no vector index). */
+  private vectors: VectorMemory | null = null;
   private readonly recordCache = new Map<number, PropertyRecord>();
   /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
   private recordCacheBytes = 0;
@@ -199,9 +210,22 @@ export class Store {
     this.names = new Dictionary(shared.names);
   }
 
+  /** The vector indexes' memory (src/vector/memory.ts), on any thread. */
+  vectorMemory(): VectorMemory {
+    return this.vectors ??= VectorMemory.attach(this.shared.vectors);
+  }
+
+  /** Writer side: a store over `shared` with a new, empty vector memory. */
+  private static withVectors(shared: Omit<StoreShared, 'vectors'>): Store {
+    const vectors = VectorMemory.create();
+    const store = new Store({ ...shared, vectors: vectors.memory });
+    store.vectors = vectors;
+    return store;
+  }
+
   /** Writer side: allocate a fresh empty store. */
   static create(): Store {
-    const shared: StoreShared = {
+    const shared: Omit<StoreShared, 'vectors'> = {
       meta: new SharedArrayBuffer(META_BYTES),
       nodes: sharedBuffer(1 << 16, limits.nodesMax * NODE_WORDS * 4),
       edges: sharedBuffer(1 << 16, limits.edgesMax * EDGE_WORDS * 4),
@@ -209,7 +233,7 @@ export class Store {
       heap: sharedBuffer(1 << 16, limits.propertyHeapBytesMax + 4096),
       names: new Dictionary().shared,
     };
-    const store = new Store(shared);
+    const store = Store.withVectors(shared);
     // Epoch 0 is "never": created = 0 marks a slot that is not (or no longer) a live element.
     Atomics.store(store.meta, M_EPOCH, 1);
     Atomics.store(store.meta, M_VISIBLE, 1);
@@ -224,12 +248,12 @@ export class Store {
   }
 
   /** Writer side: a store over buffers a snapshot loader filled and checked (snapshot-sections.ts). */
-  static loaded(shared: StoreShared, catalog: Uint8Array | null = null): Store {
-    const store = new Store(shared);
+  static loaded(shared: Omit<StoreShared, 'vectors'>, catalog: Uint8Array | null = null, vectors: Uint8Array | null = null): Store {
+    const store = Store.withVectors(shared);
     // The snapshot carries the whole dictionary, so redo from here on needs no older name.
     store.namesLogged = store.names.size();
     store.indexes = indexHooksFactory?.(store) ?? null;
-    if (catalog !== null) store.restoreIndexes(catalog);
+    if (catalog !== null) store.restoreIndexes(catalog, vectors);
     return store;
   }
 
@@ -241,7 +265,7 @@ export class Store {
     if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot cut inside a write batch');
     return {
       epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!,
-      names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null,
+      names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null, vectorGraphs: this.indexes?.vectorGraphsAtCut() ?? [],
     };
   }
 
@@ -260,7 +284,11 @@ export class Store {
       ['heap', copy(this.shared.heap, this.meta[M_HEAP_USED]!)],
     ]);
     for (const [name, bytes] of this.names.exportSections()) sections.set(`names.${name}`, bytes);
-    if (this.indexes !== null) sections.set('indexes', this.indexes.exportCatalog());
+    if (this.indexes !== null) {
+      sections.set('indexes', this.indexes.exportCatalog());
+      const graphs = this.indexes.vectorGraphsAtCut();
+      if (graphs.length > 0) sections.set('vectors', Buffer.concat(vectorSectionChunks(this.vectorMemory(), graphs, this.committedEpoch())));
+    }
     return sections;
   }
 
@@ -278,7 +306,7 @@ export class Store {
     };
     const meta = new SharedArrayBuffer(64);
     new Uint8Array(meta).set(section('meta'));
-    const shared: StoreShared = {
+    const shared: Omit<StoreShared, 'vectors'> = {
       meta,
       nodes: fill(section('nodes'), limits.nodesMax * NODE_WORDS * 4),
       edges: fill(section('edges'), limits.edgesMax * EDGE_WORDS * 4),
@@ -286,14 +314,14 @@ export class Store {
       heap: fill(section('heap'), limits.propertyHeapBytesMax + 4096),
       names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
     };
-    const store = new Store(shared);
+    const store = Store.withVectors(shared);
     // The snapshot carries the whole dictionary, so redo from here on needs no older name.
     store.namesLogged = store.names.size();
     // A loaded snapshot holds only committed (durable) batches: all of them are visible.
     Atomics.store(store.meta, M_VISIBLE, store.committedEpoch());
     store.indexes = indexHooksFactory?.(store) ?? null;
     const catalog = sections.get('indexes');
-    if (catalog !== undefined) store.restoreIndexes(catalog);
+    if (catalog !== undefined) store.restoreIndexes(catalog, sections.get('vectors') ?? null);
     return store;
   }
 
@@ -560,9 +588,9 @@ export class Store {
   }
 
   /** A snapshot's index catalog (writer-side stores). */
-  private restoreIndexes(catalog: Uint8Array): void {
+  private restoreIndexes(catalog: Uint8Array, vectors: Uint8Array | null): void {
     if (this.indexes === null) throw new SvcError('storage_error', 'storage error: the snapshot holds indexes but this store has no index runtime');
-    this.indexes.restoreCatalog(catalog);
+    this.indexes.restoreCatalog(catalog, vectors === null ? null : splitVectorSection(vectors));
   }
 
   private assertWriting(): void {

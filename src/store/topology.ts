@@ -464,15 +464,30 @@ export class Topology {
     this.retired.push(block, capacity, sequence);
   }
 
-  /** Move retired blocks that no running read can hold to the free lists. */
-  private reclaim(): void {
+  /**
+   * Writer: retire something kept outside this memory (vector index blocks) with the same
+   * protocol: it may be reused once oldestReadSequence() is above the sequence returned.
+   */
+  retireSequence(): number {
+    return Atomics.add(this.words, RETIRE_SEQ, 1);
+  }
+
+  /** The retire sequence below which nothing can be held by a running read (-Infinity: unknown, reuse nothing). */
+  oldestReadSequence(): number {
     const words = this.words;
-    if (Atomics.load(words, READERS_OVERFLOW) !== 0) return; // a reader without a slot: never reuse
+    if (Atomics.load(words, READERS_OVERFLOW) !== 0) return -Infinity; // a reader without a slot
     let oldest = Infinity;
     for (let i = 0; i < limits.topologyReaderSlotsMax; i++) {
       const v = Atomics.load(words, READER_SLOTS_AT + i);
       if (v > SLOT_IDLE && v - 2 < oldest) oldest = v - 2;
     }
+    return oldest === Infinity ? Atomics.load(words, RETIRE_SEQ) : oldest;
+  }
+
+  /** Move retired blocks that no running read can hold to the free lists. */
+  private reclaim(): void {
+    const oldest = this.oldestReadSequence();
+    if (oldest === -Infinity) return; // a reader without a slot: never reuse
     let kept = 0;
     const retired = this.retired;
     for (let i = 0; i < retired.length; i += 3) {

@@ -1,0 +1,306 @@
+// A vector index on the writer (indexes.md §7-§8.3, docs/indexes.md "Vector indexes"): its
+// partitions, one HNSW graph each in the store's vector memory (src/vector/), the element ->
+// point map, maintenance inside write batches, build slices, and what readers and
+// snapshots need of it.
+//
+// Points are never logged. A write batch inserts and tombstones points at its epoch and
+// pushes undos into the batch (a rolled-back insert becomes a never-visible point: the graph
+// may keep it as a routing node, nothing reads it as a result); the graph itself is derived
+// from the data, carried whole by snapshots and otherwise rebuilt from the data.
+import { limits } from '../limits.js';
+import { valuesEqual } from '../protocol/compare.js';
+import type { Metric } from '../protocol/index-spec.js';
+import type { Value } from '../protocol/value.js';
+import { decodeRecord, encodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
+import type { Store } from '../store/store.js';
+import { VectorGraph } from '../vector/graph.js';
+import type { IndexRecord } from './catalog.js';
+import { equalityKey, type IndexKey } from './keys.js';
+import { storedVector } from './vector-values.js';
+
+/** A partition as readers and snapshots see it: its tenant value (record-codec bytes, null: unpartitioned) and graph. */
+export interface VectorPartitionView { readonly key: string; readonly tenant: Uint8Array | null; readonly root: number }
+
+interface Partition {
+  readonly key: string;
+  /** The tenant value (undefined: the index is not partitioned). */
+  readonly tenant: Value | undefined;
+  readonly tenantBytes: Uint8Array | null;
+  readonly graph: VectorGraph;
+}
+
+/** Progress of one build slice (the counters of indexes.md §5.3). */
+export interface SliceProgress { entities: number; inputBytes: number; outputs: number; outputBytes: number }
+
+const scratchKey: IndexKey = { k0: 0, k1: 0 };
+
+/**
+ * The partition key of a tenant value: the equality key (index/keys.ts), under which equal
+ * values (values.md §7.1) agree; values it cannot key share one bucket. Partitions of one key
+ * are told apart by the values themselves.
+ */
+export function partitionKey(tenant: Value): string {
+  try {
+    const k = equalityKey(tenant, false, scratchKey);
+    return k === null ? 'null' : `${k.k0}:${k.k1}`;
+  } catch {
+    return 'other';
+  }
+}
+
+export const encodeTenant = (v: Value): Uint8Array => encodeRecord({ keys: [0], values: [v] });
+export const decodeTenant = (bytes: Uint8Array): Value => decodeRecord(bytes).values[0]!;
+
+export class VectorPhysical {
+  readonly kind = 'vector' as const;
+  readonly dimension: number;
+  readonly metric: Metric;
+  /** -1: not partitioned. */
+  readonly tenantPropertyId: number;
+  /** Build only: element slots below it are scanned (and maintained by writes). Infinity once scanned. */
+  cursor: number;
+  /** Build only: slots holding values the index cannot accept, re-checked at validate_descriptor. */
+  readonly invalidSlots = new Set<number>();
+  private readonly partitions: Partition[] = [];
+  private readonly byKey = new Map<string, number[]>();
+  /** Element slot -> its live point (-1: none) and that point's partition. */
+  private pointOf = new Int32Array(0);
+  private partitionOf = new Int32Array(0);
+  /** A partition was added since the view was last published. */
+  partitionsChanged = false;
+
+  constructor(
+    private readonly store: Store,
+    public record: IndexRecord,
+    readonly labelId: number,
+    readonly propertyId: number,
+    cursor: number,
+  ) {
+    const d = record.definition;
+    this.dimension = d.dimension!;
+    this.metric = d.metric!;
+    this.tenantPropertyId = d.tenantProperty === null ? -1 : store.names.intern(d.tenantProperty);
+    this.cursor = cursor;
+  }
+
+  // ---------------------------------------------------------------- partitions and points
+
+  private partitionFor(tenant: Value | undefined): number {
+    const key = tenant === undefined ? '' : partitionKey(tenant);
+    const list = this.byKey.get(key);
+    if (list !== undefined) {
+      for (const i of list) {
+        const p = this.partitions[i]!;
+        if (tenant === undefined || valuesEqual(p.tenant!, tenant)) return i;
+      }
+    }
+    const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
+    const index = this.partitions.length;
+    this.partitions.push({ key, tenant, tenantBytes: tenant === undefined ? null : encodeTenant(tenant), graph });
+    if (list === undefined) this.byKey.set(key, [index]);
+    else list.push(index);
+    this.partitionsChanged = true;
+    return index;
+  }
+
+  private ensureSlots(slot: number): void {
+    if (slot < this.pointOf.length) return;
+    let size = Math.max(1024, this.pointOf.length);
+    while (size <= slot) size *= 2;
+    const points = new Int32Array(size).fill(-1);
+    points.set(this.pointOf);
+    const partitions = new Int32Array(size);
+    partitions.set(this.partitionOf);
+    this.pointOf = points;
+    this.partitionOf = partitions;
+  }
+
+  private setPoint(slot: number, point: number, partition: number): void {
+    this.ensureSlots(slot);
+    this.pointOf[slot] = point;
+    this.partitionOf[slot] = partition;
+  }
+
+  private pointAt(slot: number): number {
+    return slot < this.pointOf.length ? this.pointOf[slot]! : -1;
+  }
+
+  /**
+   * What element `slot` holds for this index in `record` (with the index's label), or null
+   * when it is not indexed: no property, or a partitioned index and no tenant value. Throws
+   * the §8.3 errors for a value the index cannot accept.
+   */
+  private entryOf(record: PropertyRecord): { vector: Float32Array; tenant: Value | undefined } | null {
+    const value = recordGet(record, this.propertyId);
+    if (value === undefined) return null;
+    let tenant: Value | undefined;
+    if (this.tenantPropertyId >= 0) {
+      tenant = recordGet(record, this.tenantPropertyId);
+      // indexes.md §8.3: an element without a tenant value is not indexed.
+      if (tenant === undefined || tenant === null) return null;
+    }
+    return { vector: storedVector(value, this.dimension, this.metric), tenant };
+  }
+
+  /** Insert a point for `slot` (inside the open batch when `undoable`). */
+  private add(slot: number, vector: Float32Array, tenant: Value | undefined, created: number, undoable: boolean): void {
+    const partition = this.partitionFor(tenant);
+    const graph = this.partitions[partition]!.graph;
+    const point = graph.insert(slot, vector, created);
+    const before = this.pointAt(slot), beforePartition = slot < this.partitionOf.length ? this.partitionOf[slot]! : 0;
+    this.setPoint(slot, point, partition);
+    if (undoable) {
+      this.store.joinBatch(() => {
+        graph.undoInsert(point);
+        this.setPoint(slot, before, beforePartition);
+      }, null);
+    }
+  }
+
+  // ---------------------------------------------------------------- maintenance (inside a write batch)
+
+  /**
+   * Element `slot` changed from (oldLabel, oldRecord) to (newLabel, newRecord) in the open
+   * batch. Its point (if any) is tombstoned and a new one inserted, unless the indexed value
+   * and tenant stayed equal. An active index fails the write on a value it cannot accept; a
+   * building one remembers the slot for validate_descriptor.
+   */
+  maintain(slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null, building: boolean): void {
+    // A building index learns slots at or past its cursor from its scan.
+    if (slot >= this.cursor) return;
+    const oldPoint = this.pointAt(slot);
+    const hasNew = newLabel === this.labelId && newRecord !== null;
+    if (oldPoint >= 0 && hasNew && oldLabel === this.labelId && oldRecord !== null && this.sameEntry(oldRecord, newRecord!)) return;
+    let entry: { vector: Float32Array; tenant: Value | undefined } | null = null;
+    if (hasNew) {
+      try {
+        entry = this.entryOf(newRecord!);
+        this.invalidSlots.delete(slot);
+      } catch (err) {
+        if (!building) throw err;
+        this.invalidSlots.add(slot);
+      }
+    }
+    const epoch = this.store.pendingEpoch();
+    if (oldPoint >= 0) {
+      const partition = this.partitionOf[slot]!;
+      const graph = this.partitions[partition]!.graph;
+      graph.remove(oldPoint, epoch);
+      this.pointOf[slot] = -1;
+      this.store.joinBatch(() => {
+        graph.undoRemove(oldPoint);
+        this.setPoint(slot, oldPoint, partition);
+      }, null);
+    }
+    if (entry !== null) this.add(slot, entry.vector, entry.tenant, epoch, true);
+  }
+
+  /** The indexed value and tenant are equal in both records. */
+  private sameEntry(a: PropertyRecord, b: PropertyRecord): boolean {
+    const va = recordGet(a, this.propertyId), vb = recordGet(b, this.propertyId);
+    if (va === undefined || vb === undefined || !valuesEqual(va, vb)) return false;
+    if (this.tenantPropertyId < 0) return true;
+    const ta = recordGet(a, this.tenantPropertyId), tb = recordGet(b, this.tenantPropertyId);
+    return ta !== undefined && tb !== undefined && valuesEqual(ta, tb);
+  }
+
+  // ---------------------------------------------------------------- builds
+
+  /** The record of element `slot` at `at` if it has the index's label, else null. */
+  private sourceRecord(slot: number, at: number): PropertyRecord | null {
+    const store = this.store;
+    if (this.record.definition.element === 'edge') {
+      if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== this.labelId) return null;
+      return store.recordOnce(true, slot, at);
+    }
+    if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== this.labelId) return null;
+    return store.recordOnce(false, slot, at);
+  }
+
+  /**
+   * Scan from the cursor up to `slots` (the element slots of now), for at most
+   * limits.indexBuildSliceElements elements or until `deadlineMs` (performance.now()):
+   * each element with a vector gets a point created at epoch 1 (every reader that may use
+   * the index holds it; later writes are maintained at their own epochs). Values the index
+   * cannot accept are remembered for validate_descriptor.
+   */
+  scan(slots: number, at: number, deadlineMs: number, progress: SliceProgress): void {
+    const stop = Math.min(slots, this.cursor + limits.indexBuildSliceElements);
+    let slot = this.cursor;
+    for (; slot < stop; slot++) {
+      // The clock every 8 elements: an insert costs ~0.1-1 ms.
+      if ((slot & 7) === 0 && slot !== this.cursor && performance.now() >= deadlineMs) break;
+      progress.entities++;
+      const record = this.sourceRecord(slot, at);
+      if (record === null) continue;
+      let entry: { vector: Float32Array; tenant: Value | undefined } | null;
+      try {
+        entry = this.entryOf(record);
+      } catch {
+        this.invalidSlots.add(slot);
+        continue;
+      }
+      if (entry === null) continue;
+      progress.inputBytes += entry.vector.byteLength;
+      this.add(slot, entry.vector, entry.tenant, 1, false);
+      progress.outputs++;
+      progress.outputBytes += entry.vector.byteLength + 4 * 2 * 16;
+    }
+    this.cursor = slot;
+  }
+
+  /** validate_descriptor: the slots that held unacceptable values, on the current data. */
+  invalidSourceData(at: number): boolean {
+    for (const slot of this.invalidSlots) {
+      const record = this.sourceRecord(slot, at);
+      try {
+        if (record !== null) this.entryOf(record);
+        this.invalidSlots.delete(slot);
+      } catch {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Build whole from the data at `at` (a replayed activation, a snapshot without the graphs): no deadline. */
+  materialize(slots: number, at: number): void {
+    this.cursor = 0;
+    const progress: SliceProgress = { entities: 0, inputBytes: 0, outputs: 0, outputBytes: 0 };
+    while (this.cursor < slots) this.scan(slots, at, Infinity, progress);
+    this.cursor = Infinity;
+    // Committed data satisfied the index when it was written.
+    this.invalidSlots.clear();
+  }
+
+  // ---------------------------------------------------------------- readers, snapshots, memory
+
+  /** The partitions as the readers' view carries them. */
+  partitionViews(): VectorPartitionView[] {
+    return this.partitions.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root }));
+  }
+
+  /** Per partition: its view and the point count at a cut (writer, between batches). */
+  cutPartitions(): { key: string; tenant: Uint8Array | null; root: number; points: number }[] {
+    return this.partitions.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root, points: p.graph.pointCount() }));
+  }
+
+  /** A partition whose graph a snapshot carried (restore): points and element map back, no rebuild. */
+  adoptPartition(key: string, tenantBytes: Uint8Array | null, graph: VectorGraph): void {
+    const tenant = tenantBytes === null ? undefined : decodeTenant(tenantBytes);
+    const index = this.partitions.length;
+    this.partitions.push({ key, tenant, tenantBytes, graph });
+    const list = this.byKey.get(key);
+    if (list === undefined) this.byKey.set(key, [index]);
+    else list.push(index);
+    graph.forEachPoint((point, element, _created, deleted) => {
+      if (deleted === 0 && _created !== 0 && _created !== 0xffffffff) this.setPoint(element, point, index);
+    });
+    this.partitionsChanged = true;
+  }
+
+  /** Every block of every partition's graph (to free once no reader can use them). */
+  blocks(): [number, number][] {
+    return this.partitions.flatMap((p) => p.graph.blocks());
+  }
+}
