@@ -234,6 +234,24 @@ describe('object storage, indexes', () => {
     expect((await db.query(poll(receipt.r.operation_id)) as { op: { status: string } }).op.status).toBe('succeeded');
     await db.close();
   });
+
+  it('a vector index survives a restart with its graph from the snapshot, and a following reader searches it', async () => {
+    const near = (x: number) => read([q('r', { vector_search_nodes: { label: 'V', property: 'v', query_vector: { value: { f32_array: [x, 0] } }, k: { literal: 2 } } })], ['r']);
+    let db = await openDatabase(s3Options('emb-vector', { snapshotWalBytes: 4096 }));
+    await db.query({ request_type: 'write', query: { write: { entries: Array.from({ length: 40 }, (_, i) => ({ query: { name: null, root: { add_n: { label: 'V', properties: [['v', { value: { f32_array: [i, 0] } }]] } } } })), returns: [] } } });
+    const receipt = await db.query({ request_type: 'write', query: { write: { entries: [{ query: { name: 'r', root: { create_index: { spec: { node_vector: { label: 'V', property: 'v', dimension: 2, metric: 'euclidean' } }, if_not_exists: true } } } }], returns: ['r'] } } }) as { r: { operation_id: string } };
+    for (let i = 0; (await db.query(poll(receipt.r.operation_id)) as { op: { status: string } }).op.status !== 'succeeded'; i++) {
+      expect(i).toBeLessThan(500);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const reader = await openDatabase(s3Options('emb-vector', { mode: 'reader' }));
+    expect(await reader.query(near(7.25))).toEqual({ r: [{ $distance: 0.0625, $id: 7 }, { $distance: 0.5625, $id: 8 }] });
+    await db.close();
+    await reader.close();
+    db = await openDatabase(s3Options('emb-vector'));
+    expect(await db.query(near(39))).toEqual({ r: [{ $distance: 0, $id: 39 }, { $distance: 1, $id: 38 }] });
+    await db.close();
+  });
 });
 
 describe('object storage, failures', () => {
