@@ -103,6 +103,8 @@ describe('vector index lifecycle and searches', () => {
     expect(await plan({}, f32([1, 0]), { expr: { constant: { i64: 0 } } })).toMatchObject({ status: 400, error: 'invalid_search_result_count' });
     expect(await plan({}, f32([1, 0]), { expr: { constant: { i64: -1 } } })).toMatchObject({ status: 400, error: 'invalid_search_result_count_expression' });
     expect(await plan({}, f32([1, 0]), { expr: { constant: { f64: 2.0 } } })).toMatchObject({ status: 400, error: 'invalid_search_result_count_expression' });
+    // A dimension the engine cannot hold is refused when the index is created.
+    expect(await fails(db, create(vectorSpec({ label: 'Big', property: 'v', dimension: 100_000, metric: 'cosine' })))).toMatchObject({ status: 500, error: 'invalid_vector_configuration' });
     // The edge index of the same label/property does not exist.
     expect(await fails(db, read([q('r', { vector_search_edges: { label: 'Article', property: 'embedding', query_vector: f32([1, 0]), k: { literal: 1 } } })], ['r']))).toMatchObject({ status: 400, error: 'index_not_found' });
     await db.close();

@@ -93,7 +93,7 @@ function graphSearch(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, 
   guard.charge(want * 8);
   const elements = new Uint32Array(want);
   const distances = new Float32Array(want);
-  const exact = points <= limits.vectorExactScanPointsMax || want * 4 >= points;
+  const exact = points <= limits.vectorExactScanPointsMax || want * 4 >= points || 2 * want > limits.vectorEfMax;
   let found = exact ? graph.searchExact(query, want, ctx.at, elements, distances)
     : graph.search(query, want, Math.max(limits.vectorSearchEfMin, 2 * want), ctx.at, elements, distances);
   // Tombstones and points of other snapshots can hide visible ones from the graph walk:

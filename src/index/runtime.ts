@@ -164,6 +164,9 @@ export class IndexRuntime implements IndexHooks {
   /** create_index (indexes.md §3). */
   createIndex(definition: IndexDefinition, ifNotExists: boolean, epoch: number): Value {
     checkComponents(definition);
+    if (definition.lane === 'vector' && definition.dimension! > limits.vectorDimensionMax) {
+      throw dbError('invalid_vector_configuration', `invalid vector configuration: dimension ${definition.dimension} is above ${limits.vectorDimensionMax}`);
+    }
     if (definition.lane === 'text') {
       throw dbError('index_lifecycle_unavailable', `index lifecycle unavailable: ${definition.lane} indexes are not available in this server yet`);
     }
