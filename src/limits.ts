@@ -23,6 +23,11 @@ export const limits = {
    * quarter of them, scans it exactly instead of walking the graph (same answer, exact).
    */
   vectorExactScanPointsMax: 2048,
+  /**
+   * A vector index partition of at least this many points whose live points are fewer than
+   * half is compacted (copied without its dead points) between requests.
+   */
+  vectorCompactPointsMin: 1024,
   /** Smallest candidate list (ef) of an approximate vector search; a search uses max(this, 2k). */
   vectorSearchEfMin: 64,
   /** Distinct input elements a `*_within` search may rank (indexes.md §7.3); more: 500 invalid_query. */

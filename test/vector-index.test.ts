@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '../src/index.js';
 import { VectorPhysical } from '../src/index/vector-index.js';
 import { tempDirs } from './helpers/temp-dirs.js';
+import { limits } from '../src/limits.js';
 import { Store } from '../src/store/store.js';
 import { executeRequest, noFlags } from '../src/exec/request.js';
 import { loadSections, sectionsAt } from '../src/store/snapshot-sections.js';
@@ -301,6 +302,63 @@ describe('vector index lifecycle and searches', () => {
     // A point written after activation is found at once.
     await ok(db, write([article('new', f32(Array(dimension).fill(5)))], []));
     expect((await hits(db, f32(Array(dimension).fill(5)), { literal: 1 }))[0]).toEqual({ $distance: 0, $id: 3000 });
+    await db.close();
+  });
+});
+
+describe('vector index compaction', () => {
+  it('copies a half-dead partition without its dead points while writes go on, and answers stay exact', async () => {
+    const db = await openDatabase({ storage: 'memory' });
+    const rnd = random(3);
+    const data = new Map<number, number[]>();
+    const vec = () => [rnd(), rnd(), rnd(), rnd()].map((x) => Math.fround(x));
+    await build(db, vectorSpec({ label: 'Article', property: 'embedding', dimension: 4, metric: 'euclidean' }));
+    for (let b = 0; b < 6; b++) {
+      const vs = Array.from({ length: 500 }, vec);
+      const added = await ok(db, write(vs.map((v, i) => q(`n${i}`, { add_n: { label: 'Article', properties: [['embedding', f32(v)]] } })), vs.map((_, i) => `n${i}`)));
+      vs.forEach((v, i) => data.set((added[`n${i}`] as { $id: number }[])[0]!.$id, v));
+    }
+    const runtime = (db as unknown as { backing: { committer: { storage: { store: { indexes: { vectors: Map<number, { partitions: { graph: { pointCount(): number; root: number } }[] }> } } } } } }).backing.committer.storage.store.indexes;
+    const graph = () => [...runtime.vectors.values()][0]!.partitions[0]!.graph;
+    const rootBefore = graph().root;
+    expect(graph().pointCount()).toBe(3000);
+    const slice = limits.vectorBuildSliceMs;
+    (limits as { vectorBuildSliceMs: number }).vectorBuildSliceMs = 1;
+    try {
+      // Drop two thirds: the partition is more than half dead.
+      const doomed = [...data.keys()].filter((id) => id % 3 !== 0);
+      await ok(db, write([q(null, { drop: { input: { nodes: { reference: { ids: doomed } } } } })], []));
+      for (const id of doomed) data.delete(id);
+      // Writes while the copy runs: updates and deletes of copied and uncopied points, inserts.
+      for (let round = 0; round < 10; round++) {
+        const ids = [...data.keys()];
+        const moved = ids[Math.floor(rnd() * ids.length)]!, gone = ids[Math.floor(rnd() * ids.length)]!;
+        const v = vec();
+        await ok(db, write([q(null, { set_property: { input: { nodes: { reference: { ids: [moved] } } }, name: 'embedding', value: f32(v) } })], []));
+        data.set(moved, v);
+        if (gone !== moved) {
+          await ok(db, write([q(null, { drop: { input: { nodes: { reference: { ids: [gone] } } } } })], []));
+          data.delete(gone);
+        }
+        const fresh = vec();
+        const added = await ok(db, write([q('n', { add_n: { label: 'Article', properties: [['embedding', f32(fresh)]] } })], ['n']));
+        data.set((added['n'] as { $id: number }[])[0]!.$id, fresh);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      for (let i = 0; i < 2000 && graph().root === rootBefore; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      (limits as { vectorBuildSliceMs: number }).vectorBuildSliceMs = slice;
+    }
+    expect(graph().root).not.toBe(rootBefore);
+    // The new graph holds the live points (and those removed after the compaction started), not the 2000 dropped before.
+    expect(graph().pointCount()).toBeLessThan(1100);
+    expect(graph().pointCount()).toBeGreaterThanOrEqual(data.size);
+    for (let t = 0; t < 20; t++) {
+      const query = vec();
+      const truth = [...data.entries()].map(([id, v]) => ({ id, d: squared(v, query) })).sort((a, b) => a.d - b.d || a.id - b.id).slice(0, 5);
+      const answer = await hits(db, f32(query), { literal: 5 });
+      expect(answer.map((r) => r.$id)).toEqual(truth.map((x) => x.id));
+    }
     await db.close();
   });
 });

@@ -610,7 +610,9 @@ export class IndexRuntime implements IndexHooks {
 
   /** Whether an operation can make progress now (not blocked, not finished). */
   hasWork(): boolean {
-    return this.runnable.size > 0;
+    if (this.runnable.size > 0) return true;
+    for (const v of this.vectors.values()) if (v.needsCompaction()) return true;
+    return false;
   }
 
   /**
@@ -627,7 +629,7 @@ export class IndexRuntime implements IndexHooks {
       const candidate = this.operations.get(id)!;
       if (oldest === undefined || candidate.sequence < oldest.sequence) oldest = candidate;
     }
-    if (oldest === undefined) return 'idle';
+    if (oldest === undefined) return this.compactionSlice();
     let op = oldest;
     if (op.status === 'queued') {
       if (op.attempt >= 0xffffffff) throw dbError('index_operation_revision_exhausted', 'index operation attempts exhausted');
@@ -714,6 +716,21 @@ export class IndexRuntime implements IndexHooks {
     }
     this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
+  }
+
+  /** With no operation to run: one slice compacting a vector index partition (index/vector-index.ts). */
+  private compactionSlice(): 'progress' | 'waiting' | 'idle' {
+    const topology = this.store.topology;
+    let waiting = false;
+    for (const v of this.vectors.values()) {
+      if (!v.needsCompaction() || this.recordsById.get(v.record.id)?.state !== 'active') continue;
+      const result = v.compactStep(performance.now() + limits.vectorBuildSliceMs, this.store.visibleEpoch(), topology.oldestReadSequence(), () => topology.retireSequence());
+      if (result === 'waiting') { waiting = true; continue; }
+      if (result === 'idle') continue;
+      if (result !== 'progress') this.vectorBlocksRetired.push({ blocks: result, sequence: topology.retireSequence() });
+      return 'progress';
+    }
+    return waiting ? 'waiting' : 'idle';
   }
 
   /**

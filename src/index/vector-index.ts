@@ -14,6 +14,7 @@ import type { Value } from '../protocol/value.js';
 import { decodeRecord, encodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { VectorGraph } from '../vector/graph.js';
+import { NEVER } from '../vector/layout.js';
 import type { IndexRecord } from './catalog.js';
 import { equalityKey, type IndexKey } from './keys.js';
 import { storedVector } from './vector-values.js';
@@ -26,7 +27,30 @@ interface Partition {
   /** The tenant value (undefined: the index is not partitioned). */
   readonly tenant: Value | undefined;
   readonly tenantBytes: Uint8Array | null;
+  graph: VectorGraph;
+  /** Points of `graph` that are live now (inserted, neither removed nor rolled back). */
+  live: number;
+  compaction: Compaction | null;
+}
+
+/**
+ * A partition's graph being copied without its dead points (compaction, docs/indexes.md):
+ * old points below `cursor` are copied (or left out); writes go to the old graph, and a
+ * removal of a copied point is mirrored into the new one. When the cursor reaches the old
+ * graph's count the new graph replaces it, once every read that began before the
+ * compaction started has ended: every later read holds a snapshot at or after `horizon`,
+ * and the new graph holds every point visible at such snapshots.
+ */
+interface Compaction {
   readonly graph: VectorGraph;
+  cursor: number;
+  /** The visible epoch when it started: points deleted at or before it are left out. */
+  readonly horizon: number;
+  /** The topology retire sequence when it started (topology.ts reader slots). */
+  readonly startSequence: number;
+  /** Old point -> new point (-1: left out), for the points below the cursor. */
+  oldToNew: Int32Array;
+  live: number;
 }
 
 /** Progress of one build slice (the counters of indexes.md §5.3). */
@@ -66,8 +90,11 @@ export class VectorPhysical {
   /** Element slot -> its live point (-1: none) and that point's partition. */
   private pointOf = new Int32Array(0);
   private partitionOf = new Int32Array(0);
-  /** A partition was added since the view was last published. */
+  /** A partition was added or replaced its graph since the view was last published. */
   partitionsChanged = false;
+  /** Partitions whose graph is half dead or more, or being compacted. */
+  private readonly compactable = new Set<number>();
+  private readonly pointInfo = new Uint32Array(3);
 
   constructor(
     private readonly store: Store,
@@ -96,7 +123,7 @@ export class VectorPhysical {
     }
     const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
     const index = this.partitions.length;
-    this.partitions.push({ key, tenant, tenantBytes: tenant === undefined ? null : encodeTenant(tenant), graph });
+    this.partitions.push({ key, tenant, tenantBytes: tenant === undefined ? null : encodeTenant(tenant), graph, live: 0, compaction: null });
     if (list === undefined) this.byKey.set(key, [index]);
     else list.push(index);
     this.partitionsChanged = true;
@@ -145,16 +172,40 @@ export class VectorPhysical {
   /** Insert a point for `slot` (inside the open batch when `undoable`). */
   private add(slot: number, vector: Float32Array, tenant: Value | undefined, created: number, undoable: boolean): void {
     const partition = this.partitionFor(tenant);
-    const graph = this.partitions[partition]!.graph;
+    const p = this.partitions[partition]!;
+    const graph = p.graph;
     const point = graph.insert(slot, vector, created);
     const before = this.pointAt(slot), beforePartition = slot < this.partitionOf.length ? this.partitionOf[slot]! : 0;
     this.setPoint(slot, point, partition);
+    p.live++;
     if (undoable) {
       this.store.joinBatch(() => {
         graph.undoInsert(point);
+        p.live--;
         this.setPoint(slot, before, beforePartition);
       }, null);
     }
+  }
+
+  /** Tombstone element `slot`'s point at `epoch` (inside the open batch), mirrored into a compaction's copy. */
+  private removePoint(slot: number, point: number, epoch: number): void {
+    const partition = this.partitionOf[slot]!;
+    const p = this.partitions[partition]!;
+    const graph = p.graph;
+    graph.remove(point, epoch);
+    const c = p.compaction;
+    const copied = c !== null && point < c.cursor ? c.oldToNew[point]! : -1;
+    if (copied >= 0) c!.graph.remove(copied, epoch);
+    this.pointOf[slot] = -1;
+    p.live--;
+    // Half dead (and large enough to matter): the next idle slice compacts it.
+    if (graph.pointCount() >= limits.vectorCompactPointsMin && p.live * 2 < graph.pointCount()) this.compactable.add(partition);
+    this.store.joinBatch(() => {
+      graph.undoRemove(point);
+      if (copied >= 0) c!.graph.undoRemove(copied);
+      p.live++;
+      this.setPoint(slot, point, partition);
+    }, null);
   }
 
   // ---------------------------------------------------------------- maintenance (inside a write batch)
@@ -182,16 +233,7 @@ export class VectorPhysical {
       }
     }
     const epoch = this.store.pendingEpoch();
-    if (oldPoint >= 0) {
-      const partition = this.partitionOf[slot]!;
-      const graph = this.partitions[partition]!.graph;
-      graph.remove(oldPoint, epoch);
-      this.pointOf[slot] = -1;
-      this.store.joinBatch(() => {
-        graph.undoRemove(oldPoint);
-        this.setPoint(slot, oldPoint, partition);
-      }, null);
-    }
+    if (oldPoint >= 0) this.removePoint(slot, oldPoint, epoch);
     if (entry !== null) this.add(slot, entry.vector, entry.tenant, epoch, true);
   }
 
@@ -289,14 +331,76 @@ export class VectorPhysical {
   adoptPartition(key: string, tenantBytes: Uint8Array | null, graph: VectorGraph): void {
     const tenant = tenantBytes === null ? undefined : decodeTenant(tenantBytes);
     const index = this.partitions.length;
-    this.partitions.push({ key, tenant, tenantBytes, graph });
+    const partition: Partition = { key, tenant, tenantBytes, graph, live: 0, compaction: null };
+    this.partitions.push(partition);
     const list = this.byKey.get(key);
     if (list === undefined) this.byKey.set(key, [index]);
     else list.push(index);
-    graph.forEachPoint((point, element, _created, deleted) => {
-      if (deleted === 0 && _created !== 0 && _created !== 0xffffffff) this.setPoint(element, point, index);
+    graph.forEachPoint((point, element, created, deleted) => {
+      if (deleted !== 0 || created === 0 || created === NEVER) return;
+      this.setPoint(element, point, index);
+      partition.live++;
     });
+    if (graph.pointCount() >= limits.vectorCompactPointsMin && partition.live * 2 < graph.pointCount()) this.compactable.add(index);
     this.partitionsChanged = true;
+  }
+
+  // ---------------------------------------------------------------- compaction (between batches)
+
+  /** Whether a partition waits for compaction or is being compacted. */
+  needsCompaction(): boolean {
+    return this.compactable.size > 0;
+  }
+
+  /**
+   * One slice of compaction, inside a batch of its own: copy live points of one partition
+   * into a new graph until `deadlineMs`, or replace the old graph once all are copied.
+   * Returns the old graph's blocks when it was replaced (the caller frees them once no
+   * read holds them), 'waiting' while reads older than the compaction run, 'idle' when
+   * nothing is left.
+   */
+  compactStep(deadlineMs: number, visible: number, oldestRead: number, retireSequence: () => number): 'progress' | 'waiting' | 'idle' | [number, number][] {
+    const next = this.compactable.values().next();
+    if (next.done === true) return 'idle';
+    const index = next.value;
+    const p = this.partitions[index]!;
+    const old = p.graph;
+    if (p.compaction === null) {
+      const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
+      p.compaction = { graph, cursor: 0, horizon: visible, startSequence: retireSequence(), oldToNew: new Int32Array(Math.max(16, old.pointCount())).fill(-1), live: 0 };
+    }
+    const c = p.compaction;
+    const count = old.pointCount();
+    if (c.oldToNew.length < count) {
+      const grown = new Int32Array(count * 2).fill(-1);
+      grown.set(c.oldToNew);
+      c.oldToNew = grown;
+    }
+    const vector = new Float32Array(this.dimension);
+    const info = this.pointInfo;
+    for (; c.cursor < count; c.cursor++) {
+      if ((c.cursor & 7) === 0 && performance.now() >= deadlineMs) return 'progress';
+      old.readPoint(c.cursor, info, vector);
+      const created = info[1]!, deleted = info[2]!;
+      // Never visible (rolled back), or invisible to every read that can still start.
+      if (created === 0 || created === NEVER || (deleted !== 0 && deleted <= c.horizon)) continue;
+      const copy = c.graph.insert(info[0]!, vector, created);
+      if (deleted !== 0) c.graph.remove(copy, deleted);
+      else c.live++;
+      c.oldToNew[c.cursor] = copy;
+    }
+    // Every read that began before the compaction (its snapshot may predate the horizon) must be over.
+    if (oldestRead <= c.startSequence) return 'waiting';
+    for (let slot = 0; slot < this.pointOf.length; slot++) {
+      const point = this.pointOf[slot]!;
+      if (point >= 0 && this.partitionOf[slot] === index) this.pointOf[slot] = c.oldToNew[point]!;
+    }
+    p.graph = c.graph;
+    p.live = c.live;
+    p.compaction = null;
+    this.compactable.delete(index);
+    this.partitionsChanged = true;
+    return old.blocks();
   }
 
   /** Every block of every partition's graph (to free once no reader can use them). */

@@ -262,6 +262,20 @@ export class VectorGraph {
     }
   }
 
+  /**
+   * Writer (compaction): point `point`'s element, created and deleted epochs into `info`
+   * and its vector into `vector` (length = dimension).
+   */
+  readPoint(point: number, info: Uint32Array, vector: Float32Array): void {
+    const rec = this.recordOf(point);
+    const u = this.vm.u32;
+    info[0] = u[rec + R_ELEMENT]!;
+    info[1] = u[rec + R_CREATED]!;
+    info[2] = u[rec + R_DELETED]!;
+    const at = rec + this.vecOffset;
+    vector.set(this.vm.f32.subarray(at, at + this.dimension));
+  }
+
   /** The blocks this graph holds, [word offset, words] (to free when it is dropped). */
   blocks(): [number, number][] {
     const u = this.vm.u32, root = this.root;
