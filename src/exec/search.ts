@@ -10,16 +10,17 @@ import type { SearchOp, StreamBound } from '../protocol/ast.js';
 import { planError, queryError, SvcError } from '../protocol/errors.js';
 import { valuesEqual } from '../protocol/compare.js';
 import { tagOf, type Value } from '../protocol/value.js';
-import type { IndexDefinition } from '../protocol/index-spec.js';
 import { limits } from '../limits.js';
 import { recordGet } from '../store/record-codec.js';
 import { currentView, findServing, type ViewIndex } from '../index/view.js';
 import { decodeTenant, partitionKey, type VectorPartitionView } from '../index/vector-index.js';
 import { queryVector, storedVector } from '../index/vector-values.js';
 import { VectorGraph, vectorDistance } from '../vector/index.js';
+import { ElementPoints } from '../index/vector-elements.js';
 import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { EXTRA_BYTES, guard } from './guard.js';
+import { ElementMarks } from './marks.js';
 import { edgeKey, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, type RowExtra, type Stream } from './rows.js';
 
 export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, evalOp: EvalOp): Stream {
@@ -43,7 +44,7 @@ export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, e
     tenant = inputValue(ctx, op.tenant_value, NO_ELEMENT, null);
   }
   const query = queryVector(inputValue(ctx, op.query, NO_ELEMENT, null), d.dimension!, d.metric!);
-  const rows = input === null ? graphSearch(ctx, index, tenant, query, k, element === 'edge') : rankWithin(ctx, op.op, input, d, tenant, query, k, element === 'edge');
+  const rows = input === null ? graphSearch(ctx, index, tenant, query, k, element === 'edge') : rankWithin(ctx, op.op, input, index, tenant, query, k, element === 'edge');
   return rowsOf(rows);
 }
 
@@ -56,20 +57,25 @@ function resultCount(ctx: ExecCtx, bound: StreamBound): number {
   return k > BigInt(limits.streamRowsMax) ? limits.streamRowsMax : Number(k);
 }
 
+/** Distinct candidates of a `*_within` search (per thread, one search at a time). */
+const candidateMarks = new ElementMarks();
+
 /** Decoded tenant values of the readers' view partitions (per thread; the views are immutable). */
 const tenants = new WeakMap<VectorPartitionView, Value>();
 
-function partitionOf(index: ViewIndex, tenant: Value | undefined): VectorPartitionView | null {
+/** The position of the tenant's partition in the view (-1: none). */
+function partitionIndex(index: ViewIndex, tenant: Value | undefined): number {
   const partitions = index.partitions ?? [];
-  if (tenant === undefined) return partitions[0] ?? null;
+  if (tenant === undefined) return partitions.length > 0 ? 0 : -1;
   const key = partitionKey(tenant);
-  for (const p of partitions) {
+  for (let i = 0; i < partitions.length; i++) {
+    const p = partitions[i]!;
     if (p.key !== key || p.tenant === null) continue;
     let value = tenants.get(p);
     if (value === undefined) tenants.set(p, value = decodeTenant(p.tenant));
-    if (valuesEqual(value, tenant)) return p;
+    if (valuesEqual(value, tenant)) return i;
   }
-  return null;
+  return -1;
 }
 
 /** A row of `el` ranked `distance` (f32, widened exactly), keeping `from`'s other extras. */
@@ -84,9 +90,9 @@ function rankedExtra(from: RowExtra | null, distance: number): RowExtra {
 /** Top-k of the tenant's partition: the graph's approximate answer, or an exact scan. */
 function graphSearch(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const out = new RowSet();
-  const partition = partitionOf(index, tenant);
-  if (partition === null) return out; // an unknown tenant has no rows
-  const graph = VectorGraph.attach(ctx.store.vectorMemory(), partition.root);
+  const partition = partitionIndex(index, tenant);
+  if (partition < 0) return out; // an unknown tenant has no rows
+  const graph = VectorGraph.attach(ctx.store.vectorMemory(), index.partitions![partition]!.root);
   const points = graph.pointCount();
   const want = Math.min(k, points);
   if (want === 0) return out;
@@ -108,24 +114,62 @@ function graphSearch(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, 
  * `*_within` (operations.md §6): the input's distinct elements (first row kept) that the
  * index would hold at this snapshot (its label, a vector it accepts, the tenant's
  * partition), ranked by exact distance, ties by ascending ID, at most k.
+ *
+ * An element whose point (index/vector-elements.ts) holds its vector at this snapshot is
+ * ranked from the graph by the distance kernel; any other (a snapshot older than its
+ * current point, a write racing the read) from its record, with the same arithmetic.
  */
-function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, d: IndexDefinition, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
-  const first = new Map<number, number>();
-  for (let i = 0; i < input.length; i++) {
-    const el = input.el[i]!;
-    if (el === NO_ELEMENT || isEdgeKey(el) !== edges) throw queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
-    if (!first.has(el)) {
-      first.set(el, i);
-      if (first.size > limits.searchWithinCandidatesMax) throw queryError(`${opName} has more than ${limits.searchWithinCandidatesMax} distinct candidates`);
+function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
+  const d = index.record.definition;
+  // The rows of first occurrences, in input order.
+  const firstRows = new Uint32Array(input.length);
+  let distinct = 0;
+  const seen = candidateMarks.begin(ctx, input.length);
+  try {
+    for (let i = 0; i < input.length; i++) {
+      const el = input.el[i]!;
+      if (el === NO_ELEMENT || isEdgeKey(el) !== edges) throw queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
+      if (!seen.add(el)) continue;
+      firstRows[distinct++] = i;
+      if (distinct > limits.searchWithinCandidatesMax) throw queryError(`${opName} has more than ${limits.searchWithinCandidatesMax} distinct candidates`);
     }
+  } finally {
+    seen.end();
   }
   const store = ctx.store;
+  const wanted = partitionIndex(index, tenant);
+  if (wanted < 0) return new RowSet(); // no element of this tenant was ever indexed
   const labelId = store.names.idOf(d.label), propertyId = store.names.idOf(d.property);
   const tenantId = d.tenantProperty === null ? -1 : store.names.idOf(d.tenantProperty);
-  const rowOf: number[] = [], ids: number[] = [], distance: number[] = [];
-  for (const [el, row] of first) {
+  const memory = store.vectorMemory();
+  const elements = ElementPoints.attach(memory, index.elements!);
+  const partitions = index.partitions!;
+  const graphs: (VectorGraph | undefined)[] = [];
+  const graphOf = (i: number): VectorGraph => graphs[i] ??= VectorGraph.attach(memory, partitions[i]!.root);
+  guard.charge(distinct * 24);
+  const rowOf: number[] = [], ids: number[] = [];
+  const distance = new Float64Array(distinct);
+  // Candidates ranked from the graph: their points and positions, then one kernel pass.
+  const points = new Uint32Array(distinct), fastAt = new Uint32Array(distinct);
+  let fast = 0;
+  for (let c = 0; c < distinct; c++) {
     guard.step(1);
-    const id = idOfKey(el);
+    const row = firstRows[c]!;
+    const id = idOfKey(input.el[row]!);
+    const point = elements.point(id);
+    if (point >= 0) {
+      const partition = elements.partition(id);
+      if (partition < partitions.length && graphOf(partition).holds(point, id, ctx.at)) {
+        // Its vector at this snapshot; in another tenant's partition it is no candidate.
+        if (partition === wanted) {
+          points[fast] = point;
+          fastAt[fast++] = ids.length;
+          rowOf.push(row);
+          ids.push(id);
+        }
+        continue;
+      }
+    }
     if ((edges ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)) !== labelId) continue;
     const record = edges ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
     const value = recordGet(record, propertyId);
@@ -140,19 +184,64 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, d: IndexDefinit
     } catch {
       continue; // a value the index does not hold is no candidate
     }
+    distance[ids.length] = vectorDistance(d.metric!, query, vector);
     rowOf.push(row);
     ids.push(id);
-    distance.push(vectorDistance(d.metric!, query, vector));
   }
-  guard.charge(ids.length * 24);
-  const order = new Uint32Array(ids.length);
-  for (let i = 0; i < order.length; i++) order[i] = i;
-  order.sort((a, b) => distance[a]! - distance[b]! || ids[a]! - ids[b]!);
+  if (fast > 0) {
+    const near = new Float32Array(fast);
+    graphOf(wanted).distancesTo(query, points, fast, near);
+    for (let i = 0; i < fast; i++) distance[fastAt[i]!] = near[i]!;
+  }
+  const order = nearestFirst(distance, ids, Math.min(k, ids.length));
   const out = new RowSet();
-  const n = Math.min(k, order.length);
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < order.length; i++) {
     const c = order[i]!;
     out.push(edges ? edgeKey(ids[c]!) : nodeKey(ids[c]!), rankedExtra(input.extraAt(rowOf[c]!), distance[c]!));
   }
   return out;
+}
+
+/**
+ * Positions of the `k` smallest (distance, id) pairs, in ascending order: a bounded max-heap
+ * (n log k) instead of sorting every candidate.
+ */
+function nearestFirst(distance: Float64Array, ids: readonly number[], k: number): Uint32Array {
+  const heap = new Uint32Array(k);
+  const after = (a: number, b: number) => distance[a]! > distance[b]! || (distance[a] === distance[b] && ids[a]! > ids[b]!);
+  let size = 0;
+  const siftDown = (from: number) => {
+    for (let i = from; ;) {
+      const l = 2 * i + 1, r = l + 1;
+      let top = i;
+      if (l < size && after(heap[l]!, heap[top]!)) top = l;
+      if (r < size && after(heap[r]!, heap[top]!)) top = r;
+      if (top === i) return;
+      const t = heap[i]!; heap[i] = heap[top]!; heap[top] = t;
+      i = top;
+    }
+  };
+  for (let c = 0; c < ids.length && k > 0; c++) {
+    if (size < k) {
+      // Sift up.
+      let i = size++;
+      heap[i] = c;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (!after(heap[i]!, heap[parent]!)) break;
+        const t = heap[i]!; heap[i] = heap[parent]!; heap[parent] = t;
+        i = parent;
+      }
+    } else if (after(heap[0]!, c)) {
+      heap[0] = c;
+      siftDown(0);
+    }
+  }
+  // Pop the largest to the end: ascending order.
+  for (let end = size - 1; end > 0; end--) {
+    const t = heap[0]!; heap[0] = heap[end]!; heap[end] = t;
+    size = end;
+    siftDown(0);
+  }
+  return heap;
 }

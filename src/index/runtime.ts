@@ -453,7 +453,7 @@ export class IndexRuntime implements IndexHooks {
     const out: ViewIndex[] = [];
     for (const record of this.records.values()) {
       const vector = record.state === 'dropped' ? undefined : this.vectors.get(record.id);
-      if (vector !== undefined) out.push({ record, root: 0, partitions: vector.partitionViews() });
+      if (vector !== undefined) out.push({ record, root: 0, partitions: vector.partitionViews(), elements: vector.elements.root });
       else out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
     }
     return out;

@@ -18,6 +18,7 @@ import { NEVER } from '../vector/layout.js';
 import type { IndexRecord } from './catalog.js';
 import { equalityKey, type IndexKey } from './keys.js';
 import { storedVector } from './vector-values.js';
+import { ElementPoints } from './vector-elements.js';
 
 /** A partition as readers and snapshots see it: its tenant value (record-codec bytes, null: unpartitioned) and graph. */
 export interface VectorPartitionView { readonly key: string; readonly tenant: Uint8Array | null; readonly root: number }
@@ -87,9 +88,8 @@ export class VectorPhysical {
   readonly invalidSlots = new Set<number>();
   private readonly partitions: Partition[] = [];
   private readonly byKey = new Map<string, number[]>();
-  /** Element slot -> its live point (-1: none) and that point's partition. */
-  private pointOf = new Int32Array(0);
-  private partitionOf = new Int32Array(0);
+  /** Element slot -> its live point (-1: none) and that point's partition, readable by readers. */
+  readonly elements: ElementPoints;
   /** A partition was added or replaced its graph since the view was last published. */
   partitionsChanged = false;
   /** Partitions whose graph is half dead or more, or being compacted. */
@@ -108,6 +108,7 @@ export class VectorPhysical {
     this.metric = d.metric!;
     this.tenantPropertyId = d.tenantProperty === null ? -1 : store.names.intern(d.tenantProperty);
     this.cursor = cursor;
+    this.elements = ElementPoints.create(store.vectorMemory());
   }
 
   // ---------------------------------------------------------------- partitions and points
@@ -130,26 +131,12 @@ export class VectorPhysical {
     return index;
   }
 
-  private ensureSlots(slot: number): void {
-    if (slot < this.pointOf.length) return;
-    let size = Math.max(1024, this.pointOf.length);
-    while (size <= slot) size *= 2;
-    const points = new Int32Array(size).fill(-1);
-    points.set(this.pointOf);
-    const partitions = new Int32Array(size);
-    partitions.set(this.partitionOf);
-    this.pointOf = points;
-    this.partitionOf = partitions;
-  }
-
   private setPoint(slot: number, point: number, partition: number): void {
-    this.ensureSlots(slot);
-    this.pointOf[slot] = point;
-    this.partitionOf[slot] = partition;
+    this.elements.set(slot, point, partition);
   }
 
   private pointAt(slot: number): number {
-    return slot < this.pointOf.length ? this.pointOf[slot]! : -1;
+    return this.elements.point(slot);
   }
 
   /**
@@ -175,7 +162,7 @@ export class VectorPhysical {
     const p = this.partitions[partition]!;
     const graph = p.graph;
     const point = graph.insert(slot, vector, created);
-    const before = this.pointAt(slot), beforePartition = slot < this.partitionOf.length ? this.partitionOf[slot]! : 0;
+    const before = this.pointAt(slot), beforePartition = this.elements.partition(slot);
     this.setPoint(slot, point, partition);
     p.live++;
     if (undoable) {
@@ -189,14 +176,14 @@ export class VectorPhysical {
 
   /** Tombstone element `slot`'s point at `epoch` (inside the open batch), mirrored into a compaction's copy. */
   private removePoint(slot: number, point: number, epoch: number): void {
-    const partition = this.partitionOf[slot]!;
+    const partition = this.elements.partition(slot);
     const p = this.partitions[partition]!;
     const graph = p.graph;
     graph.remove(point, epoch);
     const c = p.compaction;
     const copied = c !== null && point < c.cursor ? c.oldToNew[point]! : -1;
     if (copied >= 0) c!.graph.remove(copied, epoch);
-    this.pointOf[slot] = -1;
+    this.setPoint(slot, -1, partition);
     p.live--;
     // Half dead (and large enough to matter): the next idle slice compacts it.
     if (graph.pointCount() >= limits.vectorCompactPointsMin && p.live * 2 < graph.pointCount()) this.compactable.add(partition);
@@ -391,10 +378,9 @@ export class VectorPhysical {
     }
     // Every read that began before the compaction (its snapshot may predate the horizon) must be over.
     if (oldestRead <= c.startSequence) return 'waiting';
-    for (let slot = 0; slot < this.pointOf.length; slot++) {
-      const point = this.pointOf[slot]!;
-      if (point >= 0 && this.partitionOf[slot] === index) this.pointOf[slot] = c.oldToNew[point]!;
-    }
+    this.elements.forEach((slot, point, partition) => {
+      if (partition === index) this.setPoint(slot, c.oldToNew[point]!, index);
+    });
     p.graph = c.graph;
     p.live = c.live;
     p.compaction = null;
@@ -403,8 +389,8 @@ export class VectorPhysical {
     return old.blocks();
   }
 
-  /** Every block of every partition's graph (to free once no reader can use them). */
+  /** Every block of the index: its partitions' graphs and its element map (to free once no reader can use them). */
   blocks(): [number, number][] {
-    return this.partitions.flatMap((p) => p.graph.blocks());
+    return [...this.partitions.flatMap((p) => p.graph.blocks()), ...this.elements.blocks()];
   }
 }

@@ -33,6 +33,8 @@ export interface ViewIndex {
   readonly root: number;
   /** Vector indexes: their partitions' graphs in the vector memory (index/vector-index.ts). */
   readonly partitions?: readonly VectorPartitionView[];
+  /** Vector indexes: the root of their element -> point map (index/vector-elements.ts). */
+  readonly elements?: number;
 }
 
 export interface CatalogView {

@@ -263,6 +263,40 @@ export class VectorGraph {
   }
 
   /**
+   * Reader (`*_within`): whether `point` is `element`'s vector at `snapshot`: published
+   * (below the count, loaded with an acquire, so its record is whole), that element's, and
+   * visible. An element has at most one point visible at any snapshot, in any partition.
+   */
+  holds(point: number, element: number, snapshot: number): boolean {
+    const vm = this.vm;
+    if (point >= Atomics.load(vm.u32, this.root + G_COUNT)) return false;
+    vm.cover();
+    const u = vm.u32;
+    const rec = recordAt(u, this.root, point);
+    if (u[rec + R_ELEMENT] !== element) return false;
+    const created = u[rec + R_CREATED]!, deleted = u[rec + R_DELETED]!;
+    return created !== 0 && created !== NEVER && created <= snapshot && (deleted === 0 || snapshot < deleted);
+  }
+
+  /** Reader: distances from `query` to `points[0..n)` (published points) into `out`, with the kernels' arithmetic. */
+  distancesTo(query: Float32Array, points: Uint32Array, n: number, out: Float32Array): void {
+    if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
+    const vm = this.vm;
+    vm.cover();
+    const s = vm.scratch().ensure(0, 1, this.dimension, 0);
+    const q = vm.u32[s + S_QUERY]!;
+    vm.f32.set(query, q);
+    const k = kernelsFor(vm);
+    const metric = metricCode(this.metric);
+    const queryNorm = metric === METRIC_COSINE ? k.norm(q, this.dimension) : 0;
+    const u = vm.u32, f = vm.f32;
+    for (let i = 0; i < n; i++) {
+      const rec = recordAt(u, this.root, points[i]!);
+      out[i] = k.distance(metric, q, queryNorm, rec + this.vecOffset, f[rec + R_NORM]!, this.dimension);
+    }
+  }
+
+  /**
    * Writer (compaction): point `point`'s element, created and deleted epochs into `info`
    * and its vector into `vector` (length = dimension).
    */
