@@ -18,7 +18,8 @@ const METRIC_COSINE: u32 = 0, METRIC_EUCLIDEAN: u32 = 1;
   return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
 }
 
-function dot(a: u32, b: u32, dim: u32): f32 {
+// @ts-ignore: decorator
+@inline function dot(a: u32, b: u32, dim: u32): f32 {
   const pa = <usize>a << 2, pb = <usize>b << 2;
   let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
   let i: u32 = 0;
@@ -49,7 +50,8 @@ function dot(a: u32, b: u32, dim: u32): f32 {
   return f32x4.mul(d, d);
 }
 
-function squaredL2(a: u32, b: u32, dim: u32): f32 {
+// @ts-ignore: decorator
+@inline function squaredL2(a: u32, b: u32, dim: u32): f32 {
   const pa = <usize>a << 2, pb = <usize>b << 2;
   let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
   let i: u32 = 0;
@@ -82,7 +84,8 @@ function squaredL2(a: u32, b: u32, dim: u32): f32 {
   return f32x4.abs(f32x4.sub(x, y));
 }
 
-function manhattan(a: u32, b: u32, dim: u32): f32 {
+// @ts-ignore: decorator
+@inline function manhattan(a: u32, b: u32, dim: u32): f32 {
   const pa = <usize>a << 2, pb = <usize>b << 2;
   let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
   let i: u32 = 0;
@@ -165,7 +168,7 @@ const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 
 // @ts-ignore: decorator
 @inline function record(root: u32, p: u32): u32 {
   const c: u32 = 31 - clz<u32>(p + 1);
-  return word(root + G_CHUNK0 + c) + (p + 1 - (<u32>1 << c)) * word(root + G_RECORD);
+  return word(root + G_CHUNK0 + c) + (p + 1 - (<u32>1 << c)) * word(root + G_RECORD) + word(root + G_VEC);
 }
 
 // @ts-ignore: decorator
@@ -182,7 +185,7 @@ const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 
 
 // @ts-ignore: decorator
 @inline function toPoint(root: u32, q: u32, qn: f32, rec: u32): f32 {
-  return distance(word(root + G_METRIC), q, qn, rec + word(root + G_VEC), fword(rec + R_NORM), word(root + G_DIM));
+  return distance(word(root + G_METRIC), q, qn, rec - word(root + G_VEC), fword(rec + R_NORM), word(root + G_DIM));
 }
 
 // ---- Heaps of [f32 distance, u32 point] pairs (twin.ts) -------------------------------------
@@ -280,9 +283,20 @@ function nextTag(s: u32): u32 {
   return tag;
 }
 
+// Search loops specialized per metric (T: u8 cosine, u16 euclidean, u32 manhattan; sizeof<T>()
+// is a compile-time constant), so the distance is inlined and a non-cosine search never loads
+// a point's norm (the header's cache line) for a point it only measures.
+// @ts-ignore: decorator
+@inline function pointDistance<T>(q: u32, qn: f32, rec: u32, vec: u32, dim: u32): f32 {
+  if (sizeof<T>() == 1) return cosineFrom(dot(q, rec - vec, dim), qn, fword(rec + R_NORM));
+  if (sizeof<T>() == 2) return squaredL2(q, rec - vec, dim);
+  return manhattan(q, rec - vec, dim);
+}
+
 let greedyD: f32 = 0;
-function greedy(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, count: u32): u32 {
+function greedyT<T>(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, count: u32): u32 {
   const mMax = word(root + G_M);
+  const vec = word(root + G_VEC), dim = word(root + G_DIM);
   let changed = true;
   while (changed) {
     changed = false;
@@ -292,7 +306,7 @@ function greedy(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, cou
     for (let j: u32 = 0; j < n; j++) {
       const e = word(list + 1 + j);
       if (e >= count) continue;
-      const d = toPoint(root, q, qn, record(root, e));
+      const d = pointDistance<T>(q, qn, record(root, e), vec, dim);
       if (d < curD) { curD = d; cur = e; changed = true; }
     }
   }
@@ -300,11 +314,11 @@ function greedy(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, cou
   return cur;
 }
 
-function layerSearch(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32, ef: u32, layer: u32, count: u32, snapshot: u32): u32 {
+function layerSearchT<T>(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32, ef: u32, layer: u32, count: u32, snapshot: u32): u32 {
   const cand = word(s + S_CAND), res = word(s + S_RES), visited = word(s + S_VISITED);
   const tag = nextTag(s);
   const mMax = layer == 0 ? word(root + G_M0) : word(root + G_M);
-  const metric = word(root + G_METRIC), vec = word(root + G_VEC), dim = word(root + G_DIM);
+  const vec = word(root + G_VEC), dim = word(root + G_DIM);
   let nc: u32 = 0, nr: u32 = 0;
   for (let i: u32 = 0; i < starts; i++) {
     const p = word(from + 2 * i + 1), d = fword(from + 2 * i);
@@ -328,7 +342,7 @@ function layerSearch(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32,
       if (e >= count || word(visited + e) == tag) continue;
       setWord(visited + e, tag);
       const rec = record(root, e);
-      const d = distance(metric, q, qn, rec + vec, fword(rec + R_NORM), dim);
+      const d = pointDistance<T>(q, qn, rec, vec, dim);
       if (nr < ef || d < fword(res)) {
         nc = candPush(cand, nc, d, e);
         if (snapshot == 0 || visible(rec, snapshot)) {
@@ -339,6 +353,20 @@ function layerSearch(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32,
     }
   }
   return nr;
+}
+
+function greedy(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, count: u32): u32 {
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) return greedyT<u8>(root, q, qn, cur, curD, layer, count);
+  if (metric == METRIC_EUCLIDEAN) return greedyT<u16>(root, q, qn, cur, curD, layer, count);
+  return greedyT<u32>(root, q, qn, cur, curD, layer, count);
+}
+
+function layerSearch(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32, ef: u32, layer: u32, count: u32, snapshot: u32): u32 {
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) return layerSearchT<u8>(root, s, q, qn, from, starts, ef, layer, count, snapshot);
+  if (metric == METRIC_EUCLIDEAN) return layerSearchT<u16>(root, s, q, qn, from, starts, ef, layer, count, snapshot);
+  return layerSearchT<u32>(root, s, q, qn, from, starts, ef, layer, count, snapshot);
 }
 
 function drainSorted(root: u32, s: u32, n: u32): void {
@@ -382,7 +410,7 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   for (let p: u32 = 0; p < count; p++) {
     const rec = record(root, p);
     if (!visible(rec, snapshot)) continue;
-    const d = distance(metric, q, qn, rec + vec, fword(rec + R_NORM), dim);
+    const d = distance(metric, q, qn, rec - vec, fword(rec + R_NORM), dim);
     if (nr < k) {
       nr = resPush(root, res, nr, d, p);
     } else if (d <= fword(res)) {
@@ -415,7 +443,7 @@ function select(root: u32, c: u32, n: u32, m: u32, out: u32): u32 {
     let good = true;
     for (let j: u32 = 0; j < kept; j++) {
       const r = record(root, word(out + j));
-      if (distance(metric, rec + vec, fword(rec + R_NORM), r + vec, fword(r + R_NORM), dim) < d) { good = false; break; }
+      if (distance(metric, rec - vec, fword(rec + R_NORM), r - vec, fword(r + R_NORM), dim) < d) { good = false; break; }
     }
     if (good) setWord(out + kept++, p);
   }
@@ -451,7 +479,7 @@ function link(root: u32, s: u32, e: u32, p: u32, layer: u32): void {
   for (let j: u32 = 0; j <= n; j++) {
     const x = j < n ? word(list + 1 + j) : p;
     const xr = record(root, x);
-    setF(sel + 2 * j, distance(metric, erec + vec, en, xr + vec, fword(xr + R_NORM), dim));
+    setF(sel + 2 * j, distance(metric, erec - vec, en, xr - vec, fword(xr + R_NORM), dim));
     setWord(sel + 2 * j + 1, x);
   }
   sortPairs(sel, n + 1);
@@ -464,7 +492,7 @@ function link(root: u32, s: u32, e: u32, p: u32, layer: u32): void {
 /** Writer: link the written, unpublished point p into the graph (twin.ts insert). */
 export function insert(root: u32, s: u32, p: u32, entry: u32, top: u32): void {
   const prec = record(root, p);
-  const q = prec + word(root + G_VEC), qn = fword(prec + R_NORM);
+  const q = prec - word(root + G_VEC), qn = fword(prec + R_NORM);
   const level = word(prec + R_LEVEL);
   const m = word(root + G_M), efc = word(root + G_EFC);
   let cur = entry;
