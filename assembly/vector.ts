@@ -294,6 +294,8 @@ function nextTag(s: u32): u32 {
 }
 
 let greedyD: f32 = 0;
+/** Sum of the words loaded to start cache misses early (kept so the loads stay). */
+let touched: u32 = 0;
 function greedyT<T>(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32, count: u32): u32 {
   const mMax = word(root + G_M);
   const vec = word(root + G_VEC), dim = word(root + G_DIM);
@@ -316,6 +318,7 @@ function greedyT<T>(root: u32, q: u32, qn: f32, cur: u32, curD: f32, layer: u32,
 
 function layerSearchT<T>(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: u32, ef: u32, layer: u32, count: u32, snapshot: u32): u32 {
   const cand = word(s + S_CAND), res = word(s + S_RES), visited = word(s + S_VISITED);
+  const batch = word(s + S_SEL); // 2 * M0 words: free while a layer search runs
   const tag = nextTag(s);
   const mMax = layer == 0 ? word(root + G_M0) : word(root + G_M);
   const vec = word(root + G_VEC), dim = word(root + G_DIM);
@@ -337,11 +340,25 @@ function layerSearchT<T>(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: 
     const list = links(root, record(root, c), layer);
     let n = word(list);
     if (n > mMax) n = mMax;
+    // First the unvisited neighbours (marked now) and a load of every cache line of their
+    // vectors: WebAssembly has no prefetch instruction, and these independent loads start
+    // all the batch's cache misses at once instead of one vector after another (measured:
+    // 0.88x -> 1.09x hnswlib-node's QPS at ef 64; loading only each vector's first line
+    // gained nothing).
+    let fresh: u32 = 0, touch: u32 = 0;
     for (let j: u32 = 0; j < n; j++) {
       const e = word(list + 1 + j);
       if (e >= count || word(visited + e) == tag) continue;
       setWord(visited + e, tag);
       const rec = record(root, e);
+      for (let w: u32 = rec - vec; w < rec; w += 16) touch += word(w);
+      setWord(batch + 2 * fresh, e);
+      setWord(batch + 2 * fresh + 1, rec);
+      fresh++;
+    }
+    touched += touch;
+    for (let j: u32 = 0; j < fresh; j++) {
+      const e = word(batch + 2 * j), rec = word(batch + 2 * j + 1);
       const d = pointDistance<T>(q, qn, rec, vec, dim);
       if (nr < ef || d < fword(res)) {
         nc = candPush(cand, nc, d, e);

@@ -229,6 +229,8 @@ function layerSearch(root: number, s: number, q: number, qn: number, from: numbe
     const list = links(root, record(root, c), layer);
     let n = U[list]!;
     if (n > mMax) n = mMax;
+    // (The kernel first marks the batch of unvisited neighbours and loads their vectors'
+    // lines, then measures them: the same marks, distances and pushes in the same order.)
     for (let j = 0; j < n; j++) {
       const e = U[list + 1 + j]!;
       if (e >= count || U[visited + e] === tag) continue;
