@@ -189,87 +189,119 @@ const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 
 }
 
 // ---- Heaps of [f32 distance, u32 point] pairs (twin.ts) -------------------------------------
+// Both orders are total (candidates: distance, point; results: distance, element, point), so
+// every correct heap pops the same sequence: these sift with a hole (the moving pair stays in
+// locals) and replace the top in one sift where the twins push and pop; outputs are the same.
 
-// @ts-ignore: decorator
-@inline function candLess(h: u32, i: u32, j: u32): bool {
-  const di = fword(h + 2 * i), dj = fword(h + 2 * j);
-  return di < dj || (di == dj && word(h + 2 * i + 1) < word(h + 2 * j + 1));
+/** Result order tie-break (equal distances): element, then point. Rare, so not inlined. */
+function resTieWorse(root: u32, pa: u32, pb: u32): bool {
+  const ea = word(record(root, pa) + R_ELEMENT), eb = word(record(root, pb) + R_ELEMENT);
+  return ea != eb ? ea > eb : pa > pb;
 }
 
-function resWorse(root: u32, h: u32, i: u32, j: u32): bool {
-  const di = fword(h + 2 * i), dj = fword(h + 2 * j);
-  if (di != dj) return di > dj;
-  const pi = word(h + 2 * i + 1), pj = word(h + 2 * j + 1);
-  const ei = word(record(root, pi) + R_ELEMENT), ej = word(record(root, pj) + R_ELEMENT);
-  return ei != ej ? ei > ej : pi > pj;
+/** Whether result (da, pa) ranks after (db, pb). */
+// @ts-ignore: decorator
+@inline function resAfter(root: u32, da: f32, pa: u32, db: f32, pb: u32): bool {
+  return da != db ? da > db : resTieWorse(root, pa, pb);
 }
 
 // @ts-ignore: decorator
-@inline function swap(h: u32, i: u32, j: u32): void {
-  const a = load<u64>(<usize>(h + 2 * i) << 2);
-  store<u64>(<usize>(h + 2 * i) << 2, load<u64>(<usize>(h + 2 * j) << 2));
-  store<u64>(<usize>(h + 2 * j) << 2, a);
+@inline function candBefore(da: f32, pa: u32, db: f32, pb: u32): bool {
+  return da < db || (da == db && pa < pb);
+}
+
+// @ts-ignore: decorator
+@inline function put(h: u32, i: u32, d: f32, p: u32): void {
+  setF(h + 2 * i, d);
+  setWord(h + 2 * i + 1, p);
+}
+
+// @ts-ignore: decorator
+@inline function move(h: u32, to: u32, from: u32): void {
+  store<u64>(<usize>(h + 2 * to) << 2, load<u64>(<usize>(h + 2 * from) << 2));
 }
 
 function candPush(h: u32, n: u32, d: f32, p: u32): u32 {
-  setF(h + 2 * n, d);
-  setWord(h + 2 * n + 1, p);
   let i = n;
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    if (!candLess(h, i, parent)) break;
-    swap(h, i, parent);
+    if (!candBefore(d, p, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
+    move(h, i, parent);
     i = parent;
   }
+  put(h, i, d, p);
   return n + 1;
+}
+
+/** Sift (d, p) down from the hole at the top of a candidate heap of n pairs. */
+// @ts-ignore: decorator
+@inline function candSift(h: u32, n: u32, d: f32, p: u32): void {
+  let i: u32 = 0;
+  while (true) {
+    let c: u32 = 2 * i + 1;
+    if (c >= n) break;
+    let cd = fword(h + 2 * c), cp = word(h + 2 * c + 1);
+    if (c + 1 < n) {
+      const rd = fword(h + 2 * c + 2), rp = word(h + 2 * c + 3);
+      if (candBefore(rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
+    }
+    if (!candBefore(cd, cp, d, p)) break;
+    put(h, i, cd, cp);
+    i = c;
+  }
+  put(h, i, d, p);
 }
 
 function candPop(h: u32, n: u32): u32 {
   n--;
-  if (n > 0) {
-    store<u64>(<usize>h << 2, load<u64>(<usize>(h + 2 * n) << 2));
-    let i: u32 = 0;
-    while (true) {
-      const l: u32 = 2 * i + 1, r: u32 = l + 1;
-      let top = i;
-      if (l < n && candLess(h, l, top)) top = l;
-      if (r < n && candLess(h, r, top)) top = r;
-      if (top == i) break;
-      swap(h, i, top);
-      i = top;
-    }
-  }
+  if (n > 0) candSift(h, n, fword(h + 2 * n), word(h + 2 * n + 1));
   return n;
 }
 
 function resPush(root: u32, h: u32, n: u32, d: f32, p: u32): u32 {
-  setF(h + 2 * n, d);
-  setWord(h + 2 * n + 1, p);
   let i = n;
   while (i > 0) {
     const parent = (i - 1) >> 1;
-    if (!resWorse(root, h, i, parent)) break;
-    swap(h, i, parent);
+    if (!resAfter(root, d, p, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
+    move(h, i, parent);
     i = parent;
   }
+  put(h, i, d, p);
   return n + 1;
+}
+
+/** Sift (d, p) down from the hole at the top of a result heap of n pairs. */
+function resSift(root: u32, h: u32, n: u32, d: f32, p: u32): void {
+  let i: u32 = 0;
+  while (true) {
+    let c: u32 = 2 * i + 1;
+    if (c >= n) break;
+    let cd = fword(h + 2 * c), cp = word(h + 2 * c + 1);
+    if (c + 1 < n) {
+      const rd = fword(h + 2 * c + 2), rp = word(h + 2 * c + 3);
+      if (resAfter(root, rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
+    }
+    if (!resAfter(root, cd, cp, d, p)) break;
+    put(h, i, cd, cp);
+    i = c;
+  }
+  put(h, i, d, p);
 }
 
 function resPop(root: u32, h: u32, n: u32): u32 {
   n--;
-  if (n > 0) {
-    store<u64>(<usize>h << 2, load<u64>(<usize>(h + 2 * n) << 2));
-    let i: u32 = 0;
-    while (true) {
-      const l: u32 = 2 * i + 1, r: u32 = l + 1;
-      let top = i;
-      if (l < n && resWorse(root, h, l, top)) top = l;
-      if (r < n && resWorse(root, h, r, top)) top = r;
-      if (top == i) break;
-      swap(h, i, top);
-      i = top;
-    }
-  }
+  if (n > 0) resSift(root, h, n, fword(h + 2 * n), word(h + 2 * n + 1));
+  return n;
+}
+
+/**
+ * Add (d, p) to a result heap of n pairs that may hold at most `cap`: pushed while there is
+ * room, else it replaces the worst when it ranks before it (= push, then pop the worst).
+ */
+// @ts-ignore: decorator
+@inline function resOffer(root: u32, h: u32, n: u32, cap: u32, d: f32, p: u32): u32 {
+  if (n < cap) return resPush(root, h, n, d, p);
+  if (resAfter(root, fword(h), word(h + 1), d, p)) resSift(root, h, n, d, p);
   return n;
 }
 
@@ -328,10 +360,7 @@ function layerSearchT<T>(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: 
     if (word(visited + p) == tag) continue;
     setWord(visited + p, tag);
     nc = candPush(cand, nc, d, p);
-    if (snapshot == 0 || visible(record(root, p), snapshot)) {
-      nr = resPush(root, res, nr, d, p);
-      if (nr > ef) nr = resPop(root, res, nr);
-    }
+    if (snapshot == 0 || visible(record(root, p), snapshot)) nr = resOffer(root, res, nr, ef, d, p);
   }
   while (nc > 0) {
     const cd = fword(cand), c = word(cand + 1);
@@ -362,10 +391,7 @@ function layerSearchT<T>(root: u32, s: u32, q: u32, qn: f32, from: u32, starts: 
       const d = pointDistance<T>(q, qn, rec, vec, dim);
       if (nr < ef || d < fword(res)) {
         nc = candPush(cand, nc, d, e);
-        if (snapshot == 0 || visible(rec, snapshot)) {
-          nr = resPush(root, res, nr, d, e);
-          if (nr > ef) nr = resPop(root, res, nr);
-        }
+        if (snapshot == 0 || visible(rec, snapshot)) nr = resOffer(root, res, nr, ef, d, e);
       }
     }
   }
@@ -428,12 +454,7 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
     const rec = record(root, p);
     if (!visible(rec, snapshot)) continue;
     const d = distance(metric, q, qn, rec - vec, fword(rec + R_NORM), dim);
-    if (nr < k) {
-      nr = resPush(root, res, nr, d, p);
-    } else if (d <= fword(res)) {
-      nr = resPush(root, res, nr, d, p);
-      nr = resPop(root, res, nr);
-    }
+    if (nr < k || d <= fword(res)) nr = resOffer(root, res, nr, k, d, p);
   }
   drainSorted(root, s, nr);
   const out = word(s + S_OUT);
@@ -493,6 +514,13 @@ function link(root: u32, s: u32, e: u32, p: u32, layer: u32): void {
   const vec = word(root + G_VEC), metric = word(root + G_METRIC), dim = word(root + G_DIM);
   const sel = word(s + S_SEL);
   const en = fword(erec + R_NORM);
+  // Start the cache misses of all the list's vectors at once (see layerSearchT).
+  let touch: u32 = 0;
+  for (let j: u32 = 0; j < n; j++) {
+    const xr = record(root, word(list + 1 + j));
+    for (let w: u32 = xr - vec; w < xr; w += 16) touch += word(w);
+  }
+  touched += touch;
   for (let j: u32 = 0; j <= n; j++) {
     const x = j < n ? word(list + 1 + j) : p;
     const xr = record(root, x);
