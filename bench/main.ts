@@ -1,6 +1,7 @@
 // `npm run bench [-- options]`: run.ts with the options, then disk.ts and kernels.ts;
 // `npm run bench -- --scale [options]`: only the scale benchmark (scale.ts);
 // `npm run bench -- indexes [options]` (or `--indexes`): only the secondary-index scenario (indexes.ts).
+// `npm run bench -- vector [options]` (or `--vector`): only the vector engine against its peers (vector.ts).
 // (npm appends `-- options` to the end of the script line, so one entry point hands them
 // to the right benchmark instead of to whichever command happens to come last.)
 import { spawnSync } from 'node:child_process';
@@ -9,11 +10,14 @@ import { fileURLToPath } from 'node:url';
 const args = process.argv.slice(2);
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 const indexes = args.includes('indexes') || args.includes('--indexes');
+const vector = args.includes('vector') || args.includes('--vector');
 const steps: [string, string[]][] = args.includes('--scale')
   ? [['./scale.js', args.filter((a) => a !== '--scale')]]
   : indexes
     ? [['./indexes.js', args.filter((a) => a !== 'indexes' && a !== '--indexes')]]
-    : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
+    : vector
+      ? [['./vector.js', args.filter((a) => a !== 'vector' && a !== '--vector')]]
+      : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
 for (const [script, argv] of steps) {
   const r = spawnSync(process.execPath, [here(script), ...argv], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);

@@ -93,7 +93,7 @@ export function exportGraph(memory: VectorMemory, root: number, pointsAtCut: num
     writeList(w, u, rec + R_N0, m0, pointsAtCut);
     const upper = u[rec + R_UPPER]!;
     for (let l = 1; l <= level; l++) writeList(w, u, upper + (l - 1) * (m + 1), m, pointsAtCut);
-    for (let i = 0; i < dim; i++) w.word(u[rec + vec + i]!);
+    for (let i = 0; i < dim; i++) w.word(u[rec - vec + i]!);
   }
   return w.finish();
 }
@@ -179,7 +179,7 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
     u[rec + R_NORM] = norm;
     readList(rec + R_N0, m0);
     for (let l = 1; l <= level; l++) readList(upper + (l - 1) * (m + 1), m);
-    for (let i = 0; i < dim; i++) u[rec + vec + i] = next();
+    for (let i = 0; i < dim; i++) u[rec - vec + i] = next();
   }
   if (at !== words) corrupt(`${words - at} words after the last point`);
   if (count > 0 && (u[recordAt(u, root, entry) + R_LEVEL] !== top || topSeen !== top)) corrupt(`entry point ${entry} is not at the top level ${topSeen}`);

@@ -18,7 +18,7 @@ import { kernelsFor } from './kernel.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_HEADER_WORDS, G_M, G_M0, G_MAGIC, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC,
   GRAPH_MAGIC, METRIC_COSINE, METRIC_EUCLIDEAN, METRIC_MANHATTAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_OUT, S_QUERY, vectorOffset,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_OUT, S_QUERY, vectorWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
@@ -41,10 +41,10 @@ export interface VectorGraphOptions {
 export const DEFAULT_CONNECTIONS = 16;
 export const DEFAULT_EF_CONSTRUCTION = 128;
 
-/** Word offset of point p's record (layout.ts): chunk c = floor(log2(p + 1)). */
+/** Word offset of point p's record header (layout.ts): chunk c = floor(log2(p + 1)); the vector is G_VEC words before it. */
 export const recordAt = (u32: Uint32Array, root: number, p: number): number => {
   const c = 31 - Math.clz32(p + 1);
-  return u32[root + G_CHUNK0 + c]! + (p + 1 - (1 << c)) * u32[root + G_RECORD]!;
+  return u32[root + G_CHUNK0 + c]! + (p + 1 - (1 << c)) * u32[root + G_RECORD]! + u32[root + G_VEC]!;
 };
 
 function fail(msg: string): never {
@@ -103,7 +103,7 @@ export class VectorGraph {
     u[root + G_M0] = m0;
     u[root + G_EFC] = efc;
     u[root + G_RECORD] = recordWords(m0, dimension);
-    u[root + G_VEC] = vectorOffset(m0);
+    u[root + G_VEC] = vectorWords(dimension);
     u[root + G_RNG] = ((options.seed ?? 1) >>> 0) || 0x9e3779b9;
     // The magic last: attach() checks it.
     Atomics.store(u, root + G_MAGIC, GRAPH_MAGIC);
@@ -155,9 +155,9 @@ export class VectorGraph {
     u[rec + R_ELEMENT] = element;
     u[rec + R_LEVEL] = level;
     u[rec + R_UPPER] = upper;
-    vm.f32.set(vector, rec + this.vecOffset);
+    vm.f32.set(vector, rec - this.vecOffset);
     const k = kernelsFor(vm);
-    vm.f32[rec + R_NORM] = this.metric === 'cosine' ? k.norm(rec + this.vecOffset, this.dimension) : 0;
+    vm.f32[rec + R_NORM] = this.metric === 'cosine' ? k.norm(rec - this.vecOffset, this.dimension) : 0;
     if (p === 0) {
       Atomics.store(u, root + G_COUNT, 1);
       Atomics.store(u, root + G_ENTRY, 0);

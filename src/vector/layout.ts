@@ -21,7 +21,7 @@ export const G_M = 3;
 export const G_M0 = 4;
 export const G_EFC = 5;
 export const G_RECORD = 6; // words per point record
-export const G_VEC = 7; // word offset of the vector inside a record
+export const G_VEC = 7; // words of a record's vector area: the header follows it (vectorWords)
 export const G_RNG = 8; // level draw state (writer only)
 export const G_COUNT = 9;
 export const G_ENTRY = 10;
@@ -33,8 +33,12 @@ export const G_HEADER_WORDS = G_CHUNK0 + CHUNKS_MAX; // 40 words, 160 bytes
 export const GRAPH_MAGIC = 0x56475231; // 'VGR1'
 
 /**
- * A point's record: fixed words, the layer-0 neighbour list [R_N0 count, M0 ids], padding to
- * a multiple of 4 words (16 bytes: the vector is v128-aligned), the f32 vector padded to 4.
+ * A point's record: the f32 vector padded to a multiple of 16 words (G_VEC words), then the
+ * header words R_* and the layer-0 neighbour list [R_N0 count, M0 ids], the whole padded to
+ * 16 words. Records start 64-byte aligned (chunks are), so a vector covers exactly
+ * ceil(dim / 16) cache lines, and a search that only needs the vector (euclidean, manhattan)
+ * touches no other line of a point it does not keep. A record's word offset (`rec`) names
+ * its header: the vector is at rec - G_VEC.
  * R_UPPER names a block of LEVEL lists of [count, M ids] for layers 1..LEVEL (0: none).
  * R_NORM is the f32 sqrt of the vector's sum of squares (cosine only; 0 otherwise).
  */
@@ -46,8 +50,8 @@ export const R_UPPER = 4;
 export const R_NORM = 5;
 export const R_N0 = 6;
 
-export const vectorOffset = (m0: number): number => (R_N0 + 1 + m0 + 3) & ~3;
-export const recordWords = (m0: number, dimension: number): number => vectorOffset(m0) + ((dimension + 3) & ~3);
+export const vectorWords = (dimension: number): number => (dimension + 15) & ~15;
+export const recordWords = (m0: number, dimension: number): number => (vectorWords(dimension) + R_N0 + 1 + m0 + 15) & ~15;
 
 /** Epoch of an insert that was undone: never visible (created > every snapshot). */
 export const NEVER = 0xffffffff;

@@ -1,6 +1,6 @@
 // The vector memory: one shared WebAssembly.Memory for every vector index of a store (its
 // own memory, not the topology's), so that the vector kernels (assembly/vector.ts) and the
-// JS twins read the same bytes from any thread. Allocation is a bump pointer (V_TOP,
+// JS twins read the same bytes from any thread. Allocation is a 64-byte aligned bump pointer (V_TOP,
 // compare-exchanged: reader threads reserve their scratch from it too) plus writer-side free
 // lists by size. Blocks never move, so a reader never has to follow a copy.
 import { limits } from '../limits.js';
@@ -10,8 +10,8 @@ import { ScratchSpace } from './scratch.js';
 
 const PAGE_BYTES = 65536;
 const PAGES_MAX = 65536;
-/** Word offsets are < 2^30; allocations are 4-word (16-byte) aligned for v128 loads. */
-const ALIGN_WORDS = 4;
+/** Word offsets are < 2^30; allocations are 16-word (64-byte, a cache line) aligned: records and their vectors start on a line. */
+const ALIGN_WORDS = 16;
 
 export class VectorMemory {
   readonly memory: WebAssembly.Memory;

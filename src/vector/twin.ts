@@ -90,7 +90,7 @@ export function distance(metric: number, a: number, an: number, b: number, bn: n
 /** Word offset of point p's record: chunk c = floor(log2(p + 1)) holds points [2^c - 1, 2^(c+1) - 1). */
 export function record(root: number, p: number): number {
   const c = 31 - Math.clz32(p + 1);
-  return U[root + G_CHUNK0 + c]! + (p + 1 - (1 << c)) * U[root + G_RECORD]!;
+  return U[root + G_CHUNK0 + c]! + (p + 1 - (1 << c)) * U[root + G_RECORD]! + U[root + G_VEC]!;
 }
 
 /** Word offset of p's neighbour list [count, ids] at `layer` (the point has that layer). */
@@ -106,7 +106,7 @@ function visible(rec: number, snapshot: number): boolean {
 
 /** Distance from the vector at word q (norm qn) to point record rec. */
 function toPoint(root: number, q: number, qn: number, rec: number): number {
-  return distance(U[root + G_METRIC]!, q, qn, rec + U[root + G_VEC]!, F[rec + R_NORM]!, U[root + G_DIM]!);
+  return distance(U[root + G_METRIC]!, q, qn, rec - U[root + G_VEC]!, F[rec + R_NORM]!, U[root + G_DIM]!);
 }
 
 // ---- Heaps of [f32 distance, u32 point] pairs ---------------------------------------------
@@ -229,6 +229,8 @@ function layerSearch(root: number, s: number, q: number, qn: number, from: numbe
     const list = links(root, record(root, c), layer);
     let n = U[list]!;
     if (n > mMax) n = mMax;
+    // (The kernel first marks the batch of unvisited neighbours and loads their vectors'
+    // lines, then measures them: the same marks, distances and pushes in the same order.)
     for (let j = 0; j < n; j++) {
       const e = U[list + 1 + j]!;
       if (e >= count || U[visited + e] === tag) continue;
@@ -334,7 +336,7 @@ function select(root: number, c: number, n: number, m: number, out: number): num
     let good = true;
     for (let j = 0; j < kept; j++) {
       const r = record(root, U[out + j]!);
-      if (distance(metric, rec + vec, F[rec + R_NORM]!, r + vec, F[r + R_NORM]!, dim) < d) { good = false; break; }
+      if (distance(metric, rec - vec, F[rec + R_NORM]!, r - vec, F[r + R_NORM]!, dim) < d) { good = false; break; }
     }
     if (good) U[out + kept++] = p;
   }
@@ -378,7 +380,7 @@ function link(root: number, s: number, e: number, p: number, layer: number): voi
   for (let j = 0; j <= n; j++) {
     const x = j < n ? U[list + 1 + j]! : p;
     const xr = record(root, x);
-    F[sel + 2 * j] = distance(metric, erec + vec, en, xr + vec, F[xr + R_NORM]!, dim);
+    F[sel + 2 * j] = distance(metric, erec - vec, en, xr - vec, F[xr + R_NORM]!, dim);
     U[sel + 2 * j + 1] = x;
   }
   sortPairs(sel, n + 1);
@@ -396,7 +398,7 @@ function link(root: number, s: number, e: number, p: number, layer: number): voi
  */
 export function insert(root: number, s: number, p: number, entry: number, top: number): void {
   const prec = record(root, p);
-  const q = prec + U[root + G_VEC]!, qn = F[prec + R_NORM]!;
+  const q = prec - U[root + G_VEC]!, qn = F[prec + R_NORM]!;
   const level = U[prec + R_LEVEL]!;
   const m = U[root + G_M]!, efc = U[root + G_EFC]!;
   let cur = entry;
