@@ -1,7 +1,8 @@
 // `npm run bench [-- options]`: run.ts with the options, then disk.ts and kernels.ts;
 // `npm run bench -- --scale [options]`: only the scale benchmark (scale.ts);
 // `npm run bench -- indexes [options]` (or `--indexes`): only the secondary-index scenario (indexes.ts).
-// `npm run bench -- vector [options]` (or `--vector`): only the vector engine against its peers (vector.ts).
+// `npm run bench -- vector [options]` (or `--vector`): only the vector engine against its peers (vector.ts),
+// then vector indexes in the server (vector-server.ts).
 // (npm appends `-- options` to the end of the script line, so one entry point hands them
 // to the right benchmark instead of to whichever command happens to come last.)
 import { spawnSync } from 'node:child_process';
@@ -16,7 +17,7 @@ const steps: [string, string[]][] = args.includes('--scale')
   : indexes
     ? [['./indexes.js', args.filter((a) => a !== 'indexes' && a !== '--indexes')]]
     : vector
-      ? [['./vector.js', args.filter((a) => a !== 'vector' && a !== '--vector')]]
+      ? [['./vector.js', args.filter((a) => a !== 'vector' && a !== '--vector')], ['./vector-server.js', args.filter((a) => a !== 'vector' && a !== '--vector')]]
       : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
 for (const [script, argv] of steps) {
   const r = spawnSync(process.execPath, [here(script), ...argv], { stdio: 'inherit' });
