@@ -292,7 +292,7 @@ export class VectorGraph {
     const u = vm.u32, f = vm.f32;
     for (let i = 0; i < n; i++) {
       const rec = recordAt(u, this.root, points[i]!);
-      out[i] = k.distance(metric, q, queryNorm, rec + this.vecOffset, f[rec + R_NORM]!, this.dimension);
+      out[i] = k.distance(metric, q, queryNorm, rec - this.vecOffset, f[rec + R_NORM]!, this.dimension);
     }
   }
 
@@ -306,7 +306,7 @@ export class VectorGraph {
     info[0] = u[rec + R_ELEMENT]!;
     info[1] = u[rec + R_CREATED]!;
     info[2] = u[rec + R_DELETED]!;
-    const at = rec + this.vecOffset;
+    const at = rec - this.vecOffset;
     vector.set(this.vm.f32.subarray(at, at + this.dimension));
   }
 
