@@ -5,7 +5,7 @@
 // elements in the same order with the same single-precision scores. Also: analyzers,
 // statistics at snapshots, that pruning skips work, and the bm25() helper.
 import { describe, expect, it } from 'vitest';
-import { analyze, bm25, TextMemory, TextPartition, textSearchCounters, textSearchOptions, type Analyzer } from '../dist/src/text/index.js';
+import { analyze, bm25, TextMemory, TextPartition, textMaintainCounters, textSearchCounters, textSearchOptions, type Analyzer } from '../dist/src/text/index.js';
 
 // ------------------------------------------------------------------ the model
 
@@ -93,7 +93,11 @@ function randomQuery(random: () => number, words: string[]): string {
   return parts.join(random() < 0.5 ? ' ' : ', ');
 }
 
-interface Workload { seed: number; vocab: number; batches: number; maxLen: number; deltaPerBatch: number }
+interface Workload {
+  seed: number; vocab: number; batches: number; maxLen: number; deltaPerBatch: number;
+  /** maintain() may drop documents deleted more than this many epochs ago (older snapshots are then not checked). */
+  purgeLag?: number;
+}
 
 function runWorkload(w: Workload): { checks: number } {
   const random = rng(w.seed);
@@ -167,10 +171,13 @@ function runWorkload(w: Workload): { checks: number } {
     } else {
       epoch = e;
     }
-    while (part.maintain(epoch));
+    const purgeBefore = w.purgeLag === undefined ? 0 : Math.max(0, epoch - w.purgeLag);
+    while (part.maintain(epoch, purgeBefore));
+    expect(part.purgedBefore()).toBeLessThanOrEqual(purgeBefore);
     if (b % 7 === 6 || b === w.batches - 1) {
       check(epoch);
-      if (epoch > 1) check(1 + Math.floor(random() * (epoch - 1)));
+      const oldest = Math.max(1, purgeBefore);
+      if (epoch > oldest) check(oldest + Math.floor(random() * (epoch - oldest)));
     }
   }
   expect(part.pointCount()).toBe(docs.length);
@@ -228,10 +235,15 @@ describe('text search vs brute-force BM25', () => {
     { seed: 2, vocab: 300, batches: 120, maxLen: 30, deltaPerBatch: 12 },
     { seed: 3, vocab: 2000, batches: 80, maxLen: 60, deltaPerBatch: 40 },
     { seed: 4, vocab: 12, batches: 150, maxLen: 5, deltaPerBatch: 3 },
+    { seed: 5, vocab: 30, batches: 200, maxLen: 10, deltaPerBatch: 8, purgeLag: 3 },
+    { seed: 6, vocab: 500, batches: 150, maxLen: 40, deltaPerBatch: 30, purgeLag: 0 },
   ]) {
     it(`seed ${w.seed}: vocabulary ${w.vocab}, ${w.batches} batches: same elements, order and f32 scores at current and older snapshots`, () => {
+      const before = textMaintainCounters.postingsDropped;
       const { checks } = runWorkload(w);
       expect(checks).toBeGreaterThan(10);
+      // Rolled-back inserts (and, with a purge lag, old deletions) were compacted away.
+      if (w.batches >= 100) expect(textMaintainCounters.postingsDropped).toBeGreaterThan(before);
     });
   }
 

@@ -3,5 +3,5 @@
 export { analyze, ANALYZERS, type Analyzer } from './analyze.js';
 export { bm25, K1, B, type TermStats } from './bm25.js';
 export { TextMemory, type TextMemoryShared } from './memory.js';
-export { TextPartition, textSearchCounters, textSearchOptions, type TextPartitionOptions } from './partition.js';
+export { TextPartition, textSearchCounters, textSearchOptions, textMaintainCounters, type TextPartitionOptions } from './partition.js';
 export { exportPartition, importPartition, joinChunks, EXPORT_VERSION } from './export.js';

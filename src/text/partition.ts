@@ -44,6 +44,8 @@ const TWO32 = 4294967296;
 
 /** Test hooks: work counters of this thread's searches (reset by tests). */
 export const textSearchCounters = { scoredPostings: 0, searches: 0 };
+/** Test hooks: maintain() work on this thread. */
+export const textMaintainCounters = { compactions: 0, postingsDropped: 0 };
 /** Tests: turn dynamic pruning off (every posting of every query term scored). */
 export const textSearchOptions = { pruning: true };
 
@@ -181,6 +183,9 @@ export class TextPartition {
   private termIds: Map<string, number> | null = null;
   private stamp = new Int32Array(0); // per term id: the insert that last saw it
   private slot = new Int32Array(0); // per term id: its index among that insert's distinct terms
+  private dead = new Int32Array(0); // per term id: postings of its current list whose doc is dead (removed or undone)
+  private queued = new Uint8Array(0); // per term id: 1 while in `due`
+  private readonly due: number[] = []; // terms whose lists maintain() should compact
   private stampNow = 0;
   private distinct = new Uint32Array(64);
   private tfs = new Uint32Array(64);
@@ -246,11 +251,15 @@ export class TextPartition {
   private growTermArrays(terms: number): void {
     if (terms <= this.stamp.length) return;
     const n = Math.max(terms, 2 * this.stamp.length, 64);
-    const stamp = new Int32Array(n), slot = new Int32Array(n);
+    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n);
     stamp.set(this.stamp);
     slot.set(this.slot);
+    dead.set(this.dead);
+    queued.set(this.queued);
     this.stamp = stamp;
     this.slot = slot;
+    this.dead = dead;
+    this.queued = queued;
   }
 
   /** Writer: the id of `term`, added to the dictionary if new. */
@@ -332,9 +341,13 @@ export class TextPartition {
 
   /** Writer: append (doc, tf, positions offset) to term t's current list. */
   private append(t: number, doc: number, tf: number, dl: number, posAt: number): void {
+    this.appendTo(this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!, doc, tf, dl, posAt);
+  }
+
+  /** Writer: append to the list at `list` (the current one, or one maintain() is building). */
+  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number): void {
     const tm = this.tm, positions = this.positions;
     let u = tm.u32;
-    const list = u[termAt(u, this.root, t) + T_LIST]!;
     const count = u[list + L_COUNT]!;
     const j = count >>> BLOCK_SHIFT, off = count & (BLOCK_POSTINGS - 1);
     let blk: number;
@@ -589,6 +602,7 @@ export class TextPartition {
     this.writerState();
     this.applyStats(doc, epoch, -1);
     this.tm.u32[rec + D_DELETED] = epoch;
+    this.markDead(doc, 1);
   }
 
   /** Writer rollback of the open batch: the doc is never visible (statistics too). */
@@ -602,6 +616,8 @@ export class TextPartition {
     this.applyStats(doc, created, -1);
     u = this.tm.u32;
     u[docAt(u, this.root, doc) + D_CREATED] = 0;
+    // Dead whether or not it was removed too (then it was counted once already).
+    if (deleted === 0) this.markDead(doc, 1);
   }
 
   /** Writer rollback of remove(). */
@@ -612,12 +628,102 @@ export class TextPartition {
     this.writerState();
     this.applyStats(doc, deleted, 1);
     this.tm.u32[docAt(this.tm.u32, this.root, doc) + D_DELETED] = 0;
+    this.markDead(doc, -1);
   }
 
   /** Writer, between batches: one bounded step of background work; true while more remains. */
-  maintain(visibleEpoch: number): boolean {
-    if (!(Number.isInteger(visibleEpoch) && visibleEpoch >= 0)) fail(`maintain at ${visibleEpoch}`);
-    return false;
+  /**
+   * Writer, between batches: one bounded step of background work; true while more remains.
+   * The work is compaction: a term whose list holds many postings of dead documents gets a
+   * new list without them, built aside and published with one Atomics.store of T_LIST (a
+   * reader has either the old list or the new one, each whole); the old blocks are retired.
+   * Always dropped: documents that were never visible (rolled-back inserts). Dropped only
+   * when the caller passes `purgeBefore`: documents deleted at or before it (min'ed with
+   * visibleEpoch). The default 0 keeps every snapshot and every export cut exact; a caller
+   * that knows no read or export will use a snapshot below E passes E, and purgedBefore()
+   * tells later readers which snapshots may miss documents.
+   */
+  maintain(visibleEpoch: number, purgeBefore = 0): boolean {
+    if (!(Number.isInteger(visibleEpoch) && visibleEpoch >= 0 && visibleEpoch <= limits.epochMax)) fail(`maintain at ${visibleEpoch}`);
+    if (!(Number.isInteger(purgeBefore) && purgeBefore >= 0)) fail(`purge before ${purgeBefore}`);
+    if (this.termIds === null) return false; // nothing written through this object yet
+    const horizon = Math.min(purgeBefore, visibleEpoch);
+    let budget = limits.textMaintainPostingsPerStep;
+    while (this.due.length > 0 && budget > 0) {
+      const t = this.due.pop()!;
+      this.queued[t] = 0;
+      budget -= this.compact(t, horizon);
+    }
+    return this.due.length > 0;
+  }
+
+  /** Writer: `delta` more (or fewer) postings of dead documents in the lists of doc d's terms. */
+  private markDead(d: number, delta: number): void {
+    const tm = this.tm;
+    const u = tm.u32;
+    const tb = u[docAt(u, this.root, d) + D_TERMS]!;
+    const n = u[tb]!;
+    for (let i = 0; i < n; i++) {
+      const t = u[tb + 1 + i]!;
+      const dead = (this.dead[t] = this.dead[t]! + delta);
+      if (delta > 0 && this.queued[t] === 0 && dead >= 2 && 4 * dead >= u[u[termAt(u, this.root, t) + T_LIST]! + L_COUNT]!) {
+        this.queued[t] = 1;
+        this.due.push(t);
+      }
+    }
+  }
+
+  /** Writer: rebuild term t's list without the postings `horizon` lets go; returns the work done (postings read). */
+  private compact(t: number, horizon: number): number {
+    const tm = this.tm, root = this.root, positions = this.positions;
+    let u = tm.u32;
+    const trec = termAt(u, root, t);
+    const old = u[trec + T_LIST]!;
+    const count = u[old + L_COUNT]!;
+    const dir = u[old + L_DIR]!;
+    const dropped = (doc: number): boolean => {
+      const rec = docAt(u, root, doc);
+      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+      return created === 0 || (deleted !== 0 && deleted <= horizon);
+    };
+    let drop = 0;
+    for (let p = 0; p < count; p++) if (dropped(u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!)) drop++;
+    // Not worth a copy yet (the deaths are newer than the horizon): looked at again on the next death.
+    if (drop === 0 || 8 * drop < count) return count;
+    const list = tm.allocate(L_WORDS);
+    u = tm.u32;
+    u[list + L_MIN_DL] = 0xffffffff;
+    let purged = 0, deadKept = 0;
+    for (let p = 0; p < count; p++) {
+      const blk = u[dir + (p >>> BLOCK_SHIFT)]!, cap = u[blk + B_CAP]!, off = p & (BLOCK_POSTINGS - 1);
+      const doc = u[blk + B_HEADER + off]!;
+      const rec = docAt(u, root, doc);
+      const deleted = u[rec + D_DELETED]!;
+      if (dropped(doc)) {
+        if (deleted > purged) purged = deleted;
+        continue;
+      }
+      if (deleted !== 0) deadKept++;
+      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 2 * cap + off]! : 0);
+      u = tm.u32;
+    }
+    textMaintainCounters.compactions++;
+    textMaintainCounters.postingsDropped += drop;
+    if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
+    Atomics.store(u, trec + T_LIST, list);
+    // The old list: retired whole (a reader that loaded it before the store above still reads it).
+    tm.retire(old, L_WORDS);
+    const limp = u[old + L_IMPACTS]!;
+    if (limp !== 0) tm.retire(limp, impactsWords(u[limp]!));
+    for (let j = 0; j << BLOCK_SHIFT < count; j++) {
+      const blk = u[dir + j]!;
+      const imp = u[blk + B_IMPACTS]!;
+      if (imp !== 0) tm.retire(imp, impactsWords(u[imp]!));
+      tm.retire(blk, blockWords(u[blk + B_CAP]!, positions));
+    }
+    if (dir !== 0) tm.retire(dir, u[old + L_DIR_CAP]!);
+    this.dead[t] = deadKept;
+    return 2 * count;
   }
 
   // ---------------------------------------------------------------- readers
