@@ -4,13 +4,13 @@
 //
 // Format (version EXPORT_VERSION), little-endian u32 words:
 //   header [magic 'STX1', version, header words (16), analyzer, positions (0/1), docs, 0 x 10]
-//   per doc  [created, deleted, element, length]
+//   per doc  [created, deleted, element, length] (never visible at the cut: 0, 0, element, 0)
 //   per term [length in UTF-16 code units (>= 1), the code units two per word (low half
 //            first, a zero half pads), postings n, n x (doc, tf, positions: tf words)]
 //   [0]      (a term of length 0 ends the terms)
 //   trailer  [crc32 of every byte before it]
-// Terms appear in term-id order, only those with a posting below the cut; postings by
-// ascending doc. Chunks are at most limits.textExportChunkBytes; their concatenation is the
+// Terms appear in term-id order, only those with a posting of a document visible at some
+// snapshot up to the cut; postings of those documents only, by ascending doc. Chunks are at most limits.textExportChunkBytes; their concatenation is the
 // export.
 import { crc32 } from 'node:zlib';
 import { limits } from '../limits.js';
@@ -81,14 +81,19 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     w.word(EXPORT_MAGIC); w.word(EXPORT_VERSION); w.word(HEADER_WORDS);
     w.word(u[root + P_ANALYZER]!); w.word(positions ? 1 : 0); w.word(docsAtCut);
     for (let i = 6; i < HEADER_WORDS; i++) w.word(0);
+    // Documents never visible as of the cut keep their record (element, length 0) but no
+    // postings: they differ only in what no snapshot can see (and maintain() may have
+    // compacted them away), so leaving them out keeps the bytes a function of the cut.
+    const kept = new Uint8Array(docsAtCut);
     for (let d = 0; d < docsAtCut; d++) {
       const rec = docAt(u, root, d);
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
       const visibleSomeTime = created !== 0 && created <= cutEpoch;
+      kept[d] = visibleSomeTime ? 1 : 0;
       w.word(visibleSomeTime ? created : 0);
       w.word(visibleSomeTime && deleted <= cutEpoch ? deleted : 0);
       w.word(u[rec + D_ELEMENT]!);
-      w.word(u[rec + D_LENGTH]!);
+      w.word(visibleSomeTime ? u[rec + D_LENGTH]! : 0);
     }
     for (let t = 0; t < terms; t++) {
       const trec = termAt(u, root, t);
@@ -96,27 +101,33 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;
       const dir = Atomics.load(u, list + L_DIR);
-      // Postings below the cut: a prefix of the list (ascending docs).
-      let n = 0;
+      // Postings below the cut are a prefix of the list (ascending docs); of those, the kept docs'.
+      let prefix = 0, n = 0;
       for (let j = 0; j << BLOCK_SHIFT < count; j++) {
         const blk = Atomics.load(u, dir + j);
         const end = Math.min(count - (j << BLOCK_SHIFT), 1 << BLOCK_SHIFT);
-        if (u[blk + B_HEADER]! >= docsAtCut) break;
-        if (u[blk + B_HEADER + end - 1]! < docsAtCut) { n += end; continue; }
-        for (let i = 0; i < end && u[blk + B_HEADER + i]! < docsAtCut; i++) n++;
-        break;
+        let i = 0;
+        for (; i < end; i++) {
+          const doc = u[blk + B_HEADER + i]!;
+          if (doc >= docsAtCut) break;
+          n += kept[doc]!;
+        }
+        prefix += i;
+        if (i < end) break;
       }
       if (n === 0) continue;
       const len = u[trec + T_LEN]!, text = 2 * u[trec + T_TEXT]!;
       w.word(len);
       for (let i = 0; i < len; i += 2) w.word(u16[text + i]! | ((i + 1 < len ? u16[text + i + 1]! : 0) << 16));
       w.word(n);
-      for (let p = 0; p < n; p++) {
+      for (let p = 0; p < prefix; p++) {
         const j = p >>> BLOCK_SHIFT, off = p & ((1 << BLOCK_SHIFT) - 1);
         const blk = Atomics.load(u, dir + j);
         const cap = u[blk + B_CAP]!;
+        const doc = u[blk + B_HEADER + off]!;
+        if (kept[doc] === 0) continue;
         const tf = u[blk + B_HEADER + cap + off]!;
-        w.word(u[blk + B_HEADER + off]!);
+        w.word(doc);
         w.word(tf);
         if (positions) {
           const at = u[blk + B_HEADER + 2 * cap + off]!;
