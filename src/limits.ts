@@ -152,6 +152,44 @@ export const limits = {
   vectorScratchBytesPerThreadMax: 1024 * 1024 * 1024,
   /** Bytes of one chunk of an exported graph (export.ts): what an export holds at once. */
   vectorExportChunkBytes: 4 * 1024 * 1024,
+  // ---- Text engine (src/text/, docs/text.md).
+  /** Bytes of the text memory (one wasm32 memory for every text index of a store); more: 500 storage_error. */
+  textMemoryBytesMax: 4 * 1024 * 1024 * 1024,
+  /**
+   * UTF-8 bytes of one term. A longer token (a base64 blob, a run-together URL) is dropped
+   * by the analyzer, in documents and queries alike: no error, the rest stays searchable.
+   */
+  textTermBytesMax: 255,
+  /**
+   * Terms (tokens after analysis) of one document; more: the write fails with 500
+   * invalid_index_source_data (a build: invalid_source_data). 1 M terms is ~6 MB of English.
+   */
+  textDocumentTermsMax: 1_000_000,
+  /**
+   * Documents one partition may hold over its life, updates included (an update is a remove
+   * plus an insert; chunks of 2^i documents, i < 27); more: 500 storage_error.
+   */
+  textDocumentsPerPartitionMax: (1 << 27) - 1,
+  /** Distinct terms of one partition over its life; more: 500 storage_error. */
+  textTermsPerPartitionMax: (1 << 27) - 1,
+  /**
+   * Postings of one term: one per document holding it, so bounded by
+   * textDocumentsPerPartitionMax (no separate error).
+   */
+  textPostingsPerTermMax: (1 << 27) - 1,
+  /** Distinct terms of one search query; more: 500 invalid_query. */
+  textQueryTermsMax: 1024,
+  /** Porter2 stems remembered per thread (the cache is cleared when full; no error). */
+  textStemCacheEntriesMax: 1 << 16,
+  /**
+   * Threads that may read one text memory at once (a reader slot each); past it, blocks the
+   * writer replaces are never reused again (no error: memory only).
+   */
+  textReaderSlotsMax: 256,
+  /** Postings one maintain() step may copy (~1-3 ms of work between two write batches). */
+  textMaintainPostingsPerStep: 200_000,
+  /** Bytes of one chunk of an exported partition (export.ts): what an export holds at once. */
+  textExportChunkBytes: 4 * 1024 * 1024,
   /**
    * Entries of a secondary index's unsorted delta (src/index/entries.ts) past which
    * maintenance between batches sorts it into a run: lookups scan the delta linearly. No

@@ -1,0 +1,1176 @@
+// One partition of a text index (docs/text.md §2-§4): documents with created/deleted
+// epochs, a term dictionary, per-term postings lists and statistics chains, all in a
+// TextMemory. One writer inserts and removes; readers on any thread search without locks.
+//
+// Publication (ECMAScript memory model: Atomics are sequentially consistent and order the
+// plain accesses around them like release/acquire). Every word a reader uses to FIND data
+// is stored with Atomics.store by the writer after the data it leads to, and loaded with
+// Atomics.load by readers before the data:
+//   * dictionary: P_DICT (table), then a slot (term id + 1): the term record, its text, its
+//     list header and its first stats node are written before the slot is stored.
+//   * postings: T_LIST (list header), then L_COUNT, then L_DIR, then the directory entry of
+//     a block. The writer writes a posting (and its document record before it) and then
+//     raises L_COUNT; a directory or a grown block is filled and published before the count
+//     that needs it, so whatever a reader loads after a count holds every posting below it.
+//     Replaced blocks and directories stay intact until every read announced before their
+//     retirement has ended (memory.ts reader slots).
+//   * statistics: T_STATS / P_STATS and every S_NEXT: a node is written whole before it is
+//     linked in.
+// Words overwritten in place, read plainly, right with either value: a document's
+// created/deleted (0 or an epoch of the open batch, which no reader holds), a stats node's
+// value when its epoch is the open batch's (no reader takes it), block and list bounds
+// (they only grow looser while a list is current), and (build scans only, while the index
+// is not searchable) values of stats nodes newer than an out-of-order epoch.
+import { limits } from '../limits.js';
+import { SvcError } from '../protocol/errors.js';
+import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
+import { BOUND_INFLATION, idfOf, K1, B, termWeight, type TermStats } from './bm25.js';
+import {
+  B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
+  D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, D_POS, D_TERMS, D_WORDS, DICT_CAP_MIN, FIRST_BLOCK_CAP,
+  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_WORDS,
+  P_ANALYZER, P_DICT, P_DOC_CHUNK0, P_DOC_CHUNKS, P_DOCS, P_MAGIC, P_POSITIONS, P_PURGED, P_STATS, P_TERM_CHUNK0, P_TERM_CHUNKS, P_TERMS, P_WORDS,
+  PARTITION_MAGIC, S_DF, S_DOCS, S_EPOCH, S_LEN_HI, S_LEN_LO, S_NEXT, S_PART_WORDS, S_TERM_WORDS,
+  T_HASH, T_LEN, T_LIST, T_STATS, T_TEXT, T_WORDS,
+} from './layout.js';
+import type { TextMemory } from './memory.js';
+
+const fail = (msg: string): never => {
+  throw new SvcError('internal_error', `internal error: text partition: ${msg}`);
+};
+
+const NO_DOC = 0xffffffff;
+const TWO32 = 4294967296;
+
+/** Test hooks: work counters of this thread's searches (reset by tests). */
+export const textSearchCounters = { scoredPostings: 0, searches: 0 };
+/** Test hooks: maintain() work on this thread. */
+export const textMaintainCounters = { compactions: 0, postingsDropped: 0 };
+/** Tests: turn dynamic pruning off (every posting of every query term scored). */
+export const textSearchOptions = { pruning: true };
+
+/** Word offset of record `i` of a chunked table whose chunk pointers start at `chunk0`. */
+const recordAt = (u: Uint32Array, root: number, chunk0: number, i: number, words: number): number => {
+  const c = chunkOf(i);
+  return u[root + chunk0 + c]! + (i + 1 - (1 << c)) * words;
+};
+export const docAt = (u: Uint32Array, root: number, d: number): number => recordAt(u, root, P_DOC_CHUNK0, d, D_WORDS);
+export const termAt = (u: Uint32Array, root: number, t: number): number => recordAt(u, root, P_TERM_CHUNK0, t, T_WORDS);
+export const blockWords = (cap: number, positions: boolean): number => B_HEADER + cap * (positions ? 3 : 2);
+
+/** The visible-at-S rule of every MVCC record in the store. */
+const visibleAt = (created: number, deleted: number, s: number): boolean =>
+  created !== 0 && created <= s && (deleted === 0 || s < deleted);
+
+// Writer scratch for impacts (pairs sorted by tf ascending; dl ascending with it).
+const impTf = new Uint32Array(IMPACTS_MAX + 1);
+const impDl = new Uint32Array(IMPACTS_MAX + 1);
+const impTf2 = new Uint32Array(IMPACTS_MAX + 2);
+const impDl2 = new Uint32Array(IMPACTS_MAX + 2);
+
+/**
+ * Add (tf, dl) to the n impacts in impTf/impDl; returns the new count, or -1 when the pair
+ * was already dominated (nothing changed). Over IMPACTS_MAX pairs, the two neighbours
+ * closest in tf merge into (higher tf, lower dl), which dominates both.
+ */
+function impactsAdd(n: number, tf: number, dl: number): number {
+  for (let i = 0; i < n; i++) if (impTf[i]! >= tf && impDl[i]! <= dl) return -1;
+  let w = 0, placed = false;
+  // Drop pairs the new one dominates; insert it in tf order (into the second buffer).
+  for (let i = 0; i < n; i++) {
+    const t = impTf[i]!, d = impDl[i]!;
+    if (t <= tf && d >= dl) continue;
+    if (!placed && t > tf) { impTf2[w] = tf; impDl2[w] = dl; w++; placed = true; }
+    impTf2[w] = t; impDl2[w] = d; w++;
+  }
+  if (!placed) { impTf2[w] = tf; impDl2[w] = dl; w++; }
+  if (w > IMPACTS_MAX) {
+    let best = 0;
+    for (let i = 1; i + 1 < w; i++) if (impTf2[i + 1]! - impTf2[i]! < impTf2[best + 1]! - impTf2[best]!) best = i;
+    impTf2[best] = impTf2[best + 1]!; // dl stays the lower one (impDl2[best])
+    for (let i = best + 1; i + 1 < w; i++) { impTf2[i] = impTf2[i + 1]!; impDl2[i] = impDl2[i + 1]!; }
+    w--;
+  }
+  impTf.set(impTf2.subarray(0, w));
+  impDl.set(impDl2.subarray(0, w));
+  return w;
+}
+
+/** Bound of the BM25 weight of any posting an impacts block covers. */
+function impactsBound(u: Uint32Array, imp: number, idf: number, avgdl: number): number {
+  let best = 0;
+  const n = u[imp]!;
+  for (let i = 0; i < n; i++) {
+    const w = termWeight(idf, u[imp + 1 + 2 * i]!, u[imp + 2 + 2 * i]!, avgdl);
+    if (w > best) best = w;
+  }
+  return best * BOUND_INFLATION;
+}
+
+/** Stats chain: the first node with epoch <= s (0: none), following links with acquires. */
+function nodeAt(u: Uint32Array, headWord: number, s: number): number {
+  let node = Atomics.load(u, headWord);
+  while (node !== 0 && u[node + S_EPOCH]! > s) node = Atomics.load(u, node + S_NEXT);
+  return node;
+}
+
+// ------------------------------------------------------------------ per-thread search scratch
+
+class Scratch {
+  cap = 0;
+  list = new Uint32Array(0);
+  count = new Uint32Array(0);
+  dir = new Uint32Array(0);
+  pos = new Uint32Array(0);
+  doc = new Uint32Array(0);
+  blk = new Uint32Array(0); // current block (word offset)
+  blkIdx = new Int32Array(0); // its index in the directory (-1: none loaded)
+  blkLast = new Uint32Array(0); // last doc of the current block
+  blkEnd = new Uint32Array(0); // posting index past the current block's last published posting
+  idf = new Float64Array(0);
+  ub = new Float64Array(0);
+  blkUb = new Float64Array(0); // bound of the current block
+  avgdl = 0;
+  order = new Int32Array(0);
+  heapScore = new Float64Array(0);
+  heapElem = new Uint32Array(0);
+  heapCap = 0;
+  ensure(terms: number, k: number): void {
+    if (terms > this.cap) {
+      const n = Math.max(terms, 2 * this.cap, 8);
+      this.cap = n;
+      this.list = new Uint32Array(n); this.count = new Uint32Array(n); this.dir = new Uint32Array(n);
+      this.pos = new Uint32Array(n); this.doc = new Uint32Array(n); this.blk = new Uint32Array(n);
+      this.blkIdx = new Int32Array(n); this.blkLast = new Uint32Array(n); this.blkEnd = new Uint32Array(n);
+      this.idf = new Float64Array(n); this.ub = new Float64Array(n); this.blkUb = new Float64Array(n); this.order = new Int32Array(n);
+    }
+    if (k > this.heapCap) {
+      const n = Math.max(k, 2 * this.heapCap, 16);
+      this.heapCap = n;
+      this.heapScore = new Float64Array(n);
+      this.heapElem = new Uint32Array(n);
+    }
+  }
+}
+const scratch = new Scratch();
+
+/** A parsed export (export.ts): documents by doc handle, terms with where their postings start. */
+export interface PartitionImage {
+  analyzer: Analyzer;
+  positions: boolean;
+  created: Uint32Array;
+  deleted: Uint32Array;
+  element: Uint32Array;
+  length: Uint32Array;
+  termTexts: string[];
+  /** Word index of each term's first posting; postings are [doc, tf, (positions) tf words]. */
+  postingStarts: number[];
+  postingCounts: number[];
+  word: (i: number) => number;
+}
+
+export interface TextPartitionOptions {
+  analyzer: Analyzer;
+  positions: boolean;
+}
+
+export class TextPartition {
+  readonly root: number;
+  readonly analyzer: Analyzer;
+  readonly positions: boolean;
+  private readonly tm: TextMemory;
+  // Writer state, made on the first write (a reader thread never needs it).
+  private termIds: Map<string, number> | null = null;
+  private stamp = new Int32Array(0); // per term id: the insert that last saw it
+  private slot = new Int32Array(0); // per term id: its index among that insert's distinct terms
+  private dead = new Int32Array(0); // per term id: postings of its current list whose doc is dead (removed or undone)
+  private queued = new Uint8Array(0); // per term id: 1 while in `due`
+  private readonly due: number[] = []; // terms whose lists maintain() should compact
+  private stampNow = 0;
+  private distinct = new Uint32Array(64);
+  private tfs = new Uint32Array(64);
+  private tokenTerm = new Uint32Array(64);
+
+  private constructor(tm: TextMemory, root: number) {
+    tm.cover();
+    const u = tm.u32;
+    if (Atomics.load(u, root + P_MAGIC) !== PARTITION_MAGIC) fail(`no text partition at word ${root}`);
+    this.tm = tm;
+    this.root = root;
+    this.analyzer = ANALYZERS[u[root + P_ANALYZER]!] ?? fail('bad analyzer');
+    this.positions = u[root + P_POSITIONS] === 1;
+  }
+
+  /** Writer: a new empty partition (~0.5 KiB until documents arrive). */
+  static create(memory: TextMemory, options: TextPartitionOptions): TextPartition {
+    const code = analyzerCode(options.analyzer);
+    const root = memory.allocate(P_WORDS);
+    const dict = memory.allocate(H_SLOTS + DICT_CAP_MIN);
+    const u = memory.u32;
+    u[dict + H_CAP] = DICT_CAP_MIN;
+    u[root + P_ANALYZER] = code;
+    u[root + P_POSITIONS] = options.positions ? 1 : 0;
+    Atomics.store(u, root + P_DICT, dict);
+    // The magic last: attach() checks it.
+    Atomics.store(u, root + P_MAGIC, PARTITION_MAGIC);
+    return new TextPartition(memory, root);
+  }
+
+  /** Any thread: the partition at `root`. */
+  static attach(memory: TextMemory, root: number): TextPartition {
+    return new TextPartition(memory, root);
+  }
+
+  /** Documents ever inserted (published count). */
+  pointCount(): number {
+    return Atomics.load(this.tm.u32, this.root + P_DOCS);
+  }
+
+  /** Snapshots older than this may miss documents deleted before it (maintain() purged them); 0: none. */
+  purgedBefore(): number {
+    return Atomics.load(this.tm.u32, this.root + P_PURGED);
+  }
+
+  // ---------------------------------------------------------------- writer
+
+  private writerState(): Map<string, number> {
+    if (this.termIds !== null) return this.termIds;
+    const ids = new Map<string, number>();
+    const u = this.tm.u32, u16 = this.tm.u16, root = this.root;
+    const n = u[root + P_TERMS]!;
+    for (let t = 0; t < n; t++) {
+      const rec = termAt(u, root, t);
+      const text = u[rec + T_TEXT]!, len = u[rec + T_LEN]!;
+      ids.set(String.fromCharCode(...u16.subarray(2 * text, 2 * text + len)), t);
+    }
+    this.termIds = ids;
+    this.growTermArrays(n);
+    return ids;
+  }
+
+  private growTermArrays(terms: number): void {
+    if (terms <= this.stamp.length) return;
+    const n = Math.max(terms, 2 * this.stamp.length, 64);
+    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n);
+    stamp.set(this.stamp);
+    slot.set(this.slot);
+    dead.set(this.dead);
+    queued.set(this.queued);
+    this.stamp = stamp;
+    this.slot = slot;
+    this.dead = dead;
+    this.queued = queued;
+  }
+
+  /** Writer: the id of `term`, added to the dictionary if new. */
+  private termId(term: string): number {
+    const ids = this.termIds!;
+    const known = ids.get(term);
+    if (known !== undefined) return known;
+    const tm = this.tm, root = this.root;
+    const t = tm.u32[root + P_TERMS]!;
+    if (t >= limits.textTermsPerPartitionMax) throw new SvcError('storage_error', `text index partition is full (${limits.textTermsPerPartitionMax} distinct terms)`);
+    const c = chunkOf(t);
+    if (c >= tm.u32[root + P_TERM_CHUNKS]!) {
+      if (c >= CHUNKS_MAX) fail('term chunks exhausted');
+      const chunk = tm.allocate((1 << c) * T_WORDS);
+      tm.u32[root + P_TERM_CHUNK0 + c] = chunk; // readers reach it only through a slot stored later
+      tm.u32[root + P_TERM_CHUNKS] = c + 1;
+    }
+    const text = tm.allocate(Math.max(1, (term.length + 1) >> 1));
+    const list = tm.allocate(L_WORDS);
+    let u = tm.u32;
+    const u16 = tm.u16;
+    for (let i = 0; i < term.length; i++) u16[2 * text + i] = term.charCodeAt(i);
+    u[list + L_MIN_DL] = 0xffffffff;
+    const rec = termAt(u, root, t);
+    const hash = termHash(term);
+    u[rec + T_HASH] = hash;
+    u[rec + T_TEXT] = text;
+    u[rec + T_LEN] = term.length;
+    u[rec + T_STATS] = 0;
+    u[rec + T_LIST] = list;
+    // Room in the table (load <= 1/2), then publish the term through its slot.
+    let dict = u[root + P_DICT]!;
+    if (2 * (t + 1) > u[dict + H_CAP]!) {
+      dict = this.growDictionary(dict, t);
+      u = tm.u32;
+    }
+    const mask = u[dict + H_CAP]! - 1;
+    let i = hash & mask;
+    while (u[dict + H_SLOTS + i] !== 0) i = (i + 1) & mask;
+    Atomics.store(u, dict + H_SLOTS + i, t + 1);
+    // Export iterates terms below P_TERMS: stored after the record it covers.
+    Atomics.store(u, root + P_TERMS, t + 1);
+    ids.set(term, t);
+    this.growTermArrays(t + 1);
+    return t;
+  }
+
+  /** Writer: a table twice as large holding terms [0, terms), published, the old one retired. */
+  private growDictionary(old: number, terms: number): number {
+    const tm = this.tm, root = this.root;
+    const oldCap = tm.u32[old + H_CAP]!;
+    const cap = 2 * oldCap;
+    const dict = tm.allocate(H_SLOTS + cap);
+    const u = tm.u32;
+    u[dict + H_CAP] = cap;
+    const mask = cap - 1;
+    for (let t = 0; t < terms; t++) {
+      let i = u[termAt(u, root, t) + T_HASH]! & mask;
+      while (u[dict + H_SLOTS + i] !== 0) i = (i + 1) & mask;
+      u[dict + H_SLOTS + i] = t + 1;
+    }
+    Atomics.store(u, root + P_DICT, dict);
+    tm.retire(old, H_SLOTS + oldCap);
+    return dict;
+  }
+
+  /** Writer: a document record slot for doc `d` (its chunk allocated if new). */
+  private docRecord(d: number): number {
+    const tm = this.tm, root = this.root;
+    const c = chunkOf(d);
+    if (c >= tm.u32[root + P_DOC_CHUNKS]!) {
+      if (c >= CHUNKS_MAX) fail('doc chunks exhausted');
+      const chunk = tm.allocate((1 << c) * D_WORDS);
+      tm.u32[root + P_DOC_CHUNK0 + c] = chunk; // reached only through postings and P_DOCS stored later
+      tm.u32[root + P_DOC_CHUNKS] = c + 1;
+    }
+    return docAt(tm.u32, root, d);
+  }
+
+  /** Writer: append (doc, tf, positions offset) to term t's current list. */
+  private append(t: number, doc: number, tf: number, dl: number, posAt: number): void {
+    this.appendTo(this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!, doc, tf, dl, posAt);
+  }
+
+  /** Writer: append to the list at `list` (the current one, or one maintain() is building). */
+  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number): void {
+    const tm = this.tm, positions = this.positions;
+    let u = tm.u32;
+    const count = u[list + L_COUNT]!;
+    const j = count >>> BLOCK_SHIFT, off = count & (BLOCK_POSTINGS - 1);
+    let blk: number;
+    if (off === 0) {
+      // A new block j (every earlier block is full at BLOCK_POSTINGS and never changes again).
+      let dir = u[list + L_DIR]!;
+      const dirCap = u[list + L_DIR_CAP]!;
+      if (j >= dirCap) {
+        const cap = Math.max(1, 2 * dirCap);
+        const grown = tm.allocate(cap);
+        u = tm.u32;
+        for (let i = 0; i < j; i++) u[grown + i] = u[dir + i]!;
+        Atomics.store(u, list + L_DIR, grown);
+        u[list + L_DIR_CAP] = cap;
+        if (dir !== 0) tm.retire(dir, dirCap);
+        dir = grown;
+      }
+      const cap = j === 0 ? FIRST_BLOCK_CAP : BLOCK_POSTINGS;
+      blk = tm.allocate(blockWords(cap, positions));
+      u = tm.u32;
+      u[blk + B_CAP] = cap;
+      u[blk + B_MIN_DL] = 0xffffffff;
+      Atomics.store(u, dir + j, blk);
+    } else {
+      const dir = u[list + L_DIR]!;
+      blk = u[dir + j]!;
+      const cap = u[blk + B_CAP]!;
+      if (off === cap) {
+        // The growing first block is full: a copy twice as large replaces it.
+        const grown = tm.allocate(blockWords(2 * cap, positions));
+        u = tm.u32;
+        u[grown + B_CAP] = 2 * cap;
+        u[grown + B_MAX_TF] = u[blk + B_MAX_TF]!;
+        u[grown + B_MIN_DL] = u[blk + B_MIN_DL]!;
+        u.copyWithin(grown + B_HEADER, blk + B_HEADER, blk + B_HEADER + cap);
+        u.copyWithin(grown + B_HEADER + 2 * cap, blk + B_HEADER + cap, blk + B_HEADER + 2 * cap);
+        if (positions) u.copyWithin(grown + B_HEADER + 4 * cap, blk + B_HEADER + 2 * cap, blk + B_HEADER + 3 * cap);
+        Atomics.store(u, dir + j, grown);
+        tm.retire(blk, blockWords(cap, positions));
+        blk = grown;
+      }
+    }
+    const cap = u[blk + B_CAP]!;
+    u[blk + B_HEADER + off] = doc;
+    u[blk + B_HEADER + cap + off] = tf;
+    if (positions) u[blk + B_HEADER + 2 * cap + off] = posAt;
+    if (tf > u[blk + B_MAX_TF]!) u[blk + B_MAX_TF] = tf;
+    if (dl < u[blk + B_MIN_DL]!) u[blk + B_MIN_DL] = dl;
+    if (tf > u[list + L_MAX_TF]!) u[list + L_MAX_TF] = tf;
+    if (dl < u[list + L_MIN_DL]!) u[list + L_MIN_DL] = dl;
+    // The list's impacts: replaced (immutable blocks) when the posting is not dominated.
+    const limp = u[list + L_IMPACTS]!;
+    const had = limp === 0 ? 0 : u[limp]!;
+    for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
+    const now = impactsAdd(had, tf, dl);
+    if (now >= 0) {
+      const imp = this.writeImpacts(now);
+      u = tm.u32;
+      Atomics.store(u, list + L_IMPACTS, imp);
+      if (limp !== 0) tm.retire(limp, impactsWords(had));
+    }
+    if (off + 1 === BLOCK_POSTINGS) {
+      // The block is full and never changes again: its impacts, before the count that covers them.
+      let n = 0;
+      for (let i = 0; i < BLOCK_POSTINGS; i++) {
+        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[docAt(u, this.root, u[blk + B_HEADER + i]!) + D_LENGTH]!);
+        if (r >= 0) n = r;
+      }
+      const imp = this.writeImpacts(n);
+      u = tm.u32;
+      Atomics.store(u, blk + B_IMPACTS, imp);
+    }
+    Atomics.store(u, list + L_COUNT, count + 1);
+  }
+
+  /** Writer: a new impacts block holding the n pairs in impTf/impDl. */
+  private writeImpacts(n: number): number {
+    const imp = this.tm.allocate(impactsWords(n));
+    const u = this.tm.u32;
+    u[imp] = n;
+    for (let i = 0; i < n; i++) { u[imp + 1 + 2 * i] = impTf[i]!; u[imp + 2 + 2 * i] = impDl[i]!; }
+    return imp;
+  }
+
+  /**
+   * Writer: add `delta` to a term's df from `epoch` on. Normally `epoch` is the open batch's,
+   * at or after the newest node: that node is changed in place or a new one linked in front.
+   * An older epoch (a build scan inserting at the element's creation) changes every newer
+   * node and links a node in behind them.
+   */
+  private bumpTerm(t: number, epoch: number, delta: number): void {
+    const tm = this.tm;
+    const headWord = termAt(tm.u32, this.root, t) + T_STATS;
+    let link = headWord;
+    let node = tm.u32[link]!;
+    while (node !== 0 && tm.u32[node + S_EPOCH]! > epoch) {
+      tm.u32[node + S_DF] = tm.u32[node + S_DF]! + delta;
+      link = node + S_NEXT;
+      node = tm.u32[link]!;
+    }
+    if (node !== 0 && tm.u32[node + S_EPOCH] === epoch) {
+      tm.u32[node + S_DF] = tm.u32[node + S_DF]! + delta;
+      return;
+    }
+    const fresh = tm.allocate(S_TERM_WORDS);
+    const u = tm.u32; // allocate() may have grown the memory
+    const linkNow = link === headWord ? termAt(u, this.root, t) + T_STATS : link;
+    u[fresh + S_EPOCH] = epoch;
+    u[fresh + S_DF] = (node !== 0 ? u[node + S_DF]! : 0) + delta;
+    u[fresh + S_NEXT] = node;
+    Atomics.store(u, linkNow, fresh);
+  }
+
+  /** Writer: add (docs, length) to the partition statistics from `epoch` on (as bumpTerm). */
+  private bumpPartition(epoch: number, docs: number, length: number): void {
+    const tm = this.tm;
+    const add = (node: number): void => {
+      const u = tm.u32;
+      u[node + S_DOCS] = u[node + S_DOCS]! + docs;
+      const total = u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]! + length;
+      u[node + S_LEN_LO] = total % TWO32;
+      u[node + S_LEN_HI] = Math.floor(total / TWO32);
+    };
+    let link = this.root + P_STATS;
+    let node = tm.u32[link]!;
+    while (node !== 0 && tm.u32[node + S_EPOCH]! > epoch) {
+      add(node);
+      link = node + S_NEXT;
+      node = tm.u32[link]!;
+    }
+    if (node !== 0 && tm.u32[node + S_EPOCH] === epoch) { add(node); return; }
+    const fresh = tm.allocate(S_PART_WORDS);
+    const u = tm.u32;
+    u[fresh + S_EPOCH] = epoch;
+    if (node !== 0) {
+      u[fresh + S_DOCS] = u[node + S_DOCS]!;
+      u[fresh + S_LEN_LO] = u[node + S_LEN_LO]!;
+      u[fresh + S_LEN_HI] = u[node + S_LEN_HI]!;
+    }
+    add(fresh);
+    u[fresh + S_NEXT] = node;
+    Atomics.store(u, link, fresh);
+  }
+
+  /** Writer: index a document for `element` visible from `epoch`; returns its doc handle. */
+  insert(element: number, text: string, epoch: number): number {
+    if ((element >>> 0) !== element) fail(`element ${element}`);
+    if (!(Number.isInteger(epoch) && epoch >= 1 && epoch <= limits.epochMax)) fail(`insert at epoch ${epoch}`);
+    const terms = analyze(text, this.analyzer);
+    if (terms.length > limits.textDocumentTermsMax) {
+      throw new SvcError('invalid_index_source_data', `a text of ${terms.length} terms is over the ${limits.textDocumentTermsMax} terms a document may hold`);
+    }
+    const tm = this.tm, root = this.root;
+    const d = tm.u32[root + P_DOCS]!;
+    if (d >= limits.textDocumentsPerPartitionMax) throw new SvcError('storage_error', `text index partition is full (${limits.textDocumentsPerPartitionMax} documents)`);
+    this.writerState();
+    // Distinct terms in first-occurrence order with their frequencies (per-term stamps: no Map per document).
+    const n = terms.length;
+    if (n > this.tokenTerm.length) this.tokenTerm = new Uint32Array(Math.max(n, 2 * this.tokenTerm.length));
+    if (this.stampNow === 0x7fffffff) { this.stamp.fill(0); this.stampNow = 0; }
+    const stampNow = ++this.stampNow;
+    let distinct = 0;
+    for (let i = 0; i < n; i++) {
+      const t = this.termId(terms[i]!);
+      this.tokenTerm[i] = t;
+      if (this.stamp[t] !== stampNow) {
+        this.stamp[t] = stampNow;
+        this.slot[t] = distinct;
+        if (distinct === this.distinct.length) {
+          const grownD = new Uint32Array(2 * distinct), grownT = new Uint32Array(2 * distinct);
+          grownD.set(this.distinct); grownT.set(this.tfs);
+          this.distinct = grownD; this.tfs = grownT;
+        }
+        this.distinct[distinct] = t;
+        this.tfs[distinct] = 0;
+        distinct++;
+      }
+      this.tfs[this.slot[t]!]!++;
+    }
+    // The record first, never visible (created 0) until every posting is in; P_DOCS is raised
+    // even if something below fails, so that the slot is never reused under its postings.
+    const rec0 = this.docRecord(d);
+    const termsBlock = tm.allocate(1 + distinct);
+    const posBlock = this.positions && n > 0 ? tm.allocate(n) : 0;
+    let u = tm.u32;
+    u[termsBlock] = distinct;
+    for (let i = 0; i < distinct; i++) u[termsBlock + 1 + i] = this.distinct[i]!;
+    // Positions grouped by term in first-occurrence order: term i's run starts at the sum of the earlier tfs.
+    const posStart = this.positions ? new Uint32Array(distinct) : null;
+    if (posStart !== null && posBlock !== 0) {
+      let at = 0;
+      for (let i = 0; i < distinct; i++) { posStart[i] = at; at += this.tfs[i]!; }
+      const fill = new Uint32Array(distinct);
+      for (let p = 0; p < n; p++) {
+        const i = this.slot[this.tokenTerm[p]!]!;
+        u[posBlock + posStart[i]! + fill[i]!] = p;
+        fill[i]!++;
+      }
+    }
+    const rec = docAt(u, root, d);
+    if (rec !== rec0) fail('doc record moved');
+    u[rec + D_CREATED] = 0;
+    u[rec + D_DELETED] = 0;
+    u[rec + D_ELEMENT] = element;
+    u[rec + D_LENGTH] = n;
+    u[rec + D_TERMS] = termsBlock;
+    u[rec + D_POS] = posBlock;
+    try {
+      for (let i = 0; i < distinct; i++) {
+        this.append(this.distinct[i]!, d, this.tfs[i]!, n, posBlock === 0 ? 0 : posBlock + posStart![i]!);
+      }
+      this.applyStats(d, epoch, 1);
+      u = tm.u32;
+      u[docAt(u, root, d) + D_CREATED] = epoch;
+    } finally {
+      Atomics.store(tm.u32, root + P_DOCS, d + 1);
+    }
+    return d;
+  }
+
+  /** Writer: add `sign` x doc d's contribution (df of its terms, 1 doc, its length) from `epoch` on. */
+  private applyStats(d: number, epoch: number, sign: 1 | -1): void {
+    const tm = this.tm;
+    const rec = docAt(tm.u32, this.root, d);
+    const termsBlock = tm.u32[rec + D_TERMS]!;
+    const length = tm.u32[rec + D_LENGTH]!;
+    const distinct = tm.u32[termsBlock]!;
+    let done = 0;
+    try {
+      for (; done < distinct; done++) this.bumpTerm(tm.u32[termsBlock + 1 + done]!, epoch, sign);
+      this.bumpPartition(epoch, sign, sign * length);
+    } catch (err) {
+      // Undo what was applied: nodes at `epoch` exist now, so undoing allocates nothing.
+      for (let i = 0; i < done; i++) this.bumpTerm(tm.u32[termsBlock + 1 + i]!, epoch, -sign);
+      throw err;
+    }
+  }
+
+  private recordOf(doc: number): number {
+    if (!(Number.isInteger(doc) && doc >= 0 && doc < this.tm.u32[this.root + P_DOCS]!)) fail(`no document ${doc}`);
+    return docAt(this.tm.u32, this.root, doc);
+  }
+
+  /** Writer: the document stops being visible at `epoch`. */
+  remove(doc: number, epoch: number): void {
+    const rec = this.recordOf(doc);
+    const u = this.tm.u32;
+    const created = u[rec + D_CREATED]!;
+    if (created === 0) fail(`removing document ${doc}, which was never visible`);
+    if (u[rec + D_DELETED] !== 0) fail(`document ${doc} removed twice`);
+    if (!(Number.isInteger(epoch) && epoch >= created && epoch <= limits.epochMax)) fail(`remove at epoch ${epoch} of a document created at ${created}`);
+    this.writerState();
+    this.applyStats(doc, epoch, -1);
+    this.tm.u32[rec + D_DELETED] = epoch;
+    this.markDead(doc, 1);
+  }
+
+  /** Writer rollback of the open batch: the doc is never visible (statistics too). */
+  undoInsert(doc: number): void {
+    const rec = this.recordOf(doc);
+    let u = this.tm.u32;
+    const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+    if (created === 0) fail(`document ${doc} undone twice`);
+    this.writerState();
+    if (deleted !== 0) { this.applyStats(doc, deleted, 1); u = this.tm.u32; u[rec + D_DELETED] = 0; }
+    this.applyStats(doc, created, -1);
+    u = this.tm.u32;
+    u[docAt(u, this.root, doc) + D_CREATED] = 0;
+    // Dead whether or not it was removed too (then it was counted once already).
+    if (deleted === 0) this.markDead(doc, 1);
+  }
+
+  /** Writer rollback of remove(). */
+  undoRemove(doc: number): void {
+    const rec = this.recordOf(doc);
+    const deleted = this.tm.u32[rec + D_DELETED]!;
+    if (deleted === 0) fail(`undoing the removal of document ${doc}, which is not removed`);
+    this.writerState();
+    this.applyStats(doc, deleted, 1);
+    this.tm.u32[docAt(this.tm.u32, this.root, doc) + D_DELETED] = 0;
+    this.markDead(doc, -1);
+  }
+
+  /** Writer, between batches: one bounded step of background work; true while more remains. */
+  /**
+   * Writer, between batches: one bounded step of background work; true while more remains.
+   * The work is compaction: a term whose list holds many postings of dead documents gets a
+   * new list without them, built aside and published with one Atomics.store of T_LIST (a
+   * reader has either the old list or the new one, each whole); the old blocks are retired.
+   * Always dropped: documents that were never visible (rolled-back inserts). Dropped only
+   * when the caller passes `purgeBefore`: documents deleted at or before it (min'ed with
+   * visibleEpoch). The default 0 keeps every snapshot and every export cut exact; a caller
+   * that knows no read or export will use a snapshot below E passes E, and purgedBefore()
+   * tells later readers which snapshots may miss documents.
+   */
+  maintain(visibleEpoch: number, purgeBefore = 0): boolean {
+    if (!(Number.isInteger(visibleEpoch) && visibleEpoch >= 0 && visibleEpoch <= limits.epochMax)) fail(`maintain at ${visibleEpoch}`);
+    if (!(Number.isInteger(purgeBefore) && purgeBefore >= 0)) fail(`purge before ${purgeBefore}`);
+    if (this.termIds === null) return false; // nothing written through this object yet
+    const horizon = Math.min(purgeBefore, visibleEpoch);
+    let budget = limits.textMaintainPostingsPerStep;
+    while (this.due.length > 0 && budget > 0) {
+      const t = this.due.pop()!;
+      this.queued[t] = 0;
+      budget -= this.compact(t, horizon);
+    }
+    return this.due.length > 0;
+  }
+
+  /** Writer: `delta` more (or fewer) postings of dead documents in the lists of doc d's terms. */
+  private markDead(d: number, delta: number): void {
+    const tm = this.tm;
+    const u = tm.u32;
+    const tb = u[docAt(u, this.root, d) + D_TERMS]!;
+    const n = u[tb]!;
+    for (let i = 0; i < n; i++) {
+      const t = u[tb + 1 + i]!;
+      const dead = (this.dead[t] = this.dead[t]! + delta);
+      if (delta > 0 && this.queued[t] === 0 && dead >= 2 && 4 * dead >= u[u[termAt(u, this.root, t) + T_LIST]! + L_COUNT]!) {
+        this.queued[t] = 1;
+        this.due.push(t);
+      }
+    }
+  }
+
+  /** Writer: rebuild term t's list without the postings `horizon` lets go; returns the work done (postings read). */
+  private compact(t: number, horizon: number): number {
+    const tm = this.tm, root = this.root, positions = this.positions;
+    let u = tm.u32;
+    const trec = termAt(u, root, t);
+    const old = u[trec + T_LIST]!;
+    const count = u[old + L_COUNT]!;
+    const dir = u[old + L_DIR]!;
+    const dropped = (doc: number): boolean => {
+      const rec = docAt(u, root, doc);
+      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+      return created === 0 || (deleted !== 0 && deleted <= horizon);
+    };
+    let drop = 0;
+    for (let p = 0; p < count; p++) if (dropped(u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!)) drop++;
+    // Not worth a copy yet (the deaths are newer than the horizon): looked at again on the next death.
+    if (drop === 0 || 8 * drop < count) return count;
+    const list = tm.allocate(L_WORDS);
+    u = tm.u32;
+    u[list + L_MIN_DL] = 0xffffffff;
+    let purged = 0, deadKept = 0;
+    for (let p = 0; p < count; p++) {
+      const blk = u[dir + (p >>> BLOCK_SHIFT)]!, cap = u[blk + B_CAP]!, off = p & (BLOCK_POSTINGS - 1);
+      const doc = u[blk + B_HEADER + off]!;
+      const rec = docAt(u, root, doc);
+      const deleted = u[rec + D_DELETED]!;
+      if (dropped(doc)) {
+        if (deleted > purged) purged = deleted;
+        continue;
+      }
+      if (deleted !== 0) deadKept++;
+      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 2 * cap + off]! : 0);
+      u = tm.u32;
+    }
+    textMaintainCounters.compactions++;
+    textMaintainCounters.postingsDropped += drop;
+    if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
+    Atomics.store(u, trec + T_LIST, list);
+    // The old list: retired whole (a reader that loaded it before the store above still reads it).
+    tm.retire(old, L_WORDS);
+    const limp = u[old + L_IMPACTS]!;
+    if (limp !== 0) tm.retire(limp, impactsWords(u[limp]!));
+    for (let j = 0; j << BLOCK_SHIFT < count; j++) {
+      const blk = u[dir + j]!;
+      const imp = u[blk + B_IMPACTS]!;
+      if (imp !== 0) tm.retire(imp, impactsWords(u[imp]!));
+      tm.retire(blk, blockWords(u[blk + B_CAP]!, positions));
+    }
+    if (dir !== 0) tm.retire(dir, u[old + L_DIR_CAP]!);
+    this.dead[t] = deadKept;
+    return 2 * count;
+  }
+
+  // ---------------------------------------------------------------- readers
+
+  /** Reader: the id of an analyzed term, or -1. */
+  private lookup(u: Uint32Array, u16: Uint16Array, term: string): number {
+    const hash = termHash(term);
+    const dict = Atomics.load(u, this.root + P_DICT);
+    const mask = u[dict + H_CAP]! - 1;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const s = Atomics.load(u, dict + H_SLOTS + i);
+      if (s === 0) return -1;
+      const rec = termAt(u, this.root, s - 1);
+      if (u[rec + T_HASH] !== hash || u[rec + T_LEN] !== term.length) continue;
+      const text = 2 * u[rec + T_TEXT]!;
+      let same = true;
+      for (let c = 0; c < term.length; c++) if (u16[text + c] !== term.charCodeAt(c)) { same = false; break; }
+      if (same) return s - 1;
+    }
+  }
+
+  /** The distinct terms of a query, first-occurrence order. */
+  private queryTerms(query: string): string[] {
+    const all = analyze(query, this.analyzer);
+    const seen = new Set<string>();
+    const out: string[] = [];
+    for (const t of all) if (!seen.has(t)) { seen.add(t); out.push(t); }
+    if (out.length > limits.textQueryTermsMax) {
+      throw new SvcError('invalid_query', `db error: Query error: a text query of ${out.length} distinct terms is over the limit of ${limits.textQueryTermsMax}`);
+    }
+    return out;
+  }
+
+  /** Statistics at a snapshot (already announced read). */
+  private statsIn(terms: readonly string[], snapshot: number): TermStats {
+    const tm = this.tm;
+    const u = tm.u32, u16 = tm.u16;
+    const node = nodeAt(u, this.root + P_STATS, snapshot);
+    const docs = node === 0 ? 0 : u[node + S_DOCS]!;
+    const totalLength = node === 0 ? 0 : u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]!;
+    const df: number[] = [];
+    for (const term of terms) {
+      const t = this.lookup(u, u16, term);
+      if (t < 0) { df.push(0); continue; }
+      const n = nodeAt(u, termAt(u, this.root, t) + T_STATS, snapshot);
+      df.push(n === 0 ? 0 : u[n + S_DF]!);
+    }
+    return { docs, totalLength, df };
+  }
+
+  /** Statistics at a snapshot for `*_within` and tests: visible doc count, total length of visible docs, and df per given term. */
+  termStats(terms: readonly string[], snapshot: number): TermStats {
+    const tm = this.tm;
+    tm.cover();
+    const slot = tm.beginRead();
+    try {
+      return this.statsIn(terms, snapshot);
+    } finally {
+      tm.endRead(slot);
+    }
+  }
+
+  /**
+   * Readers, lock-free: BM25 top-k among docs visible at `snapshot`, OR over the query's
+   * distinct terms, ties by ascending element; writes the out arrays, returns the count.
+   */
+  search(query: string, k: number, snapshot: number, outElements: Uint32Array, outScores: Float32Array): number {
+    if (!(Number.isInteger(k) && k >= 0 && outElements.length >= k && outScores.length >= k)) fail(`search for ${k} results into ${outElements.length} / ${outScores.length}`);
+    const terms = this.queryTerms(query);
+    if (terms.length === 0 || k === 0 || snapshot === 0) return 0;
+    const tm = this.tm;
+    const slot = tm.beginRead();
+    try {
+      tm.cover();
+      return this.searchIn(terms, k, snapshot, outElements, outScores);
+    } finally {
+      tm.endRead(slot);
+    }
+  }
+
+  private searchIn(terms: string[], k: number, snapshot: number, outElements: Uint32Array, outScores: Float32Array): number {
+    const tm = this.tm, root = this.root;
+    const u = tm.u32, u16 = tm.u16;
+    textSearchCounters.searches++;
+    const pnode = nodeAt(u, root + P_STATS, snapshot);
+    if (pnode === 0) return 0;
+    const docsVisible = u[pnode + S_DOCS]!;
+    const totalLength = u[pnode + S_LEN_HI]! * TWO32 + u[pnode + S_LEN_LO]!;
+    if (docsVisible === 0 || totalLength === 0) return 0;
+    const avgdl = totalLength / docsVisible;
+    const kk = Math.min(k, docsVisible);
+    const sc = scratch;
+    sc.avgdl = avgdl;
+    sc.ensure(terms.length, kk);
+    // Cursors, in query-term order (the order scores are summed in).
+    let m = 0;
+    for (const term of terms) {
+      const t = this.lookup(u, u16, term);
+      if (t < 0) continue;
+      const trec = termAt(u, root, t);
+      const snode = nodeAt(u, trec + T_STATS, snapshot);
+      const df = snode === 0 ? 0 : u[snode + S_DF]!;
+      if (df === 0) continue;
+      const list = Atomics.load(u, trec + T_LIST);
+      const count = Atomics.load(u, list + L_COUNT);
+      if (count === 0) continue;
+      sc.list[m] = list;
+      sc.count[m] = count;
+      sc.dir[m] = Atomics.load(u, list + L_DIR);
+      const idf = idfOf(docsVisible, df);
+      sc.idf[m] = idf;
+      // Impacts loaded after the count: they cover at least the postings below it.
+      sc.ub[m] = impactsBound(u, Atomics.load(u, list + L_IMPACTS), idf, avgdl);
+      sc.blkIdx[m] = -1;
+      sc.pos[m] = 0;
+      this.loadBlock(u, m, 0);
+      sc.doc[m] = u[sc.blk[m]! + B_HEADER]!;
+      sc.order[m] = m;
+      m++;
+    }
+    if (m === 0) return 0;
+    const pruning = textSearchOptions.pruning;
+    const order = sc.order, cdoc = sc.doc, ub = sc.ub;
+    const heapScore = sc.heapScore, heapElem = sc.heapElem;
+    let size = 0;
+    let scored = 0;
+    for (;;) {
+      // Cursors by current doc (few terms: insertion sort).
+      for (let i = 1; i < m; i++) {
+        const c = order[i]!, dc = cdoc[c]!;
+        let j = i - 1;
+        while (j >= 0 && cdoc[order[j]!]! > dc) { order[j + 1] = order[j]!; j--; }
+        order[j + 1] = c;
+      }
+      const theta = size === kk ? heapScore[0]! : 0;
+      // Pivot: the first cursor at which the bounds of it and all before it reach theta.
+      let p = -1;
+      if (pruning && size === kk) {
+        let acc = 0;
+        for (let i = 0; i < m; i++) {
+          acc += ub[order[i]!]!;
+          if (acc >= theta) { p = i; break; }
+        }
+        if (p < 0) break;
+      } else {
+        p = 0;
+      }
+      const pivotDoc = cdoc[order[p]!]!;
+      if (pivotDoc === NO_DOC) break;
+      if (cdoc[order[0]!]! !== pivotDoc) {
+        // No document before pivotDoc can reach theta: move the cursors before the pivot up to it.
+        for (let i = 0; i < p; i++) this.advance(u, order[i]!, pivotDoc);
+        continue;
+      }
+      let last = p;
+      while (last + 1 < m && cdoc[order[last + 1]!]! === pivotDoc) last++;
+      if (pruning && size === kk) {
+        // Block-max bound of pivotDoc: the current blocks of the cursors on it.
+        let bound = 0;
+        let next = last + 1 < m ? cdoc[order[last + 1]!]! : NO_DOC;
+        for (let i = 0; i <= last; i++) {
+          const c = order[i]!;
+          bound += sc.blkUb[c]!;
+          const after = sc.blkLast[c]! + 1;
+          if (after < next) next = after;
+        }
+        if (bound < theta) {
+          // Nothing in [pivotDoc, next) can reach theta: every list that may hold such a doc is
+          // bounded there by its current block.
+          for (let i = 0; i <= last; i++) this.advance(u, order[i]!, next);
+          continue;
+        }
+      }
+      // Score pivotDoc if visible.
+      const rec = docAt(u, root, pivotDoc);
+      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+      if (visibleAt(created, deleted, snapshot)) {
+        const dl = u[rec + D_LENGTH]!;
+        let sum = 0;
+        for (let c = 0; c < m; c++) {
+          if (cdoc[c] !== pivotDoc) continue;
+          const blk = sc.blk[c]!;
+          const tf = u[blk + B_HEADER + u[blk + B_CAP]! + (sc.pos[c]! & (BLOCK_POSTINGS - 1))]!;
+          sum += termWeight(sc.idf[c]!, tf, dl, avgdl);
+          scored++;
+        }
+        const score = Math.fround(sum);
+        const element = u[rec + D_ELEMENT]!;
+        if (size < kk) {
+          // Heap of the kept results, worst at the root: lower score, or equal score and higher element.
+          let i = size++;
+          while (i > 0) {
+            const parent = (i - 1) >> 1;
+            const ps = heapScore[parent]!, pe = heapElem[parent]!;
+            if (ps < score || (ps === score && pe > element)) break;
+            heapScore[i] = ps; heapElem[i] = pe; i = parent;
+          }
+          heapScore[i] = score; heapElem[i] = element;
+        } else if (score > heapScore[0]! || (score === heapScore[0]! && element < heapElem[0]!)) {
+          siftDown(heapScore, heapElem, size, score, element);
+        }
+      }
+      for (let i = 0; i <= last; i++) this.advance(u, order[i]!, pivotDoc + 1);
+    }
+    textSearchCounters.scoredPostings += scored;
+    // Best first: pop the worst into the back.
+    const n = size;
+    for (let i = n - 1; i >= 0; i--) {
+      outScores[i] = heapScore[0]!;
+      outElements[i] = heapElem[0]!;
+      size--;
+      if (size > 0) siftDown(heapScore, heapElem, size, heapScore[size]!, heapElem[size]!);
+    }
+    return n;
+  }
+
+  /** Reader: make block j of cursor c current. */
+  private loadBlock(u: Uint32Array, c: number, j: number): void {
+    const sc = scratch;
+    const blk = Atomics.load(u, sc.dir[c]! + j);
+    sc.blk[c] = blk;
+    sc.blkIdx[c] = j;
+    const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
+    sc.blkEnd[c] = end;
+    sc.blkLast[c] = u[blk + B_HEADER + (end - 1 - (j << BLOCK_SHIFT))]!;
+    // A full block's impacts, else its running maxima (both cover the postings below the count).
+    const imp = Atomics.load(u, blk + B_IMPACTS);
+    sc.blkUb[c] = imp !== 0
+      ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
+      : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
+  }
+
+  /** Reader: move cursor c to its first posting with doc >= target (NO_DOC past the end). */
+  private advance(u: Uint32Array, c: number, target: number): void {
+    const sc = scratch;
+    if (sc.doc[c]! >= target) return;
+    const count = sc.count[c]!;
+    if (sc.blkLast[c]! < target) {
+      // Find the first block whose last doc reaches target (blocks after the current one).
+      let lo = sc.blkIdx[c]! + 1, hi = ((count - 1) >>> BLOCK_SHIFT) + 1;
+      const dir = sc.dir[c]!;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const blk = Atomics.load(u, dir + mid);
+        const end = Math.min(count, (mid + 1) << BLOCK_SHIFT);
+        if (u[blk + B_HEADER + (end - 1 - (mid << BLOCK_SHIFT))]! < target) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo > (count - 1) >>> BLOCK_SHIFT) {
+        sc.pos[c] = count;
+        sc.doc[c] = NO_DOC;
+        return;
+      }
+      this.loadBlock(u, c, lo);
+      sc.pos[c] = lo << BLOCK_SHIFT;
+    }
+    // Within the current block: binary search for the first doc >= target.
+    const blk = sc.blk[c]!, base = sc.blkIdx[c]! << BLOCK_SHIFT;
+    let lo = sc.pos[c]!, hi = sc.blkEnd[c]! - 1; // the block's last doc is >= target
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (u[blk + B_HEADER + (mid - base)]! < target) lo = mid + 1;
+      else hi = mid;
+    }
+    sc.pos[c] = lo;
+    sc.doc[c] = u[blk + B_HEADER + (lo - base)]!;
+  }
+
+  // ---------------------------------------------------------------- import (export.ts)
+
+  /**
+   * Writer: a new partition holding a parsed, validated export image (export.ts). Postings go
+   * in as insert() would have put them; statistics chains are rebuilt from the documents'
+   * epochs, so they are exact at every snapshot.
+   */
+  static fromImage(memory: TextMemory, img: PartitionImage): TextPartition {
+    const part = TextPartition.create(memory, { analyzer: img.analyzer, positions: img.positions });
+    part.writerState();
+    const docs = img.created.length, positions = img.positions;
+    const root = part.root;
+    const distinctCount = new Uint32Array(docs);
+    for (let t = 0; t < img.termTexts.length; t++) {
+      let at = img.postingStarts[t]!;
+      for (let p = 0; p < img.postingCounts[t]!; p++) {
+        distinctCount[img.word(at)]!++;
+        at += 2 + (positions ? img.word(at + 1) : 0);
+      }
+    }
+    const termsBlock = new Uint32Array(docs), posBlock = new Uint32Array(docs);
+    const termsFill = new Uint32Array(docs), posFill = new Uint32Array(docs);
+    for (let d = 0; d < docs; d++) {
+      part.docRecord(d);
+      termsBlock[d] = memory.allocate(1 + distinctCount[d]!);
+      posBlock[d] = positions && img.length[d]! > 0 ? memory.allocate(img.length[d]!) : 0;
+      const u = memory.u32;
+      const rec = docAt(u, root, d);
+      u[rec + D_CREATED] = img.created[d]!;
+      u[rec + D_DELETED] = img.deleted[d]!;
+      u[rec + D_ELEMENT] = img.element[d]!;
+      u[rec + D_LENGTH] = img.length[d]!;
+      u[rec + D_TERMS] = termsBlock[d]!;
+      u[rec + D_POS] = posBlock[d]!;
+      u[termsBlock[d]!] = distinctCount[d]!;
+    }
+    let keys = new Float64Array(64);
+    for (let ti = 0; ti < img.termTexts.length; ti++) {
+      const t = part.termId(img.termTexts[ti]!);
+      let at = img.postingStarts[ti]!;
+      const n = img.postingCounts[ti]!;
+      if (2 * n > keys.length) keys = new Float64Array(Math.max(2 * n, 2 * keys.length));
+      let events = 0;
+      for (let p = 0; p < n; p++) {
+        const doc = img.word(at), tf = img.word(at + 1);
+        at += 2;
+        let posAt = 0;
+        if (positions) {
+          posAt = posBlock[doc]! + posFill[doc]!;
+          const u = memory.u32;
+          for (let i = 0; i < tf; i++) u[posAt + i] = img.word(at + i);
+          posFill[doc]! += tf;
+          at += tf;
+        }
+        memory.u32[termsBlock[doc]! + 1 + termsFill[doc]!++] = t;
+        part.append(t, doc, tf, img.length[doc]!, posAt);
+        // Statistics events: +1 at creation, -1 at deletion (key = epoch * 2 + (1: add)).
+        const c = img.created[doc]!, x = img.deleted[doc]!;
+        if (c !== 0) keys[events++] = c * 2 + 1;
+        if (x !== 0) keys[events++] = x * 2;
+      }
+      const sorted = keys.subarray(0, events).sort();
+      let value = 0, head = 0;
+      for (let i = 0; i < events;) {
+        const epoch = Math.floor(sorted[i]! / 2);
+        const before = value;
+        for (; i < events && Math.floor(sorted[i]! / 2) === epoch; i++) value += sorted[i]! % 2 === 1 ? 1 : -1;
+        if (value === before) continue;
+        const node = memory.allocate(S_TERM_WORDS);
+        const u = memory.u32;
+        u[node + S_EPOCH] = epoch;
+        u[node + S_DF] = value;
+        u[node + S_NEXT] = head;
+        head = node;
+      }
+      Atomics.store(memory.u32, termAt(memory.u32, root, t) + T_STATS, head);
+    }
+    // Partition statistics: the same from the documents.
+    const order: number[] = [];
+    for (let d = 0; d < docs; d++) {
+      if (img.created[d] !== 0) order.push(2 * d + 1);
+      if (img.deleted[d] !== 0) order.push(2 * d);
+    }
+    const epochOf = (e: number): number => (e % 2 === 1 ? img.created : img.deleted)[e >> 1]!;
+    order.sort((a, b) => epochOf(a) - epochOf(b));
+    let docsNow = 0, lengthNow = 0, head = 0;
+    for (let i = 0; i < order.length;) {
+      const epoch = epochOf(order[i]!);
+      for (; i < order.length && epochOf(order[i]!) === epoch; i++) {
+        const e = order[i]!, sign = e % 2 === 1 ? 1 : -1;
+        docsNow += sign;
+        lengthNow += sign * img.length[e >> 1]!;
+      }
+      const node = memory.allocate(S_PART_WORDS);
+      const u = memory.u32;
+      u[node + S_EPOCH] = epoch;
+      u[node + S_DOCS] = docsNow;
+      u[node + S_LEN_LO] = lengthNow % TWO32;
+      u[node + S_LEN_HI] = Math.floor(lengthNow / TWO32);
+      u[node + S_NEXT] = head;
+      head = node;
+    }
+    Atomics.store(memory.u32, root + P_STATS, head);
+    Atomics.store(memory.u32, root + P_DOCS, docs);
+    return part;
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  /** Every document ever inserted: element, created, deleted (writer, recovery). */
+  forEachDoc(fn: (doc: number, element: number, created: number, deleted: number) => void): void {
+    const count = this.pointCount();
+    for (let d = 0; d < count; d++) {
+      const u = this.tm.u32; // fn may make the writer allocate (views re-made)
+      const rec = docAt(u, this.root, d);
+      fn(d, u[rec + D_ELEMENT]!, u[rec + D_CREATED]!, u[rec + D_DELETED]!);
+    }
+  }
+
+  /** The blocks this partition holds, [word offset, words] (to free when it is dropped, after readers left). */
+  blocks(): [number, number][] {
+    const u = this.tm.u32, root = this.root, positions = this.positions;
+    const out: [number, number][] = [[root, P_WORDS]];
+    const dict = u[root + P_DICT]!;
+    out.push([dict, H_SLOTS + u[dict + H_CAP]!]);
+    const docChunks = u[root + P_DOC_CHUNKS]!, termChunks = u[root + P_TERM_CHUNKS]!;
+    for (let c = 0; c < docChunks; c++) out.push([u[root + P_DOC_CHUNK0 + c]!, (1 << c) * D_WORDS]);
+    for (let c = 0; c < termChunks; c++) out.push([u[root + P_TERM_CHUNK0 + c]!, (1 << c) * T_WORDS]);
+    for (let node = u[root + P_STATS]!; node !== 0; node = u[node + S_NEXT]!) out.push([node, S_PART_WORDS]);
+    const docs = u[root + P_DOCS]!;
+    for (let d = 0; d < docs; d++) {
+      const rec = docAt(u, root, d);
+      const tb = u[rec + D_TERMS]!;
+      out.push([tb, 1 + u[tb]!]);
+      if (u[rec + D_POS] !== 0) out.push([u[rec + D_POS]!, u[rec + D_LENGTH]!]);
+    }
+    const terms = u[root + P_TERMS]!;
+    for (let t = 0; t < terms; t++) {
+      const rec = termAt(u, root, t);
+      out.push([u[rec + T_TEXT]!, Math.max(1, (u[rec + T_LEN]! + 1) >> 1)]);
+      for (let node = u[rec + T_STATS]!; node !== 0; node = u[node + S_NEXT]!) out.push([node, S_TERM_WORDS]);
+      const list = u[rec + T_LIST]!;
+      out.push([list, L_WORDS]);
+      const dir = u[list + L_DIR]!;
+      if (dir === 0) continue;
+      out.push([dir, u[list + L_DIR_CAP]!]);
+      const count = u[list + L_COUNT]!;
+      const limp = u[list + L_IMPACTS]!;
+      if (limp !== 0) out.push([limp, impactsWords(u[limp]!)]);
+      for (let j = 0; j << BLOCK_SHIFT < count; j++) {
+        const blk = u[dir + j]!;
+        out.push([blk, blockWords(u[blk + B_CAP]!, positions)]);
+        const imp = u[blk + B_IMPACTS]!;
+        if (imp !== 0) out.push([imp, impactsWords(u[imp]!)]);
+      }
+    }
+    return out;
+  }
+
+  /** The memory this partition lives in. */
+  get memory(): TextMemory {
+    return this.tm;
+  }
+}
+
+/** Replace the heap root with (score, element) and restore the heap (worst at the root). */
+function siftDown(hs: Float64Array, he: Uint32Array, size: number, score: number, element: number): void {
+  let i = 0;
+  for (;;) {
+    let child = 2 * i + 1;
+    if (child >= size) break;
+    const r = child + 1;
+    // The worse child: lower score, or equal score and higher element.
+    if (r < size && (hs[r]! < hs[child]! || (hs[r] === hs[child] && he[r]! > he[child]!))) child = r;
+    const cs = hs[child]!, ce = he[child]!;
+    if (score < cs || (score === cs && element > ce)) break;
+    hs[i] = cs; he[i] = ce; i = child;
+  }
+  hs[i] = score; he[i] = element;
+}
+
+
