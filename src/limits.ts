@@ -30,8 +30,21 @@ export const limits = {
   vectorCompactPointsMin: 1024,
   /** Smallest candidate list (ef) of an approximate vector search; a search uses max(this, 2k). */
   vectorSearchEfMin: 64,
+  /**
+   * UTF-16 code units of text one write batch may index into one text index (a write that
+   * sets a long text on many elements); more: 500 active_text_mutation_limit_exceeded and the
+   * batch rolls back.
+   */
+  textMutationCharsMax: 64 * 1024 * 1024,
   /** Distinct input elements a `*_within` search may rank (indexes.md §7.3); more: 500 invalid_query. */
   searchWithinCandidatesMax: 1_000_000,
+  /**
+   * A store with at most this many node (and edge) slots runs a write's index operations to
+   * their end before the write is answered (durable.ts finishSmallIndexWork), for at most
+   * indexSynchronousWorkMs; larger stores build in the background only.
+   */
+  indexSynchronousBuildElements: 1000,
+  indexSynchronousWorkMs: 100,
   /** How often a drop or abort waiting for readers to move past its epoch looks again (ms). */
   indexCleanupPollMs: 10,
   /** Finished index operations kept readable by get_index_operation (oldest forgotten first). */

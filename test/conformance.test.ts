@@ -15,32 +15,23 @@ import { SvcError } from '../src/protocol/errors.js';
 const here = dirname(fileURLToPath(import.meta.url));
 const corpus = [join(here, '../../shared/conformance/corpus'), join(here, '../shared/conformance/corpus')].find(existsSync);
 
-/**
- * Operations not built yet, with the issue that brings them. Vector indexes are built
- * (test/vector-index.test.ts), but the corpus creates them in fixture 024 together with
- * text indexes, so the vector fixtures wait for text indexes too.
- */
-const pendingFeatures: Record<string, string> = {
-  node_vector: 'fixture 024 creates text indexes in the same batch: text indexes are not built yet',
-  edge_vector: 'fixture 024 creates text indexes in the same batch: text indexes are not built yet',
-  node_text: 'text indexes are not built yet',
-  edge_text: 'text indexes are not built yet',
-  vector_search_nodes: 'its index comes from fixture 024, which needs text indexes',
-  vector_search_edges: 'its index comes from fixture 024, which needs text indexes',
-  text_search_nodes: 'text indexes are not built yet',
-  text_search_edges: 'text indexes are not built yet',
-};
+/** Operations not built yet, with the issue that brings them (none left). */
+const pendingFeatures: Record<string, string> = {};
 
 /**
  * json-only requests whose answer the protocol fixes as an error on the state runtime/
- * leaves: they read a variable that is unbound or holds a count, or re-create an index
- * with another definition (shape-only fixtures, never meant to run clean).
+ * leaves: they read a variable that is unbound or holds a count, re-create an index with
+ * another definition, or search an index the way its definition or its drop forbids
+ * (shape-only fixtures, never meant to run clean).
  */
 const specErrors: Record<string, { status: number; error: string; because: string }> = {
   '900-exhaustive-raw-read-steps.json': { status: 500, error: 'invalid_query', because: '`without` names the unbound variable `missing` (operations.md §5.7)' },
   '904-empty-query-and-node-edge-ref-shapes.json': { status: 500, error: 'invalid_query', because: '`{"var": "all_nodes"}` names a count, not rows (operations.md §2.1)' },
   '911-range-index-direction.json': { status: 500, error: 'index_definition_conflict', because: 'runtime/020 created ParityUser.age as an asc range index; direction is part of the definition (indexes.md §1, §3)' },
   '905-empty-traversal-source-mutators.json': { status: 500, error: 'invalid_query', because: '`inject` reads the unbound variable `some_var` (operations.md §3.6)' },
+  '901-exhaustive-raw-write-steps.json': { status: 500, error: 'index_definition_conflict', because: 'it creates ParityUser.externalId as a unique equality index; runtime/020 made it non-unique, and uniqueness is part of the definition (indexes.md §1, §3)' },
+  '903-empty-source-vector-text-runtime-inputs.json': { status: 400, error: 'invalid_search_tenant', because: 'it gives a tenant value to the ParityUser.embedding vector index, which runtime/024 created without a tenant property (indexes.md §7.2 step 3)' },
+  '913-remaining-read-contract.json': { status: 400, error: 'index_not_found', because: 'it searches the FOLLOWS.note text index, which runtime/908 dropped (indexes.md §4: a dropped index stops serving at once)' },
 };
 
 function opsUsed(json: string): Set<string> {

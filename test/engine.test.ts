@@ -98,7 +98,7 @@ describe('error codes', () => {
     ['search without index', read([q('x', { vector_search_nodes: { label: 'A', property: 'v', query_vector: { value: { f32_array: [1] } }, k: { literal: 1 } } })], []), 'index_not_found', 400],
     ['bad operation id', read([q('x', { get_index_operation: { operation_id: 'nope' } })], []), 'invalid_index_operation_id', 400],
     ['unknown index spec variant', write([q('x', { create_index: { spec: { node_secondary: { label: 'U', property: 'a' } }, if_not_exists: true } })], ['x']), 'invalid_query_json', 400],
-    ['text index DDL before text indexes exist', write([q('x', { create_index: { spec: { node_text: { label: 'U', property: 'a' } }, if_not_exists: true } })], ['x']), 'index_lifecycle_unavailable', 500],
+    ['vector index dimension the engine cannot hold', write([q('x', { create_index: { spec: { node_vector: { label: 'U', property: 'a', dimension: 1_000_000, metric: 'cosine' } }, if_not_exists: true } })], ['x']), 'invalid_vector_configuration', 500],
     ['mutation in read batch', read([q('x', addN('U'))], []), 'invalid_query_json', 400],
     ['request_type mismatch', { request_type: 'read', query: { write: { entries: [q('x', addN('U'))] } } }, 'invalid_query_json', 400],
     ['Read capitalized', { request_type: 'Read', query: { read: { entries: [q('x', nodes('all'))] } } }, 'invalid_query_json', 400],

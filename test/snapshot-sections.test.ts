@@ -11,8 +11,8 @@ import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DI
 import { loadSections, optionalSectionNames, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
 
 /** Every section a writer store exports: the required ones, then the index catalog. */
-// 'vectors' appears only with an active vector index (test/vector-index.test.ts).
-const allSectionNames: string[] = [...snapshotSectionNames, ...optionalSectionNames.filter((n) => n !== 'vectors')];
+// 'vectors' and 'texts' appear only with an active vector or text index (test/vector-index.test.ts, test/text-index.test.ts).
+const allSectionNames: string[] = [...snapshotSectionNames, ...optionalSectionNames.filter((n) => n !== 'vectors' && n !== 'texts')];
 
 // ------------------------------------------------------------------ requests
 

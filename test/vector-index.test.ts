@@ -318,8 +318,8 @@ describe('vector index compaction', () => {
       const added = await ok(db, write(vs.map((v, i) => q(`n${i}`, { add_n: { label: 'Article', properties: [['embedding', f32(v)]] } })), vs.map((_, i) => `n${i}`)));
       vs.forEach((v, i) => data.set((added[`n${i}`] as { $id: number }[])[0]!.$id, v));
     }
-    const runtime = (db as unknown as { backing: { committer: { storage: { store: { indexes: { vectors: Map<number, { partitions: { graph: { pointCount(): number; root: number } }[] }> } } } } } }).backing.committer.storage.store.indexes;
-    const graph = () => [...runtime.vectors.values()][0]!.partitions[0]!.graph;
+    const runtime = (db as unknown as { backing: { committer: { storage: { store: { indexes: { searches: Map<number, { partitions: { list: { graph: { pointCount(): number; root: number } }[] } }> } } } } } }).backing.committer.storage.store.indexes;
+    const graph = () => [...runtime.searches.values()][0]!.partitions.list[0]!.graph;
     const rootBefore = graph().root;
     expect(graph().pointCount()).toBe(3000);
     const slice = limits.vectorBuildSliceMs;

@@ -135,6 +135,25 @@ export class Committer {
     else setTimeout(run, delayMs).unref();
   }
 
+  /**
+   * After a write: on a store small enough that an index build takes a few slices, run the
+   * index operations to their end now (at most limits.indexSynchronousWorkMs), so the
+   * write's answer, which waits for their batches to be durable too, is followed by reads
+   * that see the index active: what a client replaying create-then-search expects
+   * (indexes.md §5.3 allows a server to build synchronously). Larger builds go on in the
+   * background as ever.
+   */
+  private finishSmallIndexWork(): void {
+    const store = this.storage.store;
+    const runtime = store.indexes as IndexRuntime | null;
+    if (runtime === null || !runtime.hasRunnableOperation()) return;
+    if (Math.max(store.nodeSlots(), store.edgeSlots()) > limits.indexSynchronousBuildElements) return;
+    const stop = performance.now() + limits.indexSynchronousWorkMs;
+    while (runtime.hasRunnableOperation() && performance.now() < stop) {
+      if (this.runIndexSlice(runtime) !== 'progress') return;
+    }
+  }
+
   /** One slice of index work in a batch of its own. */
   runIndexSlice(runtime: IndexRuntime): 'progress' | 'waiting' | 'idle' {
     const store = this.storage.store;
@@ -173,6 +192,7 @@ export class Committer {
     const exec = timeoutMs === undefined && receivedAtMs === 0 ? this.exec
       : execOptions({ queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, queryMemoryBytes: this.exec.queryMemoryBytes, logBatch: this.exec.logBatch, receivedAtMs });
     const outcome = executeRequest(store, body, flags, 'writer', exec);
+    if (store.committedEpoch() !== before) this.finishSmallIndexWork();
     this.scheduleIndexWork();
     if ('forward' in outcome) {
       return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };

@@ -8,6 +8,9 @@ import { DiskFollower } from '../durability/disk-storage.js';
 import { Committer } from '../durability/durable.js';
 import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
 import { openWriterStorage } from '../durability/open.js';
+import type { IndexRuntime } from '../index/runtime.js';
+import type { TextAnalyzer } from '../protocol/index-spec.js';
+import { ANALYZERS } from '../text/analyze.js';
 
 export interface OpenOptions {
   /**
@@ -38,6 +41,15 @@ export interface OpenOptions {
   queryTimeoutMs?: number;
   /** Memory budget per query in MiB, default limits.queryMemoryBytesMax (128 MiB). */
   queryMemoryMb?: number;
+  /**
+   * Text indexes created through this handle: the analyzer (default `standard`: split on
+   * non-alphanumeric characters, lower-case; `standard_stem_en` adds English stemming,
+   * `whitespace_lowercase` splits on whitespace only) and whether postings keep term
+   * positions (default false). Part of each index's definition (conflict fields
+   * `text_analyzer`, `text_positions_enabled`); the wire always uses the defaults.
+   */
+  textAnalyzer?: TextAnalyzer;
+  textPositions?: boolean;
   /** Disk / object storage writer: snapshot when the WAL reaches this many bytes. */
   snapshotWalBytes?: number;
 }
@@ -176,6 +188,12 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
     objectStorage,
     ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
   });
+  const runtime = durable.store.indexes as IndexRuntime | null;
+  if (runtime !== null && (options.textAnalyzer !== undefined || options.textPositions !== undefined)) {
+    const analyzer = options.textAnalyzer ?? 'standard';
+    if (!ANALYZERS.includes(analyzer)) throw new SvcError('invalid_configuration', `unknown text analyzer \`${String(analyzer)}\`; use ${ANALYZERS.join(', ')}`);
+    runtime.textDefaults = { analyzer, positions: options.textPositions ?? false };
+  }
   return new Database({ kind: 'writer', committer: new Committer(durable, bounds) }, bounds);
 }
 

@@ -1,22 +1,31 @@
-// Searches (indexes.md §7, operations.md §3.7 and §6). A vector source search walks the
-// graph of its index partition (src/vector/), or scans it exactly when that is as cheap or
-// the graph could not find k visible points; a `*_within` search ranks exactly the distinct
-// elements of its input. Rows carry `$distance` until they move (rows.ts RowExtra).
+// Searches (indexes.md §7, operations.md §3.7 and §6).
+//
+// Vector: a source search walks the graph of its index partition (src/vector/), or scans it
+// exactly when that is as cheap or the graph could not find k visible points; a
+// `*_within` search ranks exactly the distinct elements of its input. Rows carry
+// `$distance`, ascending, ties by ascending ID.
+//
+// Text: a source search is the partition's BM25 top-k (src/text/, block-max WAND); a
+// `*_within` search scores each distinct input element's current text with the statistics
+// of the whole partition, with the same arithmetic (text/bm25.ts). Rows carry `$score`,
+// descending, ties by ascending ID. Both keep the ranking field until the row moves (rows.ts).
 //
 // Planning (plan.ts checkSearch) has already checked names, the index, the tenant value's
-// presence, literal query vectors and literal k; what is left are the run-time rules of
-// §7.3, evaluated with an empty row.
+// presence, literal queries and literal k; what is left are the run-time rules of §7.3,
+// evaluated with an empty row.
 import type { SearchOp, StreamBound } from '../protocol/ast.js';
-import { planError, queryError, SvcError } from '../protocol/errors.js';
+import { planError, queryError } from '../protocol/errors.js';
 import { valuesEqual } from '../protocol/compare.js';
 import { tagOf, type Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
-import { recordGet } from '../store/record-codec.js';
+import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import { currentView, findServing, type ViewIndex } from '../index/view.js';
-import { decodeTenant, partitionKey, type VectorPartitionView } from '../index/vector-index.js';
+import { findPartitionView } from '../index/partitions.js';
 import { queryVector, storedVector } from '../index/vector-values.js';
-import { VectorGraph, vectorDistance } from '../vector/index.js';
 import { ElementPoints } from '../index/vector-elements.js';
+import { distinctTerms, storedText } from '../index/text-index.js';
+import { VectorGraph, vectorDistance } from '../vector/index.js';
+import { analyze, bm25, TextPartition } from '../text/index.js';
 import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { EXTRA_BYTES, guard } from './guard.js';
@@ -25,11 +34,10 @@ import { edgeKey, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, nodeKey,
 
 export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, evalOp: EvalOp): Stream {
   const vector = op.op.startsWith('vector');
-  const element = op.op.includes('nodes') ? 'node' : 'edge';
-  const index = findServing(currentView(ctx.store), { lane: vector ? 'vector' : 'text', element, label: op.label, property: op.property }, ctx.at);
+  const edges = !op.op.includes('nodes');
+  const index = findServing(currentView(ctx.store), { lane: vector ? 'vector' : 'text', element: edges ? 'edge' : 'node', label: op.label, property: op.property }, ctx.at);
   // The plan saw the index active; a snapshot older than its activation does not.
-  if (index === null) throw planError('index_not_found', `missing ${element === 'node' ? 'Node' : 'Edge'} ${vector ? 'vector' : 'text'} index for \`${op.label}.${op.property}\` at this snapshot`);
-  if (!vector) throw new SvcError('internal_error', 'internal error: text searches are not built yet');
+  if (index === null) throw planError('index_not_found', `missing ${edges ? 'Edge' : 'Node'} ${vector ? 'vector' : 'text'} index for \`${op.label}.${op.property}\` at this snapshot`);
   let input: RowSet | null = null;
   if (op.input !== null) {
     input = needRows(evalOp(ctx, op.input, context), op.op);
@@ -43,9 +51,17 @@ export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, e
     if (op.tenant_value === null) throw queryError(`a search on the tenant-partitioned index \`${d.label}.${d.property}\` needs a tenant_value`);
     tenant = inputValue(ctx, op.tenant_value, NO_ELEMENT, null);
   }
-  const query = queryVector(inputValue(ctx, op.query, NO_ELEMENT, null), d.dimension!, d.metric!);
-  const rows = input === null ? graphSearch(ctx, index, tenant, query, k, element === 'edge') : rankWithin(ctx, op.op, input, index, tenant, query, k, element === 'edge');
-  return rowsOf(rows);
+  const partition = findPartitionView(index.partitions ?? [], tenant);
+  const queryValue = inputValue(ctx, op.query, NO_ELEMENT, null);
+  if (vector) {
+    const query = queryVector(queryValue, d.dimension!, d.metric!);
+    // No partition of this tenant: no element of it was ever indexed.
+    if (partition < 0) return rowsOf(new RowSet());
+    return rowsOf(input === null ? graphSearch(ctx, index, partition, query, k, edges) : rankWithin(ctx, op.op, input, index, partition, tenant, query, k, edges));
+  }
+  if (typeof queryValue !== 'string' || queryValue === '') throw queryError(`the query text must be a non-empty string, got ${typeof queryValue === 'string' ? 'an empty string' : tagOf(queryValue)}`);
+  if (partition < 0) return rowsOf(new RowSet());
+  return rowsOf(input === null ? textSearch(ctx, index, partition, queryValue, k, edges) : scoreWithin(ctx, op.op, input, index, partition, tenant, queryValue, k, edges));
 }
 
 /** k of §7.3: an i64 >= 1 (else 500 invalid_query). */
@@ -57,41 +73,20 @@ function resultCount(ctx: ExecCtx, bound: StreamBound): number {
   return k > BigInt(limits.streamRowsMax) ? limits.streamRowsMax : Number(k);
 }
 
-/** Distinct candidates of a `*_within` search (per thread, one search at a time). */
-const candidateMarks = new ElementMarks();
-
-/** Decoded tenant values of the readers' view partitions (per thread; the views are immutable). */
-const tenants = new WeakMap<VectorPartitionView, Value>();
-
-/** The position of the tenant's partition in the view (-1: none). */
-function partitionIndex(index: ViewIndex, tenant: Value | undefined): number {
-  const partitions = index.partitions ?? [];
-  if (tenant === undefined) return partitions.length > 0 ? 0 : -1;
-  const key = partitionKey(tenant);
-  for (let i = 0; i < partitions.length; i++) {
-    const p = partitions[i]!;
-    if (p.key !== key || p.tenant === null) continue;
-    let value = tenants.get(p);
-    if (value === undefined) tenants.set(p, value = decodeTenant(p.tenant));
-    if (valuesEqual(value, tenant)) return i;
-  }
-  return -1;
-}
-
-/** A row of `el` ranked `distance` (f32, widened exactly), keeping `from`'s other extras. */
-function rankedExtra(from: RowExtra | null, distance: number): RowExtra {
+/** A row ranked `rank` (f32, widened exactly) under `rankName`, keeping `from`'s other extras. */
+function rankedExtra(from: RowExtra | null, rankName: '$distance' | '$score', rank: number): RowExtra {
   guard.chargeLater(EXTRA_BYTES);
   const extra = from === null ? emptyExtra() : { ...from };
-  extra.rankName = '$distance';
-  extra.rank = distance;
+  extra.rankName = rankName;
+  extra.rank = rank;
   return extra;
 }
 
-/** Top-k of the tenant's partition: the graph's approximate answer, or an exact scan. */
-function graphSearch(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
+// ---------------------------------------------------------------- source searches
+
+/** Top-k of the partition: the graph's approximate answer, or an exact scan. */
+function graphSearch(ctx: ExecCtx, index: ViewIndex, partition: number, query: Float32Array, k: number, edges: boolean): RowSet {
   const out = new RowSet();
-  const partition = partitionIndex(index, tenant);
-  if (partition < 0) return out; // an unknown tenant has no rows
   const graph = VectorGraph.attach(ctx.store.vectorMemory(), index.partitions![partition]!.root);
   const points = graph.pointCount();
   const want = Math.min(k, points);
@@ -106,23 +101,38 @@ function graphSearch(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, 
   // short of k, the exact scan decides (it finds every visible point).
   if (!exact && found < want) found = graph.searchExact(query, want, ctx.at, elements, distances);
   guard.step(exact ? points : want * 64);
-  for (let i = 0; i < found; i++) out.push(edges ? edgeKey(elements[i]!) : nodeKey(elements[i]!), rankedExtra(null, distances[i]!));
+  for (let i = 0; i < found; i++) out.push(edges ? edgeKey(elements[i]!) : nodeKey(elements[i]!), rankedExtra(null, '$distance', distances[i]!));
   return out;
 }
 
+/** BM25 top-k of the partition (OR over the query's distinct terms). */
+function textSearch(ctx: ExecCtx, index: ViewIndex, partition: number, query: string, k: number, edges: boolean): RowSet {
+  const out = new RowSet();
+  const text = TextPartition.attach(ctx.store.textMemory(), index.partitions![partition]!.root);
+  const want = Math.min(k, text.pointCount());
+  if (want === 0) return out;
+  guard.charge(want * 8);
+  const elements = new Uint32Array(want);
+  const scores = new Float32Array(want);
+  const found = text.search(query, want, ctx.at, elements, scores);
+  guard.step(want * 64);
+  for (let i = 0; i < found; i++) out.push(edges ? edgeKey(elements[i]!) : nodeKey(elements[i]!), rankedExtra(null, '$score', scores[i]!));
+  return out;
+}
+
+// ---------------------------------------------------------------- searches within a stream
+
+/** Distinct candidates of a `*_within` search (per thread, one search at a time). */
+const candidateMarks = new ElementMarks();
+
 /**
- * `*_within` (operations.md §6): the input's distinct elements (first row kept) that the
- * index would hold at this snapshot (its label, a vector it accepts, the tenant's
- * partition), ranked by exact distance, ties by ascending ID, at most k.
- *
- * An element whose point (index/vector-elements.ts) holds its vector at this snapshot is
- * ranked from the graph by the distance kernel; any other (a snapshot older than its
- * current point, a write racing the read) from its record, with the same arithmetic.
+ * The input rows of each element's first occurrence, in input order (operations.md §6:
+ * the first row is kept, with its bindings, path and sack). Rows of the other element kind
+ * or without an element are `500 invalid_query`, as are more than
+ * limits.searchWithinCandidatesMax distinct elements.
  */
-function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
-  const d = index.record.definition;
-  // The rows of first occurrences, in input order.
-  const firstRows = new Uint32Array(input.length);
+function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: boolean): Uint32Array {
+  const rows = new Uint32Array(input.length);
   let distinct = 0;
   const seen = candidateMarks.begin(ctx, input.length);
   try {
@@ -130,29 +140,64 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
       const el = input.el[i]!;
       if (el === NO_ELEMENT || isEdgeKey(el) !== edges) throw queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
       if (!seen.add(el)) continue;
-      firstRows[distinct++] = i;
+      rows[distinct++] = i;
       if (distinct > limits.searchWithinCandidatesMax) throw queryError(`${opName} has more than ${limits.searchWithinCandidatesMax} distinct candidates`);
     }
   } finally {
     seen.end();
   }
-  const store = ctx.store;
-  const wanted = partitionIndex(index, tenant);
-  if (wanted < 0) return new RowSet(); // no element of this tenant was ever indexed
-  const labelId = store.names.idOf(d.label), propertyId = store.names.idOf(d.property);
-  const tenantId = d.tenantProperty === null ? -1 : store.names.idOf(d.tenantProperty);
-  const memory = store.vectorMemory();
+  guard.charge(distinct * 24);
+  return rows.subarray(0, distinct);
+}
+
+/**
+ * The record of candidate `id` at the snapshot when it has the index's label and, under a
+ * tenant property, the searched tenant; else null (no candidate).
+ */
+function candidateRecord(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, id: number, edges: boolean): PropertyRecord | null {
+  const d = index.record.definition, store = ctx.store;
+  if ((edges ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)) !== store.names.idOf(d.label)) return null;
+  const record = edges ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
+  if (d.tenantProperty !== null) {
+    const t = recordGet(record, store.names.idOf(d.tenantProperty));
+    if (t === undefined || t === null || !valuesEqual(t, tenant!)) return null;
+  }
+  return record;
+}
+
+/** Rows of the k best candidates (smallest `order`, ties by ascending ID), each ranked `rank`. */
+function rankedRows(input: RowSet, rows: readonly number[], ids: readonly number[], order: Float64Array, rankName: '$distance' | '$score', rank: (c: number) => number, k: number, edges: boolean): RowSet {
+  const best = nearestFirst(order, ids, Math.min(k, ids.length));
+  const out = new RowSet();
+  for (let i = 0; i < best.length; i++) {
+    const c = best[i]!;
+    out.push(edges ? edgeKey(ids[c]!) : nodeKey(ids[c]!), rankedExtra(input.extraAt(rows[c]!), rankName, rank(c)));
+  }
+  return out;
+}
+
+/**
+ * `vector_search_*_within`: the input's distinct elements that the index would hold at this
+ * snapshot (its label, a vector it accepts, the tenant's partition), ranked by exact
+ * distance. An element whose point (index/vector-elements.ts) holds its vector at this
+ * snapshot is ranked from the graph by the distance kernel; any other (a snapshot older than
+ * its current point, a write racing the read) from its record, with the same arithmetic.
+ */
+function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
+  const d = index.record.definition;
+  const firstRows = firstOccurrences(ctx, opName, input, edges);
+  const propertyId = ctx.store.names.idOf(d.property);
+  const memory = ctx.store.vectorMemory();
   const elements = ElementPoints.attach(memory, index.elements!);
   const partitions = index.partitions!;
   const graphs: (VectorGraph | undefined)[] = [];
   const graphOf = (i: number): VectorGraph => graphs[i] ??= VectorGraph.attach(memory, partitions[i]!.root);
-  guard.charge(distinct * 24);
   const rowOf: number[] = [], ids: number[] = [];
-  const distance = new Float64Array(distinct);
+  const distance = new Float64Array(firstRows.length);
   // Candidates ranked from the graph: their points and positions, then one kernel pass.
-  const points = new Uint32Array(distinct), fastAt = new Uint32Array(distinct);
+  const points = new Uint32Array(firstRows.length), fastAt = new Uint32Array(firstRows.length);
   let fast = 0;
-  for (let c = 0; c < distinct; c++) {
+  for (let c = 0; c < firstRows.length; c++) {
     guard.step(1);
     const row = firstRows[c]!;
     const id = idOfKey(input.el[row]!);
@@ -170,14 +215,9 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
         continue;
       }
     }
-    if ((edges ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)) !== labelId) continue;
-    const record = edges ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
-    const value = recordGet(record, propertyId);
+    const record = candidateRecord(ctx, index, tenant, id, edges);
+    const value = record === null ? undefined : recordGet(record, propertyId);
     if (value === undefined) continue;
-    if (tenantId >= 0) {
-      const t = recordGet(record, tenantId);
-      if (t === undefined || t === null || !valuesEqual(t, tenant!)) continue;
-    }
     let vector: Float32Array;
     try {
       vector = storedVector(value, d.dimension!, d.metric!);
@@ -193,22 +233,65 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     graphOf(wanted).distancesTo(query, points, fast, near);
     for (let i = 0; i < fast; i++) distance[fastAt[i]!] = near[i]!;
   }
-  const order = nearestFirst(distance, ids, Math.min(k, ids.length));
-  const out = new RowSet();
-  for (let i = 0; i < order.length; i++) {
-    const c = order[i]!;
-    out.push(edges ? edgeKey(ids[c]!) : nodeKey(ids[c]!), rankedExtra(input.extraAt(rowOf[c]!), distance[c]!));
-  }
-  return out;
+  return rankedRows(input, rowOf, ids, distance, '$distance', (c) => distance[c]!, k, edges);
 }
 
 /**
- * Positions of the `k` smallest (distance, id) pairs, in ascending order: a bounded max-heap
+ * `text_search_*_within`: the input's distinct elements whose current text (at this
+ * snapshot, with the index's label and the tenant) holds at least one query term, scored by
+ * BM25 against the statistics of the whole partition (text/bm25.ts, the source search's
+ * arithmetic).
+ */
+function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, partition: number, tenant: Value | undefined, query: string, k: number, edges: boolean): RowSet {
+  const d = index.record.definition;
+  const analyzer = d.analyzer ?? 'standard';
+  const terms = distinctTerms(query, analyzer);
+  const firstRows = firstOccurrences(ctx, opName, input, edges);
+  if (terms.length === 0) return new RowSet(); // a query without terms matches nothing
+  const slotOf = new Map(terms.map((t, i) => [t, i]));
+  const stats = TextPartition.attach(ctx.store.textMemory(), index.partitions![partition]!.root).termStats(terms, ctx.at);
+  const propertyId = ctx.store.names.idOf(d.property);
+  const tfs = new Array<number>(terms.length);
+  const rowOf: number[] = [], ids: number[] = [], scores: number[] = [];
+  for (let c = 0; c < firstRows.length; c++) {
+    const row = firstRows[c]!;
+    const id = idOfKey(input.el[row]!);
+    const record = candidateRecord(ctx, index, tenant, id, edges);
+    const value = record === null ? undefined : recordGet(record, propertyId);
+    if (value === undefined) continue;
+    let text: string;
+    try {
+      text = storedText(value);
+    } catch {
+      continue; // a value the index does not hold is no candidate
+    }
+    const docTerms = analyze(text, analyzer);
+    guard.step(1 + docTerms.length);
+    tfs.fill(0);
+    let matched = false;
+    for (const t of docTerms) {
+      const i = slotOf.get(t);
+      if (i === undefined) continue;
+      tfs[i]!++;
+      matched = true;
+    }
+    if (!matched) continue;
+    rowOf.push(row);
+    ids.push(id);
+    scores.push(bm25(tfs, docTerms.length, stats));
+  }
+  // Highest score first: rank by the negated score.
+  const order = Float64Array.from(scores, (s) => -s);
+  return rankedRows(input, rowOf, ids, order, '$score', (c) => scores[c]!, k, edges);
+}
+
+/**
+ * Positions of the `k` smallest (order, id) pairs, in ascending order: a bounded max-heap
  * (n log k) instead of sorting every candidate.
  */
-function nearestFirst(distance: Float64Array, ids: readonly number[], k: number): Uint32Array {
+function nearestFirst(order: Float64Array, ids: readonly number[], k: number): Uint32Array {
   const heap = new Uint32Array(k);
-  const after = (a: number, b: number) => distance[a]! > distance[b]! || (distance[a] === distance[b] && ids[a]! > ids[b]!);
+  const after = (a: number, b: number) => order[a]! > order[b]! || (order[a] === order[b] && ids[a]! > ids[b]!);
   let size = 0;
   const siftDown = (from: number) => {
     for (let i = from; ;) {
@@ -223,7 +306,6 @@ function nearestFirst(distance: Float64Array, ids: readonly number[], k: number)
   };
   for (let c = 0; c < ids.length && k > 0; c++) {
     if (size < k) {
-      // Sift up.
       let i = size++;
       heap[i] = c;
       while (i > 0) {

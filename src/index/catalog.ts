@@ -87,6 +87,8 @@ export function differingFields(a: IndexDefinition, b: IndexDefinition): string[
   if (a.dimension !== b.dimension) out.push('dimension');
   if (a.metric !== b.metric) out.push('metric');
   if (a.tenantProperty !== b.tenantProperty) out.push('tenant_property');
+  if ((a.analyzer ?? null) !== (b.analyzer ?? null)) out.push('text_analyzer');
+  if ((a.positions ?? false) !== (b.positions ?? false)) out.push('text_positions_enabled');
   return out;
 }
 

@@ -30,8 +30,15 @@ import { IndexEntries } from './entries.js';
 import { equalityKey, rangeKey, type IndexKey } from './keys.js';
 import { publishView, type ViewBlock, type ViewIndex } from './view.js';
 import { VectorPhysical } from './vector-index.js';
+import { TextPhysical } from './text-index.js';
 import { importGraph } from '../vector/export.js';
-import type { VectorGraphCut } from '../store/vector-section.js';
+import { importPartition } from '../text/index.js';
+import type { PartitionsAtCut } from '../store/partition-section.js';
+import type { TextAnalyzer } from '../protocol/index-spec.js';
+import { decodeTenant } from './partitions.js';
+
+/** A vector or text index on the writer (index/vector-index.ts, index/text-index.ts). */
+type SearchPhysical = VectorPhysical | TextPhysical;
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -83,11 +90,21 @@ export class IndexRuntime implements IndexHooks {
   /** Physical secondary indexes by index id: built, being built, or waiting to be freed. */
   private readonly physical = new Map<number, Physical>();
   /** Indexes maintained by writes, by element kind and label id (key: label * 2 + edge). */
-  private readonly watching = new Map<number, (Physical | VectorPhysical)[]>();
-  /** Vector indexes by index id: built, being built, or waiting to be freed (index/vector-index.ts). */
-  private readonly vectors = new Map<number, VectorPhysical>();
-  /** Vector memory blocks of dropped indexes, freed once every read that began before is over (topology reader slots). */
-  private vectorBlocksRetired: { blocks: [number, number][]; sequence: number }[] = [];
+  private readonly watching = new Map<number, (Physical | SearchPhysical)[]>();
+  /** Vector and text indexes by index id: built, being built, or waiting to be freed. */
+  private readonly searches = new Map<number, SearchPhysical>();
+  /**
+   * Blocks of dropped (or compacted) vector and text partitions, freed once every read that
+   * began before is over (topology reader slots: a read announces itself there before it
+   * loads the catalog view that names them).
+   */
+  private blocksRetired: { blocks: [number, number][]; sequence: number; free: (at: number, words: number) => void }[] = [];
+  /**
+   * (visible epoch, retire sequence) samples: once every read announced at or before a
+   * sample's sequence has ended, no running read holds a snapshot older than its epoch
+   * (text merges may then drop documents deleted at or before it).
+   */
+  private readonly horizons: { epoch: number; sequence: number }[] = [];
   /** Bumped whenever the catalog or a watched set changes; the view is republished then. */
   private changed = false;
   private version = 0;
@@ -95,6 +112,13 @@ export class IndexRuntime implements IndexHooks {
   private viewBlock: ViewBlock | null = null;
   private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
   private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
+
+  /**
+   * The analyzer and positions setting of text indexes created on this store: `standard`
+   * without positions (the wire's, indexes.md §2) unless the embedded handle was opened
+   * with others (OpenOptions.textAnalyzer / textPositions).
+   */
+  textDefaults: { analyzer: TextAnalyzer; positions: boolean } = { analyzer: 'standard', positions: false };
 
   constructor(private readonly store: Store) {}
 
@@ -167,9 +191,7 @@ export class IndexRuntime implements IndexHooks {
     if (definition.lane === 'vector' && definition.dimension! > limits.vectorDimensionMax) {
       throw dbError('invalid_vector_configuration', `invalid vector configuration: dimension ${definition.dimension} is above ${limits.vectorDimensionMax}`);
     }
-    if (definition.lane === 'text') {
-      throw dbError('index_lifecycle_unavailable', `index lifecycle unavailable: ${definition.lane} indexes are not available in this server yet`);
-    }
+    if (definition.lane === 'text') definition = { ...definition, analyzer: this.textDefaults.analyzer, positions: this.textDefaults.positions };
     const identity = identityOf(definition);
     const current = this.records.get(identity);
     if (current !== undefined && current.state !== 'dropped') {
@@ -284,16 +306,17 @@ export class IndexRuntime implements IndexHooks {
     return physical;
   }
 
-  /** A new, empty vector index, maintained by writes (cursor as for addPhysical). */
-  private addVector(record: IndexRecord, cursor: number): VectorPhysical {
+  /** A new, empty vector or text index, maintained by writes (cursor as for addPhysical). */
+  private addSearch(record: IndexRecord, cursor: number): SearchPhysical {
     const d = record.definition;
-    const vector = new VectorPhysical(this.store, record, this.store.names.idOf(d.label), this.store.names.idOf(d.property), cursor);
-    this.vectors.set(record.id, vector);
-    this.watch(vector);
-    return vector;
+    const labelId = this.store.names.idOf(d.label), propertyId = this.store.names.idOf(d.property);
+    const search = d.lane === 'vector' ? new VectorPhysical(this.store, record, labelId, propertyId, cursor) : new TextPhysical(this.store, record, labelId, propertyId, cursor);
+    this.searches.set(record.id, search);
+    this.watch(search);
+    return search;
   }
 
-  private watch(p: Physical | VectorPhysical): void {
+  private watch(p: Physical | SearchPhysical): void {
     const key = watchKey(p.labelId, p.record.definition.element === 'edge');
     let list = this.watching.get(key);
     if (list === undefined) this.watching.set(key, list = []);
@@ -304,12 +327,12 @@ export class IndexRuntime implements IndexHooks {
   private startPhysical(record: IndexRecord): void {
     // A rolled-back create leaves no physical index behind.
     this.store.joinBatch(() => this.freePhysical(record.id), []);
-    if (record.definition.lane === 'vector') this.addVector(record, 0);
+    if (isSearchLane(record)) this.addSearch(record, 0);
     else this.addPhysical(record, 0);
   }
 
   /** Stop maintaining a physical index; returns undo (put it back) or null when it was not watched. */
-  private stopWatching(p: Physical | VectorPhysical): (() => void) | null {
+  private stopWatching(p: Physical | SearchPhysical): (() => void) | null {
     const list = this.watching.get(watchKey(p.labelId, p.record.definition.element === 'edge'));
     const at = list?.indexOf(p) ?? -1;
     if (at < 0) return null;
@@ -318,17 +341,17 @@ export class IndexRuntime implements IndexHooks {
   }
 
   private unwatch(indexId: number): void {
-    const p = this.physical.get(indexId) ?? this.vectors.get(indexId);
+    const p = this.physical.get(indexId) ?? this.searches.get(indexId);
     const undo = p === undefined ? null : this.stopWatching(p);
     if (undo !== null) this.store.joinBatch(undo, []);
   }
 
   private freePhysical(indexId: number): void {
-    const vector = this.vectors.get(indexId);
-    if (vector !== undefined) {
-      this.stopWatching(vector);
-      this.vectors.delete(indexId);
-      this.vectorBlocksRetired.push({ blocks: vector.blocks(), sequence: this.store.topology.retireSequence() });
+    const search = this.searches.get(indexId);
+    if (search !== undefined) {
+      this.stopWatching(search);
+      this.searches.delete(indexId);
+      this.retireBlocks(search.kind, search.blocks());
       this.changed = true;
       return;
     }
@@ -368,7 +391,7 @@ export class IndexRuntime implements IndexHooks {
     for (const list of lists) {
       if (list === undefined) continue;
       for (const p of list) {
-        if (p.kind === 'vector') p.maintain(slot, oldLabel, oldRecord, newLabel, newRecord, this.recordsById.get(p.record.id)?.state !== 'active');
+        if (p.kind !== 'secondary') p.maintain(slot, oldLabel, oldRecord, newLabel, newRecord, this.recordsById.get(p.record.id)?.state !== 'active');
         else this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
       }
     }
@@ -437,12 +460,17 @@ export class IndexRuntime implements IndexHooks {
     // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
     // moves per entry; entries deleted before the visible epoch are dropped on the way.
     for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
-    for (const v of this.vectors.values()) {
-      if (!v.partitionsChanged) continue;
-      v.partitionsChanged = false;
+    for (const search of this.searches.values()) {
+      if (search.kind === 'text') {
+        search.batchSettled();
+        // Merges of the lists this batch killed postings in: one bounded step, then idle slices.
+        search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
+      }
+      if (!search.partitionsChanged) continue;
+      search.partitionsChanged = false;
       this.changed = true;
     }
-    if (this.vectorBlocksRetired.length > 0) this.freeRetiredVectorBlocks();
+    if (this.blocksRetired.length > 0) this.freeRetiredBlocks();
     if (!this.changed) return;
     this.changed = false;
     this.version++;
@@ -452,22 +480,48 @@ export class IndexRuntime implements IndexHooks {
   private viewEntries(): ViewIndex[] {
     const out: ViewIndex[] = [];
     for (const record of this.records.values()) {
-      const vector = record.state === 'dropped' ? undefined : this.vectors.get(record.id);
-      if (vector !== undefined) out.push({ record, root: 0, partitions: vector.partitionViews(), elements: vector.elements.root });
-      else out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
+      const search = record.state === 'dropped' ? undefined : this.searches.get(record.id);
+      if (search === undefined) out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
+      else if (search.kind === 'vector') out.push({ record, root: 0, partitions: search.partitionViews(), elements: search.elements.root });
+      else out.push({ record, root: 0, partitions: search.partitionViews() });
     }
     return out;
   }
 
-  /** Free the vector blocks of dropped indexes that no running read can still hold. */
-  private freeRetiredVectorBlocks(): void {
+  /** Vector or text memory blocks nothing published names any more: freed once no read can hold them. */
+  private retireBlocks(kind: 'vector' | 'text', blocks: [number, number][]): void {
+    const free = kind === 'vector'
+      ? (at: number, words: number) => this.store.vectorMemory().freeWords(at, words)
+      : (at: number, words: number) => this.store.textMemory().freeNow(at, words);
+    this.blocksRetired.push({ blocks, sequence: this.store.topology.retireSequence(), free });
+  }
+
+  /** Free the retired blocks that no running read can still hold. */
+  private freeRetiredBlocks(): void {
     const oldest = this.store.topology.oldestReadSequence();
-    const memory = this.store.vectorMemory();
-    this.vectorBlocksRetired = this.vectorBlocksRetired.filter(({ blocks, sequence }) => {
+    this.blocksRetired = this.blocksRetired.filter(({ blocks, sequence, free }) => {
       if (sequence >= oldest) return true;
-      for (const [at, words] of blocks) memory.freeWords(at, words);
+      for (const [at, words] of blocks) free(at, words);
       return false;
     });
+  }
+
+  /**
+   * The newest epoch E such that no running read holds a snapshot older than E: the
+   * visible epoch of the newest sample whose sequence every running read announced after.
+   * Samples are taken here (each takes a retire sequence), at most one per visible epoch.
+   */
+  private purgeHorizon(): number {
+    const topology = this.store.topology;
+    const visible = this.store.visibleEpoch();
+    const samples = this.horizons;
+    if (samples.length === 0 || samples[samples.length - 1]!.epoch < visible) samples.push({ epoch: visible, sequence: topology.retireSequence() });
+    const oldest = topology.oldestReadSequence();
+    let horizon = 0;
+    while (samples.length > 0 && samples[0]!.sequence < oldest) horizon = samples.shift()!.epoch;
+    // The last sample passed stays as the floor for the next call.
+    if (horizon > 0) samples.unshift({ epoch: horizon, sequence: -1 });
+    return horizon;
   }
 
   // ---------------------------------------------------------------- replay, snapshot
@@ -490,7 +544,7 @@ export class IndexRuntime implements IndexHooks {
     const before = this.records.get(key);
     this.setRecord(key, record);
     if (record.state === 'active' && before?.state !== 'active') this.materialize(record);
-    else if (record.state !== 'active' && (this.physical.has(record.id) || this.vectors.has(record.id)) && before?.generation === record.generation && before.state === 'active') {
+    else if (record.state !== 'active' && (this.physical.has(record.id) || this.searches.has(record.id)) && before?.generation === record.generation && before.state === 'active') {
       // Stopped serving: no longer maintained; freed by the drop (or at once on a follower).
       this.freePhysical(record.id);
     }
@@ -503,8 +557,8 @@ export class IndexRuntime implements IndexHooks {
   private materialize(record: IndexRecord): void {
     this.freePhysical(record.id);
     const d = record.definition;
-    if (d.lane === 'vector') {
-      this.addVector(record, Infinity).materialize(d.element === 'edge' ? this.store.edgeSlots() : this.store.nodeSlots(), this.store.committedEpoch());
+    if (isSearchLane(record)) {
+      this.addSearch(record, Infinity).materialize(d.element === 'edge' ? this.store.edgeSlots() : this.store.nodeSlots(), this.store.committedEpoch());
       return;
     }
     const physical = this.addPhysical(record, Infinity);
@@ -536,30 +590,33 @@ export class IndexRuntime implements IndexHooks {
 
   /** The catalog for a snapshot (msgpack), taken between batches. */
   exportCatalog(): Uint8Array {
-    // Active vector indexes carry their graphs (the snapshot's `vectors` section, in the
-    // order vectorGraphsAtCut gives them); building ones scan again after a restart.
-    let graph = 0;
-    const vectors = this.activeVectors().map((v) => ({
-      indexId: v.record.id,
-      partitions: v.cutPartitions().map((p) => ({ key: p.key, tenant: p.tenant, graph: graph++ })),
+    // Active vector and text indexes carry their partitions (the snapshot's `vectors` and
+    // `texts` sections, in the order partitionsAtCut gives them); building ones scan again
+    // after a restart.
+    const position = { vector: 0, text: 0 };
+    const searches = this.activeSearches().map((s) => ({
+      indexId: s.record.id,
+      partitions: s.cutPartitions().map((p) => ({ key: p.key, tenant: p.tenant, graph: position[s.kind]++ })),
     }));
     return packr.pack({
       nextIndexId: this.nextIndexId, sequence: this.sequence,
-      records: [...this.records.values()], operations: [...this.operations.values()], vectors,
+      records: [...this.records.values()], operations: [...this.operations.values()], searches,
     }) as Uint8Array;
   }
 
-  vectorGraphsAtCut(): VectorGraphCut[] {
-    return this.activeVectors().flatMap((v) => v.cutPartitions().map((p) => ({ root: p.root, points: p.points })));
+  partitionsAtCut(): PartitionsAtCut {
+    const cuts = (kind: 'vector' | 'text') => this.activeSearches().filter((s) => s.kind === kind)
+      .flatMap((s) => s.cutPartitions().map((p) => ({ root: p.root, points: p.points })));
+    return { vectors: cuts('vector'), texts: cuts('text') };
   }
 
-  private activeVectors(): VectorPhysical[] {
-    return [...this.vectors.values()].filter((v) => this.recordsById.get(v.record.id)?.state === 'active');
+  private activeSearches(): SearchPhysical[] {
+    return [...this.searches.values()].filter((s) => this.recordsById.get(s.record.id)?.state === 'active');
   }
 
   /** A loaded snapshot's catalog: records and operations back, active indexes materialized. */
-  restoreCatalog(bytes: Uint8Array, vectorGraphs: Uint8Array[] | null): void {
-    let data: { nextIndexId: number; sequence: number; records: IndexRecord[]; operations: IndexOperation[]; vectors?: SnapshotVectorIndex[] };
+  restoreCatalog(bytes: Uint8Array, partitions: { vectors: Uint8Array[] | null; texts: Uint8Array[] | null }): void {
+    let data: { nextIndexId: number; sequence: number; records: IndexRecord[]; operations: IndexOperation[]; searches?: SnapshotSearchIndex[] };
     try {
       data = packr.unpack(bytes) as typeof data;
     } catch (err) {
@@ -568,24 +625,27 @@ export class IndexRuntime implements IndexHooks {
     this.nextIndexId = data.nextIndexId;
     this.sequence = data.sequence;
     for (const op of data.operations) this.setOperation(op.id, op);
-    const carried = new Map((data.vectors ?? []).map((v) => [v.indexId, v]));
+    const carried = new Map((data.searches ?? []).map((v) => [v.indexId, v]));
     for (const record of data.records) {
-      const graphs = carried.get(record.id);
-      if (record.state === 'active' && graphs !== undefined && vectorGraphs !== null) this.adoptVector(record, graphs, vectorGraphs);
+      const search = carried.get(record.id);
+      const images = record.definition.lane === 'vector' ? partitions.vectors : partitions.texts;
+      if (record.state === 'active' && search !== undefined && images !== null) this.adoptSearch(record, search, images);
       else this.replayRecord(record);
     }
     this.changed = true;
     this.settled();
   }
 
-  /** An active vector index whose graphs a snapshot carried: loaded, not built again. */
-  private adoptVector(record: IndexRecord, carried: SnapshotVectorIndex, graphs: Uint8Array[]): void {
+  /** An active vector or text index whose partitions a snapshot carried: loaded, not built again. */
+  private adoptSearch(record: IndexRecord, carried: SnapshotSearchIndex, images: Uint8Array[]): void {
     this.setRecord(identityOf(record.definition), record);
-    const v = this.addVector(record, Infinity);
+    const search = this.addSearch(record, Infinity);
     for (const p of carried.partitions) {
-      const bytes = graphs[p.graph];
-      if (bytes === undefined) throw new SvcError('storage_error', `storage error: the snapshot's index catalog names vector graph ${p.graph}, which its \`vectors\` section lacks`);
-      v.adoptPartition(p.key, p.tenant, importGraph(this.store.vectorMemory(), bytes));
+      const bytes = images[p.graph];
+      if (bytes === undefined) throw new SvcError('storage_error', `storage error: the snapshot's index catalog names ${search.kind} partition ${p.graph}, which its \`${search.kind}s\` section lacks`);
+      const identity = { key: p.key, tenant: p.tenant === null ? undefined : decodeTenant(p.tenant), tenantBytes: p.tenant };
+      if (search.kind === 'vector') search.adoptPartition(identity, importGraph(this.store.vectorMemory(), bytes));
+      else search.adoptPartition(identity, importPartition(this.store.textMemory(), bytes));
     }
   }
 
@@ -595,8 +655,8 @@ export class IndexRuntime implements IndexHooks {
    */
   resumeAfterRecovery(): void {
     for (const record of this.records.values()) {
-      if (record.state !== 'building' || this.physical.has(record.id) || this.vectors.has(record.id)) continue;
-      if (record.definition.lane === 'vector') this.addVector(record, 0);
+      if (record.state !== 'building' || this.physical.has(record.id) || this.searches.has(record.id)) continue;
+      if (isSearchLane(record)) this.addSearch(record, 0);
       else this.addPhysical(record, 0);
     }
     for (const op of this.operations.values()) {
@@ -608,10 +668,15 @@ export class IndexRuntime implements IndexHooks {
 
   // ---------------------------------------------------------------- background work (between batches)
 
-  /** Whether an operation can make progress now (not blocked, not finished). */
+  /** Whether an index operation is queued or running (not blocked, not finished). */
+  hasRunnableOperation(): boolean {
+    return this.runnable.size > 0;
+  }
+
+  /** Whether an operation can make progress now (not blocked, not finished), or a compaction or merge. */
   hasWork(): boolean {
     if (this.runnable.size > 0) return true;
-    for (const v of this.vectors.values()) if (v.needsCompaction()) return true;
+    for (const s of this.searches.values()) if (s.kind === 'vector' ? s.needsCompaction() : s.needsMerging()) return true;
     return false;
   }
 
@@ -638,7 +703,7 @@ export class IndexRuntime implements IndexHooks {
     const record = this.recordsById.get(op.indexId)!;
     try {
       if (op.kind === 'build' && !op.stage.startsWith('aborting_')) {
-        op = op.family === 'vector' ? this.vectorBuildSlice(record, op, epoch) : this.buildSlice(record, op, epoch);
+        op = op.family === 'secondary' ? this.buildSlice(record, op, epoch) : this.searchBuildSlice(record, op, epoch);
       }
       else {
         const next = this.cleanupStage(record, op, epoch, visible);
@@ -718,45 +783,67 @@ export class IndexRuntime implements IndexHooks {
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
   }
 
-  /** With no operation to run: one slice compacting a vector index partition (index/vector-index.ts). */
+  /**
+   * With no operation to run: one slice compacting a vector index partition
+   * (index/vector-index.ts) or merging text postings (index/text-index.ts).
+   */
   private compactionSlice(): 'progress' | 'waiting' | 'idle' {
     const topology = this.store.topology;
     let waiting = false;
-    for (const v of this.vectors.values()) {
-      if (!v.needsCompaction() || this.recordsById.get(v.record.id)?.state !== 'active') continue;
-      const result = v.compactStep(performance.now() + limits.vectorBuildSliceMs, this.store.visibleEpoch(), topology.oldestReadSequence(), () => topology.retireSequence());
+    for (const s of this.searches.values()) {
+      if (this.recordsById.get(s.record.id)?.state !== 'active') continue;
+      if (s.kind === 'text') {
+        if (!s.needsMerging()) continue;
+        s.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
+        return 'progress';
+      }
+      if (!s.needsCompaction()) continue;
+      const result = s.compactStep(performance.now() + limits.vectorBuildSliceMs, this.store.visibleEpoch(), topology.oldestReadSequence(), () => topology.retireSequence());
       if (result === 'waiting') { waiting = true; continue; }
       if (result === 'idle') continue;
-      if (result !== 'progress') this.vectorBlocksRetired.push({ blocks: result, sequence: topology.retireSequence() });
+      if (result !== 'progress') this.retireBlocks('vector', result);
       return 'progress';
     }
     return waiting ? 'waiting' : 'idle';
   }
 
   /**
-   * One slice of a vector build (stages scan, catch_up, validate_descriptor, activate):
-   * inserts until limits.vectorBuildSliceMs has passed (an insert is a graph search, far
-   * costlier than a secondary entry), then like buildSlice.
+   * One slice of a vector or text build. Their stages (indexes.md §5.3): vector `scan`,
+   * `catch_up`, `validate_descriptor`, `activate`; text `scan`, `scan_partitions`,
+   * `catch_up`, `compact`, `prepare_manifests`, `validate_manifests`, `activate`. The
+   * scanning stages insert until limits.vectorBuildSliceMs has passed (an insert is a graph
+   * search or a document's analysis, far costlier than a secondary entry); `compact` merges
+   * the postings; the stages without work here (partitions are made as the scan meets them,
+   * manifests are this store's publish of the view) pass in one slice; validation and
+   * activation share one slice, so no write slips in between.
    */
-  private vectorBuildSlice(record: IndexRecord, op: IndexOperation, epoch: number): IndexOperation {
-    const v = this.vectors.get(record.id)!;
+  private searchBuildSlice(record: IndexRecord, op: IndexOperation, epoch: number): IndexOperation {
+    const s = this.searches.get(record.id)!;
     const store = this.store;
     const at = store.committedEpoch();
     const slots = record.definition.element === 'edge' ? store.edgeSlots() : store.nodeSlots();
+    const stages = buildStages[op.family];
+    const next = (progress = op.progress): IndexOperation => ({ ...op, stage: stages[stages.indexOf(op.stage) + 1]!, progress, stageEpoch: epoch });
     const [entities, inputBytes, outputs, outputBytes] = op.progress;
     if (op.stage === 'scan' || op.stage === 'catch_up') {
       const progress = { entities, inputBytes, outputs, outputBytes };
-      v.scan(slots, at, performance.now() + limits.vectorBuildSliceMs, progress);
+      s.scan(slots, at, performance.now() + limits.vectorBuildSliceMs, progress);
       const counters: [number, number, number, number] = [progress.entities, progress.inputBytes, progress.outputs, progress.outputBytes];
-      if (v.cursor < slots) return { ...op, progress: counters };
-      if (op.stage === 'scan') return { ...op, stage: 'catch_up', progress: counters, stageEpoch: epoch };
-      v.cursor = Infinity;
-      return { ...op, stage: 'validate_descriptor', progress: counters, stageEpoch: epoch };
+      if (s.cursor < slots) return { ...op, progress: counters };
+      // Scanned up to the slots of now: elements made during the scan are the catch-up.
+      if (op.stage === 'catch_up') s.cursor = Infinity;
+      return next(counters);
     }
-    // A build whose points were lost (a restart while blocked or queued at validation): scan again.
-    if (v.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
-    // validate_descriptor + activate in one slice, so no write slips in between.
-    if (v.invalidSourceData(at)) return { ...op, status: 'blocked', stage: 'validate_descriptor', blocker: 'invalid_source_data' };
+    // Between the scan and the catch-up (text scan_partitions): nothing to do here.
+    if (stages.indexOf(op.stage) < stages.indexOf('catch_up')) return next();
+    // A build whose points were lost (a restart while blocked or queued after the scan): scan again.
+    if (s.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
+    if (op.stage === 'compact' && s.kind === 'text') {
+      if (s.merge(store.visibleEpoch(), this.purgeHorizon(), true)) return op;
+      return next();
+    }
+    if (!op.stage.startsWith('validate_')) return next();
+    if (s.invalidSourceData(at)) return { ...op, status: 'blocked', stage: op.stage, blocker: 'invalid_source_data' };
     this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
   }
@@ -770,7 +857,8 @@ export class IndexRuntime implements IndexHooks {
     const stages = op.kind === 'drop' ? dropStages[op.family] : abortStages(op.family);
     const at = stages.indexOf(op.stage);
     const [entities, inputBytes, outputs, outputBytes] = op.progress;
-    if (op.stage.endsWith('delete_entries') || op.stage.endsWith('delete_physical')) {
+    // The stage that frees the family's structures (indexes.md §5.3).
+    if (op.stage.endsWith('delete_entries') || op.stage.endsWith('delete_physical') || op.stage.endsWith('delete_metadata')) {
       if (visible < op.stageEpoch) return null; // readers may still use it; later
       this.freePhysical(record.id);
     }
@@ -781,8 +869,10 @@ export class IndexRuntime implements IndexHooks {
   }
 }
 
-/** An active vector index in a snapshot's catalog: its partitions and their graphs' positions in the `vectors` section. */
-interface SnapshotVectorIndex { indexId: number; partitions: { key: string; tenant: Uint8Array | null; graph: number }[] }
+/** An active vector or text index in a snapshot's catalog: its partitions and their positions in the `vectors` / `texts` section. */
+interface SnapshotSearchIndex { indexId: number; partitions: { key: string; tenant: Uint8Array | null; graph: number }[] }
+
+const isSearchLane = (record: IndexRecord): boolean => record.definition.lane === 'vector' || record.definition.lane === 'text';
 
 const replayError = (what: string) => new SvcError('storage_error', `storage error: an index catalog change in the log does not fit: ${what}`);
 const changeKeys = new Set(['record', 'operation', 'forget', 'nextIndexId', 'sequence']);

@@ -16,18 +16,12 @@ import type { Store } from '../store/store.js';
 import { VectorGraph } from '../vector/graph.js';
 import { NEVER } from '../vector/layout.js';
 import type { IndexRecord } from './catalog.js';
-import { equalityKey, type IndexKey } from './keys.js';
+import { partitionIdentity, TenantPartitions, type PartitionView, type TenantPartition } from './partitions.js';
 import { storedVector } from './vector-values.js';
 import { ElementPoints } from './vector-elements.js';
 
-/** A partition as readers and snapshots see it: its tenant value (record-codec bytes, null: unpartitioned) and graph. */
-export interface VectorPartitionView { readonly key: string; readonly tenant: Uint8Array | null; readonly root: number }
 
-interface Partition {
-  readonly key: string;
-  /** The tenant value (undefined: the index is not partitioned). */
-  readonly tenant: Value | undefined;
-  readonly tenantBytes: Uint8Array | null;
+interface Partition extends TenantPartition {
   graph: VectorGraph;
   /** Points of `graph` that are live now (inserted, neither removed nor rolled back). */
   live: number;
@@ -57,25 +51,6 @@ interface Compaction {
 /** Progress of one build slice (the counters of indexes.md §5.3). */
 export interface SliceProgress { entities: number; inputBytes: number; outputs: number; outputBytes: number }
 
-const scratchKey: IndexKey = { k0: 0, k1: 0 };
-
-/**
- * The partition key of a tenant value: the equality key (index/keys.ts), under which equal
- * values (values.md §7.1) agree; values it cannot key share one bucket. Partitions of one key
- * are told apart by the values themselves.
- */
-export function partitionKey(tenant: Value): string {
-  try {
-    const k = equalityKey(tenant, false, scratchKey);
-    return k === null ? 'null' : `${k.k0}:${k.k1}`;
-  } catch {
-    return 'other';
-  }
-}
-
-export const encodeTenant = (v: Value): Uint8Array => encodeRecord({ keys: [0], values: [v] });
-export const decodeTenant = (bytes: Uint8Array): Value => decodeRecord(bytes).values[0]!;
-
 export class VectorPhysical {
   readonly kind = 'vector' as const;
   readonly dimension: number;
@@ -86,8 +61,7 @@ export class VectorPhysical {
   cursor: number;
   /** Build only: slots holding values the index cannot accept, re-checked at validate_descriptor. */
   readonly invalidSlots = new Set<number>();
-  private readonly partitions: Partition[] = [];
-  private readonly byKey = new Map<string, number[]>();
+  private readonly partitions = new TenantPartitions<Partition>();
   /** Element slot -> its live point (-1: none) and that point's partition, readable by readers. */
   readonly elements: ElementPoints;
   /** A partition was added or replaced its graph since the view was last published. */
@@ -114,21 +88,11 @@ export class VectorPhysical {
   // ---------------------------------------------------------------- partitions and points
 
   private partitionFor(tenant: Value | undefined): number {
-    const key = tenant === undefined ? '' : partitionKey(tenant);
-    const list = this.byKey.get(key);
-    if (list !== undefined) {
-      for (const i of list) {
-        const p = this.partitions[i]!;
-        if (tenant === undefined || valuesEqual(p.tenant!, tenant)) return i;
-      }
-    }
+    const found = this.partitions.find(tenant);
+    if (found >= 0) return found;
     const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
-    const index = this.partitions.length;
-    this.partitions.push({ key, tenant, tenantBytes: tenant === undefined ? null : encodeTenant(tenant), graph, live: 0, compaction: null });
-    if (list === undefined) this.byKey.set(key, [index]);
-    else list.push(index);
     this.partitionsChanged = true;
-    return index;
+    return this.partitions.add({ ...partitionIdentity(tenant), graph, live: 0, compaction: null });
   }
 
   private setPoint(slot: number, point: number, partition: number): void {
@@ -159,7 +123,7 @@ export class VectorPhysical {
   /** Insert a point for `slot` (inside the open batch when `undoable`). */
   private add(slot: number, vector: Float32Array, tenant: Value | undefined, created: number, undoable: boolean): void {
     const partition = this.partitionFor(tenant);
-    const p = this.partitions[partition]!;
+    const p = this.partitions.list[partition]!;
     const graph = p.graph;
     const point = graph.insert(slot, vector, created);
     const before = this.pointAt(slot), beforePartition = this.elements.partition(slot);
@@ -177,7 +141,7 @@ export class VectorPhysical {
   /** Tombstone element `slot`'s point at `epoch` (inside the open batch), mirrored into a compaction's copy. */
   private removePoint(slot: number, point: number, epoch: number): void {
     const partition = this.elements.partition(slot);
-    const p = this.partitions[partition]!;
+    const p = this.partitions.list[partition]!;
     const graph = p.graph;
     graph.remove(point, epoch);
     const c = p.compaction;
@@ -305,24 +269,19 @@ export class VectorPhysical {
   // ---------------------------------------------------------------- readers, snapshots, memory
 
   /** The partitions as the readers' view carries them. */
-  partitionViews(): VectorPartitionView[] {
-    return this.partitions.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root }));
+  partitionViews(): PartitionView[] {
+    return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root }));
   }
 
   /** Per partition: its view and the point count at a cut (writer, between batches). */
   cutPartitions(): { key: string; tenant: Uint8Array | null; root: number; points: number }[] {
-    return this.partitions.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root, points: p.graph.pointCount() }));
+    return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root, points: p.graph.pointCount() }));
   }
 
   /** A partition whose graph a snapshot carried (restore): points and element map back, no rebuild. */
-  adoptPartition(key: string, tenantBytes: Uint8Array | null, graph: VectorGraph): void {
-    const tenant = tenantBytes === null ? undefined : decodeTenant(tenantBytes);
-    const index = this.partitions.length;
-    const partition: Partition = { key, tenant, tenantBytes, graph, live: 0, compaction: null };
-    this.partitions.push(partition);
-    const list = this.byKey.get(key);
-    if (list === undefined) this.byKey.set(key, [index]);
-    else list.push(index);
+  adoptPartition(identity: TenantPartition, graph: VectorGraph): void {
+    const partition: Partition = { ...identity, graph, live: 0, compaction: null };
+    const index = this.partitions.add(partition);
     graph.forEachPoint((point, element, created, deleted) => {
       if (deleted !== 0 || created === 0 || created === NEVER) return;
       this.setPoint(element, point, index);
@@ -350,7 +309,7 @@ export class VectorPhysical {
     const next = this.compactable.values().next();
     if (next.done === true) return 'idle';
     const index = next.value;
-    const p = this.partitions[index]!;
+    const p = this.partitions.list[index]!;
     const old = p.graph;
     if (p.compaction === null) {
       const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
@@ -391,6 +350,6 @@ export class VectorPhysical {
 
   /** Every block of the index: its partitions' graphs and its element map (to free once no reader can use them). */
   blocks(): [number, number][] {
-    return [...this.partitions.flatMap((p) => p.graph.blocks()), ...this.elements.blocks()];
+    return [...this.partitions.list.flatMap((p) => p.graph.blocks()), ...this.elements.blocks()];
   }
 }

@@ -18,7 +18,7 @@ import type { Store } from '../store/store.js';
 import { CHUNK_TABLE, CHUNKS, HEAP_START, type Topology } from '../store/topology.js';
 import type { IndexDefinition, IndexOperation, IndexRecord } from './catalog.js';
 import { IndexEntries } from './entries.js';
-import type { VectorPartitionView } from './vector-index.js';
+import type { PartitionView } from './partitions.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -31,8 +31,8 @@ export interface ViewIndex {
   readonly record: IndexRecord;
   /** Word offset of its entries' root in the topology memory (0: no entries). */
   readonly root: number;
-  /** Vector indexes: their partitions' graphs in the vector memory (index/vector-index.ts). */
-  readonly partitions?: readonly VectorPartitionView[];
+  /** Vector and text indexes: their partitions (graphs in the vector memory, text partitions in the text memory). */
+  readonly partitions?: readonly PartitionView[];
   /** Vector indexes: the root of their element -> point map (index/vector-elements.ts). */
   readonly elements?: number;
 }

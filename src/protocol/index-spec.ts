@@ -21,7 +21,16 @@ export interface IndexDefinition {
   readonly metric: Metric | null;
   /** vector and text only. */
   readonly tenantProperty: string | null;
+  /**
+   * text only: the analyzer and whether postings keep term positions. The wire always asks
+   * for `standard` without positions (indexes.md §2); the embedded handle may ask for others
+   * (OpenOptions.textAnalyzer). Absent in catalogs written before text indexes existed.
+   */
+  readonly analyzer?: TextAnalyzer | null;
+  readonly positions?: boolean;
 }
+
+export type TextAnalyzer = 'standard' | 'standard_stem_en' | 'whitespace_lowercase';
 
 const specKinds: Record<string, [ElementKind, Lane]> = {
   node_equality: ['node', 'equality'], node_range: ['node', 'range'],
@@ -87,7 +96,7 @@ export function definitionOf(spec: RawIndexSpec, what: string): IndexDefinition 
     metric = m;
   }
   if (lane === 'vector' || lane === 'text') tenantProperty = str('tenant_property', false);
-  return { lane, element, label, property, unique, direction, dimension, metric, tenantProperty };
+  return { lane, element, label, property, unique, direction, dimension, metric, tenantProperty, analyzer: lane === 'text' ? 'standard' : null, positions: false };
 }
 
 /** Planning check (400 invalid_empty_name) of the names a spec carries. */

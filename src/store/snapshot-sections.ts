@@ -19,7 +19,8 @@
 // tight blocks of its nodes (out, in) in node order followed by the chunk itself.
 import { limits } from '../limits.js';
 import { VectorMemory } from '../vector/memory.js';
-import { vectorSectionChunks } from './vector-section.js';
+import { textSectionChunks, vectorSectionChunks } from './partition-section.js';
+import { TextMemory } from '../text/memory.js';
 import { SvcError } from '../protocol/errors.js';
 import { COUNT as NAMES_COUNT, Dictionary, NAMES_META_BYTES, type DictionaryShared } from './dictionary.js';
 import { sharedBuffer } from './growable.js';
@@ -50,7 +51,7 @@ export interface SectionSource {
 /** The sections of a snapshot, in the order sectionsAt returns them. */
 export const snapshotSectionNames = ['meta', 'nodes', 'edges', 'topology', 'heap', 'names.meta', 'names.ends', 'names.bytes'] as const;
 /** Sections a snapshot may lack (older snapshots): the index catalog (index/runtime.ts). */
-export const optionalSectionNames = ['indexes', 'vectors'] as const;
+export const optionalSectionNames = ['indexes', 'vectors', 'texts'] as const;
 export type SnapshotSectionName = (typeof snapshotSectionNames)[number] | (typeof optionalSectionNames)[number];
 
 const NODE_ROW_BYTES = NODE_WORDS * 4;
@@ -456,11 +457,14 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
     ...vectorSource(),
   ];
 
-  /** The vector graphs as of the cut, exported once (each graph is read from the live memory). */
+  /** The vector and text partitions as of the cut, each exported once (read from the live memories). */
   function vectorSource(): SectionSource[] {
-    if (cut.vectorGraphs.length === 0) return [];
-    const chunks = vectorSectionChunks(VectorMemory.attach(shared.vectors), cut.vectorGraphs, cut.epoch);
-    return [source('vectors', chunks.reduce((n, c) => n + c.byteLength, 0), () => chunks)];
+    const out: SectionSource[] = [];
+    const { vectors, texts } = cut.partitions;
+    const add = (name: 'vectors' | 'texts', chunks: Uint8Array[]) => out.push(source(name, chunks.reduce((n, c) => n + c.byteLength, 0), () => chunks));
+    if (vectors.length > 0) add('vectors', vectorSectionChunks(VectorMemory.attach(shared.vectors), vectors, cut.epoch));
+    if (texts.length > 0) add('texts', textSectionChunks(TextMemory.attach(shared.texts), texts, cut.epoch));
+    return out;
   }
 }
 
@@ -561,6 +565,9 @@ export class StoreLoader {
       case 'vectors':
         bounded(limits.vectorMemoryBytesMax, 1);
         return new Uint8Array(byteLength);
+      case 'texts':
+        bounded(limits.textMemoryBytesMax, 1);
+        return new Uint8Array(byteLength);
     }
   }
 
@@ -608,13 +615,16 @@ export class StoreLoader {
     Atomics.store(meta, M_VISIBLE, epoch);
     const catalog = this.landings.get('indexes');
     if (catalog !== undefined && !catalog.ended) throw corrupt(`section \`indexes\` was not finished (${catalog.written} of ${catalog.target.byteLength} bytes)`);
-    const vectors = this.landings.get('vectors');
-    if (vectors !== undefined && !vectors.ended) throw corrupt(`section \`vectors\` was not finished (${vectors.written} of ${vectors.target.byteLength} bytes)`);
-    if (vectors !== undefined && catalog === undefined) throw corrupt('holds vector graphs but no index catalog');
+    const [vectors, texts] = (['vectors', 'texts'] as const).map((name) => {
+      const landing = this.landings.get(name);
+      if (landing !== undefined && !landing.ended) throw corrupt(`section \`${name}\` was not finished (${landing.written} of ${landing.target.byteLength} bytes)`);
+      if (landing !== undefined && catalog === undefined) throw corrupt(`holds section \`${name}\` but no index catalog`);
+      return landing;
+    });
     return Store.loaded({
       meta: this.meta!, nodes: this.nodes!, edges: this.edges!, topology, heap: this.heap!,
       names: { meta: this.names.meta!, ends: this.names.ends!, bytes: this.names.bytes! },
-    }, catalog?.target ?? null, vectors?.target ?? null);
+    }, catalog?.target ?? null, vectors?.target ?? null, texts?.target ?? null);
   }
 }
 

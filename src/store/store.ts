@@ -50,7 +50,8 @@ import { ensureBytes, sharedBuffer } from './growable.js';
 import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 import { VectorMemory } from '../vector/memory.js';
-import { splitVectorSection, vectorSectionChunks, type VectorGraphCut } from './vector-section.js';
+import { TextMemory, type TextMemoryShared } from '../text/memory.js';
+import { splitPartitionSection, textSectionChunks, vectorSectionChunks, type PartitionsAtCut } from './partition-section.js';
 
 export const NODE_WORDS = 5;
 export const N_LABEL = 0, N_LABEL_SINCE = 1, N_CREATED = 2, N_DELETED = 3, N_PROPS = 4;
@@ -77,6 +78,8 @@ export interface StoreShared {
   names: DictionaryShared;
   /** Vectors and graphs of the vector indexes (src/vector/), a shared WebAssembly memory of its own. */
   vectors: WebAssembly.Memory;
+  /** Documents, dictionaries and postings of the text indexes (src/text/). */
+  texts: TextMemoryShared;
 }
 
 /**
@@ -87,8 +90,8 @@ export interface StoreCut {
   epoch: number; nodeSlots: number; edgeSlots: number; heapUsed: number; names: number;
   /** The index catalog at the cut (msgpack; index/runtime.ts), or null without an index runtime. */
   indexes: Uint8Array | null;
-  /** The vector graphs the catalog names, with their point counts at the cut (vector-section.ts). */
-  vectorGraphs: VectorGraphCut[];
+  /** The vector and text partitions the catalog names, with their counts at the cut (partition-section.ts). */
+  partitions: PartitionsAtCut;
 }
 
 /**
@@ -123,10 +126,10 @@ export interface IndexHooks {
   replayCatalog(change: unknown): void;
   /** The catalog for a snapshot, and back. */
   exportCatalog(): Uint8Array;
-  /** The vector graphs of the catalog exportCatalog() just gave, in the order it names them (between batches). */
-  vectorGraphsAtCut(): VectorGraphCut[];
-  /** `vectorGraphs`: the snapshot's `vectors` section split per graph, or null when it has none. */
-  restoreCatalog(bytes: Uint8Array, vectorGraphs: Uint8Array[] | null): void;
+  /** The vector and text partitions of the catalog exportCatalog() just gave, in the order it names them (between batches). */
+  partitionsAtCut(): PartitionsAtCut;
+  /** The snapshot's `vectors` and `texts` sections split per partition (null: the snapshot has none). */
+  restoreCatalog(bytes: Uint8Array, partitions: { vectors: Uint8Array[] | null; texts: Uint8Array[] | null }): void;
 }
 
 let indexHooksFactory: ((store: Store) => IndexHooks) | null = null;
@@ -174,8 +177,9 @@ export class Store {
   heap: Uint8Array;
   private heapWords: Uint32Array;
   readonly names: Dictionary;
-  /** The vector indexes' memory, attached on first use (most stores have no vector index). */
+  /** The vector and text indexes' memories, attached on first use (most stores have neither index). */
   private vectors: VectorMemory | null = null;
+  private texts: TextMemory | null = null;
   private readonly recordCache = new Map<number, PropertyRecord>();
   /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
   private recordCacheBytes = 0;
@@ -215,17 +219,23 @@ export class Store {
     return this.vectors ??= VectorMemory.attach(this.shared.vectors);
   }
 
-  /** Writer side: a store over `shared` with a new, empty vector memory. */
-  private static withVectors(shared: Omit<StoreShared, 'vectors'>): Store {
-    const vectors = VectorMemory.create();
-    const store = new Store({ ...shared, vectors: vectors.memory });
+  /** The text indexes' memory (src/text/memory.ts), on any thread. */
+  textMemory(): TextMemory {
+    return this.texts ??= TextMemory.attach(this.shared.texts);
+  }
+
+  /** Writer side: a store over `shared` with new, empty vector and text memories. */
+  private static withSearchMemories(shared: Omit<StoreShared, 'vectors' | 'texts'>): Store {
+    const vectors = VectorMemory.create(), texts = TextMemory.create();
+    const store = new Store({ ...shared, vectors: vectors.memory, texts: texts.shared });
     store.vectors = vectors;
+    store.texts = texts;
     return store;
   }
 
   /** Writer side: allocate a fresh empty store. */
   static create(): Store {
-    const shared: Omit<StoreShared, 'vectors'> = {
+    const shared: Omit<StoreShared, 'vectors' | 'texts'> = {
       meta: new SharedArrayBuffer(META_BYTES),
       nodes: sharedBuffer(1 << 16, limits.nodesMax * NODE_WORDS * 4),
       edges: sharedBuffer(1 << 16, limits.edgesMax * EDGE_WORDS * 4),
@@ -233,7 +243,7 @@ export class Store {
       heap: sharedBuffer(1 << 16, limits.propertyHeapBytesMax + 4096),
       names: new Dictionary().shared,
     };
-    const store = Store.withVectors(shared);
+    const store = Store.withSearchMemories(shared);
     // Epoch 0 is "never": created = 0 marks a slot that is not (or no longer) a live element.
     Atomics.store(store.meta, M_EPOCH, 1);
     Atomics.store(store.meta, M_VISIBLE, 1);
@@ -248,12 +258,12 @@ export class Store {
   }
 
   /** Writer side: a store over buffers a snapshot loader filled and checked (snapshot-sections.ts). */
-  static loaded(shared: Omit<StoreShared, 'vectors'>, catalog: Uint8Array | null = null, vectors: Uint8Array | null = null): Store {
-    const store = Store.withVectors(shared);
+  static loaded(shared: Omit<StoreShared, 'vectors' | 'texts'>, catalog: Uint8Array | null = null, vectors: Uint8Array | null = null, texts: Uint8Array | null = null): Store {
+    const store = Store.withSearchMemories(shared);
     // The snapshot carries the whole dictionary, so redo from here on needs no older name.
     store.namesLogged = store.names.size();
     store.indexes = indexHooksFactory?.(store) ?? null;
-    if (catalog !== null) store.restoreIndexes(catalog, vectors);
+    if (catalog !== null) store.restoreIndexes(catalog, vectors, texts);
     return store;
   }
 
@@ -265,7 +275,7 @@ export class Store {
     if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot cut inside a write batch');
     return {
       epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!,
-      names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null, vectorGraphs: this.indexes?.vectorGraphsAtCut() ?? [],
+      names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null, partitions: this.indexes?.partitionsAtCut() ?? { vectors: [], texts: [] },
     };
   }
 
@@ -286,8 +296,9 @@ export class Store {
     for (const [name, bytes] of this.names.exportSections()) sections.set(`names.${name}`, bytes);
     if (this.indexes !== null) {
       sections.set('indexes', this.indexes.exportCatalog());
-      const graphs = this.indexes.vectorGraphsAtCut();
-      if (graphs.length > 0) sections.set('vectors', Buffer.concat(vectorSectionChunks(this.vectorMemory(), graphs, this.committedEpoch())));
+      const { vectors, texts } = this.indexes.partitionsAtCut();
+      if (vectors.length > 0) sections.set('vectors', Buffer.concat(vectorSectionChunks(this.vectorMemory(), vectors, this.committedEpoch())));
+      if (texts.length > 0) sections.set('texts', Buffer.concat(textSectionChunks(this.textMemory(), texts, this.committedEpoch())));
     }
     return sections;
   }
@@ -306,7 +317,7 @@ export class Store {
     };
     const meta = new SharedArrayBuffer(64);
     new Uint8Array(meta).set(section('meta'));
-    const shared: Omit<StoreShared, 'vectors'> = {
+    const shared: Omit<StoreShared, 'vectors' | 'texts'> = {
       meta,
       nodes: fill(section('nodes'), limits.nodesMax * NODE_WORDS * 4),
       edges: fill(section('edges'), limits.edgesMax * EDGE_WORDS * 4),
@@ -314,14 +325,14 @@ export class Store {
       heap: fill(section('heap'), limits.propertyHeapBytesMax + 4096),
       names: Dictionary.sharedFromSections(section('names.meta'), section('names.ends'), section('names.bytes')),
     };
-    const store = Store.withVectors(shared);
+    const store = Store.withSearchMemories(shared);
     // The snapshot carries the whole dictionary, so redo from here on needs no older name.
     store.namesLogged = store.names.size();
     // A loaded snapshot holds only committed (durable) batches: all of them are visible.
     Atomics.store(store.meta, M_VISIBLE, store.committedEpoch());
     store.indexes = indexHooksFactory?.(store) ?? null;
     const catalog = sections.get('indexes');
-    if (catalog !== undefined) store.restoreIndexes(catalog, sections.get('vectors') ?? null);
+    if (catalog !== undefined) store.restoreIndexes(catalog, sections.get('vectors') ?? null, sections.get('texts') ?? null);
     return store;
   }
 
@@ -588,9 +599,12 @@ export class Store {
   }
 
   /** A snapshot's index catalog (writer-side stores). */
-  private restoreIndexes(catalog: Uint8Array, vectors: Uint8Array | null): void {
+  private restoreIndexes(catalog: Uint8Array, vectors: Uint8Array | null, texts: Uint8Array | null): void {
     if (this.indexes === null) throw new SvcError('storage_error', 'storage error: the snapshot holds indexes but this store has no index runtime');
-    this.indexes.restoreCatalog(catalog, vectors === null ? null : splitVectorSection(vectors));
+    this.indexes.restoreCatalog(catalog, {
+      vectors: vectors === null ? null : splitPartitionSection('vectors', vectors),
+      texts: texts === null ? null : splitPartitionSection('texts', texts),
+    });
   }
 
   private assertWriting(): void {
