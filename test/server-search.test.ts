@@ -1,6 +1,6 @@
-// Vector indexes in the real server: searches run on reader threads (their own kernel
-// instances over the shared vector memory) while the writer inserts, and a --disk server
-// keeps the index across kill -9 and a clean restart.
+// Vector and text indexes in the real server: searches run on reader threads (their own
+// kernel instances over the shared vector memory, their own views of the text memory) while
+// the writer inserts, and a --disk server keeps the indexes across kill -9 and a clean restart.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +64,41 @@ describe('svc serve with a vector index', () => {
       expect((await post(server, nearest(5000, 1))).json['r']).toEqual([{ $distance: 0, $id: 998 }]);
       expect((await post(server, nearest(998, 2))).json['r']).toEqual([{ $distance: 1, $id: 997 }, { $distance: 1, $id: 999 }]);
       expect((await post(server, read([q('r', { count: { input: { nodes_where: { predicate: { eq: { left: { property: 'n' }, right: { constant: { i64: 3 } } } } } } } })], ['r']))).json['r']).toBe(1);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('svc serve with a text index', () => {
+  it('searches on reader threads while the writer inserts, and the index survives kill -9 and a clean restart on disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-text-'));
+    dirs.push(dir);
+    const note = (i: number) => q(null, { add_n: { label: 'Note', properties: [['body', { value: { string: `note ${i} about topic${i % 7} and common words` } }]] } });
+    const find = (text: string, k = 5) => read([q('r', { text_search_nodes: { label: 'Note', property: 'body', query_text: { expr: { param: 't' } }, k: { literal: k } } })], ['r'], { parameters: { t: text } });
+    let server = await spawnServer(['--disk', dir, '--readers', '2']);
+    try {
+      expect((await post(server, write(Array.from({ length: 300 }, (_, i) => note(i)), []))).status).toBe(200);
+      const receipt = (await post(server, write([q('r', { create_index: { spec: { node_text: { label: 'Note', property: 'body' } }, if_not_exists: true } })], ['r']))).json['r'] as Record<string, string>;
+      await waitActive(server, receipt['operation_id']!);
+      const writes = Promise.all(Array.from({ length: 10 }, (_, b) => post(server, write(Array.from({ length: 20 }, (_, i) => note(300 + b * 20 + i)), []))));
+      const reads = await Promise.all(Array.from({ length: 40 }, (_, i) => post(server, find(`note ${i * 7} topic3`))));
+      for (const [i, r] of reads.entries()) {
+        expect(r.status).toBe(200);
+        const rows = r.json['r'] as { $id: number; $score: number }[];
+        // The note's own number is its rarest term: it ranks first.
+        expect(rows[0]!.$id).toBe(i * 7);
+        for (let j = 1; j < rows.length; j++) expect(rows[j - 1]!.$score).toBeGreaterThanOrEqual(rows[j]!.$score);
+      }
+      expect((await writes).every((w) => w.status === 200)).toBe(true);
+      const before = (await post(server, find('499 topic2'))).json['r'];
+      expect((before as { $id: number }[])[0]!.$id).toBe(499);
+      await server.stop('SIGKILL');
+      server = await spawnServer(['--disk', dir, '--readers', '2']);
+      expect((await post(server, find('499 topic2'))).json['r']).toEqual(before);
+      expect((await server.stop()).code).toBe(0);
+      server = await spawnServer(['--disk', dir, '--readers', '1']);
+      expect((await post(server, find('499 topic2'))).json['r']).toEqual(before);
     } finally {
       await server.stop();
     }
