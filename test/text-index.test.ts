@@ -64,7 +64,7 @@ function random(seed: number): () => number {
  * texts as they are, with the test's own tokenizer: top k by descending score, ties by id.
  */
 function bruteForce(texts: Map<number, string>, query: string, k: number): { id: number; score: number }[] {
-  const tokens = (s: string) => (s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const tokens = (s: string): string[] => s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
   const terms = [...new Set(tokens(query))];
   const docs = [...texts.entries()].map(([id, text]) => ({ id, words: tokens(text) }));
   const avgdl = docs.reduce((n, d) => n + d.words.length, 0) / docs.length;
