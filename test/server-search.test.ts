@@ -84,7 +84,7 @@ describe('svc serve with a text index', () => {
       const writes = Promise.all(Array.from({ length: 10 }, (_, b) => post(server, write(Array.from({ length: 20 }, (_, i) => note(300 + b * 20 + i)), []))));
       const reads = await Promise.all(Array.from({ length: 40 }, (_, i) => post(server, find(`note ${i * 7} topic3`))));
       for (const [i, r] of reads.entries()) {
-        expect(r.status).toBe(200);
+        expect(r, JSON.stringify(r.json)).toMatchObject({ status: 200 });
         const rows = r.json['r'] as { $id: number; $score: number }[];
         // The note's own number is its rarest term: it ranks first.
         expect(rows[0]!.$id).toBe(i * 7);
