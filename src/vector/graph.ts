@@ -39,7 +39,8 @@ export interface VectorGraphOptions {
 }
 
 export const DEFAULT_CONNECTIONS = 16;
-export const DEFAULT_EF_CONSTRUCTION = 128;
+/** Beam width while inserting: 200 matches hnswlib-node's recall per ef on the benchmark set (128: ef 64 recall 0.981 vs 0.985) at ~0.8x usearch's build time (docs/vector.md §7). */
+export const DEFAULT_EF_CONSTRUCTION = 200;
 
 /** Word offset of point p's record header (layout.ts): chunk c = floor(log2(p + 1)); the vector is G_VEC words before it. */
 export const recordAt = (u32: Uint32Array, root: number, p: number): number => {
