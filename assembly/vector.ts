@@ -136,6 +136,7 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
 
 const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
 const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5, R_N0: u32 = 6;
+const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13;
 const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
 
 // Memory ordering (src/vector/graph.ts header): JS loads the entry point and then the count
@@ -460,6 +461,14 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   const out = word(s + S_OUT);
   for (let i: u32 = 0; i < nr; i++) setWord(out + 2 * i + 1, word(record(root, word(out + 2 * i + 1)) + R_ELEMENT));
   return nr;
+}
+
+/** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (twin.ts distances). */
+export function distances(root: u32, s: u32, n: u32): void {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM);
+  const qn: f32 = word(root + G_METRIC) == METRIC_COSINE ? norm(q, dim) : 0;
+  const batch = word(s + S_BATCH), out = batch + word(s + S_BATCH_CAP);
+  for (let i: u32 = 0; i < n; i++) setF(out + i, toPoint(root, q, qn, record(root, word(batch + i))));
 }
 
 export function visibleCount(root: u32, snapshot: u32, count: u32): u32 {

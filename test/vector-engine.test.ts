@@ -223,3 +223,71 @@ describe('vector export', () => {
     expect(() => importGraph(VectorMemory.create(), bytes.subarray(0, bytes.length - 8))).toThrow(/corrupt/);
   });
 });
+
+describe('vector graph edges', () => {
+  it('distances() gives vectorDistance for any given points; elementOf and readVector read them back', () => {
+    const dim = 13;
+    const data = mixture({ dimension: dim, clusters: 3, spread: 2, seed: 8 }, 5000, 9);
+    for (const metric of METRICS) {
+      for (const on of [true, false]) {
+        setVectorKernel(on);
+        const { g } = build(metric, data, dim, () => 1, { efConstruction: 16 });
+        g.remove(3, 1);
+        const points = new Uint32Array(4500).map((_, i) => (i * 7919) % 5000);
+        const out = new Float32Array(4500);
+        const q = row(data, dim, 17).map((x) => x + 0.25);
+        g.distances(q, points, 4500, out);
+        for (let i = 0; i < 4500; i += 37) expect(out[i], `${metric} ${on}`).toBe(vectorDistance(metric, q, row(data, dim, points[i]!)));
+        expect(g.elementOf(4999)).toBe(5999);
+        const v = new Float32Array(dim);
+        g.readVector(4242, v);
+        expect([...v]).toEqual([...row(data, dim, 4242)]);
+        expect(() => g.distances(q, new Uint32Array([5000]), 1, out)).toThrow(/no vector point/);
+      }
+    }
+  });
+
+  it('empty and tiny graphs: no results from nothing, k beyond the visible points, ef below k, snapshot 0; a one-point graph costs under 1 KiB', () => {
+    const vm = VectorMemory.create();
+    const before = vm.usedBytes();
+    const g = VectorGraph.create(vm, { dimension: 8, metric: 'cosine' });
+    const el = new Uint32Array(5), d = new Float32Array(5);
+    const q = new Float32Array([1, 0, 0, 0, 0, 0, 0, 0]);
+    expect(g.search(q, 5, 10, 1, el, d)).toBe(0);
+    expect(g.searchExact(q, 5, 1, el, d)).toBe(0);
+    g.insert(7, new Float32Array([0, 1, 0, 0, 0, 0, 0, 0]), 2);
+    expect(vm.usedBytes() - before).toBeLessThan(1024);
+    expect(g.search(q, 5, 10, 1, el, d)).toBe(0); // not yet created at snapshot 1
+    expect(g.search(q, 5, 1, 2, el, d)).toBe(1);
+    expect([el[0], d[0]]).toEqual([7, 0.5]);
+    g.insert(3, new Float32Array([1, 1, 0, 0, 0, 0, 0, 0]), 2);
+    g.insert(9, new Float32Array([-1, 0, 0, 0, 0, 0, 0, 0]), 3);
+    expect(g.search(q, 5, 1, 3, el, d)).toBe(3);
+    expect([...el.subarray(0, 3)]).toEqual([3, 7, 9]);
+    expect(d[2]).toBe(1);
+    expect(g.search(q, 5, 64, 0, el, d)).toBe(0);
+    expect(g.visibleCount(2)).toBe(2);
+  });
+
+  it('blocks() names every block of a graph: freed, they are reused by the next graph of the same shape', () => {
+    const vm = VectorMemory.create();
+    const data = mixture({ dimension: 20, clusters: 3, spread: 2, seed: 10 }, 700, 11);
+    const make = (): VectorGraph => {
+      const g = VectorGraph.create(vm, { dimension: 20, metric: 'manhattan', seed: 5 });
+      for (let i = 0; i < 700; i++) g.insert(i, row(data, 20, i), 1);
+      return g;
+    };
+    const g = make();
+    // The scratch is reserved by now too; what the graph holds is exactly its blocks.
+    const held = vm.usedBytes();
+    const blocks = g.blocks();
+    const words = blocks.reduce((n, [, w]) => n + ((w + 15) & ~15), 0);
+    for (const [at, w] of blocks) vm.freeWords(at, w);
+    expect(held - vm.usedBytes()).toBe(words * 4);
+    const h = make();
+    expect(vm.usedBytes()).toBe(held);
+    const el = new Uint32Array(3), d = new Float32Array(3);
+    expect(h.searchExact(row(data, 20, 5), 3, 1, el, d)).toBe(3);
+    expect(el[0]).toBe(5);
+  });
+});

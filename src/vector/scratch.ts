@@ -5,7 +5,7 @@
 // so what a thread holds stays under twice its peak need), bounded by
 // limits.vectorScratchBytesPerThreadMax.
 import { SvcError } from '../protocol/errors.js';
-import { S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP } from './layout.js';
+import { S_BATCH, S_BATCH_CAP, S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
 export class ScratchSpace {
@@ -79,6 +79,18 @@ export class ScratchSpace {
       u = this.vm.u32;
       u[h + S_SEL] = sel;
       u[h + S_SEL_CAP] = cap;
+    }
+    return h;
+  }
+
+  /** Room for a batch of `n` point IDs and their distances (distances()); returns the header. */
+  ensureBatch(n: number, dimension: number): number {
+    const h = this.ensure(0, 0, dimension, 0);
+    if (this.vm.u32[h + S_BATCH_CAP]! < n) {
+      const cap = grown(this.vm.u32[h + S_BATCH_CAP]!, n, 1024);
+      const at = this.take(2 * cap);
+      this.vm.u32[h + S_BATCH] = at;
+      this.vm.u32[h + S_BATCH_CAP] = cap;
     }
     return h;
   }
