@@ -443,18 +443,15 @@ export function search(root: u32, s: u32, k: u32, ef: u32, snapshot: u32, count:
   return m;
 }
 
-/** Exact top-k (twin.ts searchExact). */
-export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
-  if (k == 0) return 0;
-  const q = word(s + S_QUERY), dim = word(root + G_DIM);
-  const metric = word(root + G_METRIC), vec = word(root + G_VEC);
-  const qn: f32 = metric == METRIC_COSINE ? norm(q, dim) : 0;
+function searchExactT<T>(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
+  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
   const res = word(s + S_RES);
   let nr: u32 = 0;
   for (let p: u32 = 0; p < count; p++) {
     const rec = record(root, p);
     if (!visible(rec, snapshot)) continue;
-    const d = distance(metric, q, qn, rec - vec, fword(rec + R_NORM), dim);
+    const d = pointDistance<T>(q, qn, rec, vec, dim);
     if (nr < k || d <= fword(res)) nr = resOffer(root, res, nr, k, d, p);
   }
   drainSorted(root, s, nr);
@@ -463,12 +460,43 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   return nr;
 }
 
+/** Exact top-k (twin.ts searchExact). */
+export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
+  if (k == 0) return 0;
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) return searchExactT<u8>(root, s, k, snapshot, count);
+  if (metric == METRIC_EUCLIDEAN) return searchExactT<u16>(root, s, k, snapshot, count);
+  return searchExactT<u32>(root, s, k, snapshot, count);
+}
+
+/** Points whose vectors distances() loads ahead of the one it measures (no prefetch in WebAssembly). */
+const AHEAD: u32 = 8;
+
+function distancesT<T>(root: u32, s: u32, n: u32): void {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
+  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
+  const batch = word(s + S_BATCH), out = batch + word(s + S_BATCH_CAP);
+  let touch: u32 = 0;
+  for (let i: u32 = 0; i < n && i < AHEAD; i++) {
+    const r = record(root, word(batch + i));
+    for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+  }
+  for (let i: u32 = 0; i < n; i++) {
+    if (i + AHEAD < n) {
+      const r = record(root, word(batch + i + AHEAD));
+      for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+    }
+    setF(out + i, pointDistance<T>(q, qn, record(root, word(batch + i)), vec, dim));
+  }
+  touched += touch;
+}
+
 /** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (twin.ts distances). */
 export function distances(root: u32, s: u32, n: u32): void {
-  const q = word(s + S_QUERY), dim = word(root + G_DIM);
-  const qn: f32 = word(root + G_METRIC) == METRIC_COSINE ? norm(q, dim) : 0;
-  const batch = word(s + S_BATCH), out = batch + word(s + S_BATCH_CAP);
-  for (let i: u32 = 0; i < n; i++) setF(out + i, toPoint(root, q, qn, record(root, word(batch + i))));
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) distancesT<u8>(root, s, n);
+  else if (metric == METRIC_EUCLIDEAN) distancesT<u16>(root, s, n);
+  else distancesT<u32>(root, s, n);
 }
 
 export function visibleCount(root: u32, snapshot: u32, count: u32): u32 {
