@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { VectorGraph, VectorMemory, setVectorKernel } from '../src/vector/index.js';
+import { exportGraph, importGraph, joinChunks, VectorGraph, VectorMemory, setVectorKernel } from '../src/vector/index.js';
 import { DEFAULT_EF_CONSTRUCTION } from '../src/vector/graph.js';
 import { mixture } from './vector-data.js';
 import { fmtMs, fmtOps, fmtRatio, log, table } from './util.js';
@@ -80,6 +80,7 @@ const queries = mixture(spec, Q, 2);
 
 interface Built { name: string; buildMs: number; buildWallMs: number; rssMiB: number; usedMiB?: number; search: (qi: number, ef: number) => ArrayLike<number> }
 const built: Built[] = [];
+let recovery: { exportMs: number; importMs: number; bytes: number; chunks: number } | null = null;
 
 // ---- ours
 {
@@ -96,6 +97,17 @@ const built: Built[] = [];
     search: (qi, ef) => { g.search(row(queries, qi), K, ef, 1, out, dist); return out; },
   });
   log(`svcdb: built in ${fmtMs(buildMs)} (efConstruction ${EFC})`);
+  // Recovery without a rebuild: export (as a snapshot does) and import into a new memory.
+  const e0 = cpuMs();
+  const chunks = exportGraph(vm, g.root, g.pointCount(), 1);
+  const exportMs = cpuMs() - e0;
+  const image = joinChunks(chunks);
+  const i0 = cpuMs();
+  const restored = importGraph(VectorMemory.create(), image);
+  const importMs = cpuMs() - i0;
+  if (restored.pointCount() !== N) throw new Error('import lost points');
+  recovery = { exportMs, importMs, bytes: image.length, chunks: chunks.length };
+  log(`svcdb: export ${fmtMs(exportMs)} (${(image.length / 2 ** 20).toFixed(1)} MiB in ${chunks.length} chunks), import ${fmtMs(importMs)} (no rebuild)`);
   // Ground truth by exact search on the same graph.
   const t1 = cpuMs();
   const truth: Set<number>[] = [];
@@ -223,7 +235,7 @@ mkdirSync(outDir, { recursive: true });
 const result = {
   when: new Date().toISOString(), n: N, dimension: D, queries: Q, k: K, rounds: ROUNDS, data: spec, efConstruction: EFC,
   builds: built.map((b) => ({ name: b.name, buildCpuMs: b.buildMs, buildWallMs: b.buildWallMs, rssGrowthMiB: b.rssMiB, vectorMemoryMiB: b.usedMiB })),
-  curves: Object.fromEntries(curves), exactQps: g.exactQps, twinQpsEf64: g.twinQps,
+  curves: Object.fromEntries(curves), recovery, exactQps: g.exactQps, twinQpsEf64: g.twinQps,
 };
 writeFileSync(join(outDir, 'vector.json'), `${JSON.stringify(result, null, 2)}\n`);
 log(`results: ${join(outDir, 'vector.json')}`);

@@ -64,9 +64,9 @@ class ChunkWriter {
  * Neighbour lists are read as readers read them (each ID a point ID, counts clamped).
  */
 export function exportGraph(memory: VectorMemory, root: number, pointsAtCut: number, cutEpoch: number): Uint8Array[] {
-  memory.cover();
+  const count = Atomics.load(memory.u32, root + G_COUNT);
+  memory.cover(); // after the count's acquire (graph.ts search)
   const u = memory.u32;
-  const count = Atomics.load(u, root + G_COUNT);
   if (!(Number.isInteger(pointsAtCut) && pointsAtCut >= 0 && pointsAtCut <= count)) {
     throw new SvcError('internal_error', `internal error: export cut at ${pointsAtCut} points of ${count}`);
   }

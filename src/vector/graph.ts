@@ -221,10 +221,12 @@ export class VectorGraph {
   search(query: Float32Array, k: number, ef: number, snapshot: number, outElements: Uint32Array, outDistances: Float32Array): number {
     this.prepare(query, k, outElements, outDistances);
     const vm = this.vm;
-    vm.cover();
-    // Entry before count (see the header): the entry is then below the count.
+    // Entry before count (see the header): the entry is then below the count. The views
+    // are made to cover the heap top AFTER the count's acquire: every block a point below
+    // the count lives in was allocated (heap top raised) before the count was stored.
     const entry = Atomics.load(vm.u32, this.root + G_ENTRY);
     const count = Atomics.load(vm.u32, this.root + G_COUNT);
+    vm.cover();
     if (count === 0 || k === 0 || snapshot === 0) return 0;
     const width = Math.max(k, Math.min(Math.max(1, Math.floor(ef)), limits.vectorEfMax));
     const s = vm.scratch().ensure(count, width, this.dimension, this.m0 + 1);
@@ -237,8 +239,8 @@ export class VectorGraph {
   searchExact(query: Float32Array, k: number, snapshot: number, outElements: Uint32Array, outDistances: Float32Array): number {
     this.prepare(query, k, outElements, outDistances);
     const vm = this.vm;
-    vm.cover();
     const count = Atomics.load(vm.u32, this.root + G_COUNT);
+    vm.cover(); // after the count (search)
     if (count === 0 || k === 0 || snapshot === 0) return 0;
     const s = vm.scratch().ensure(0, k, this.dimension, 0);
     vm.f32.set(query, vm.u32[s + S_QUERY]!);
@@ -254,8 +256,8 @@ export class VectorGraph {
     if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
     if (!(count <= points.length && count <= out.length)) fail(`distances of ${count} points into ${points.length} / ${out.length}`);
     const vm = this.vm;
-    vm.cover();
     const known = Atomics.load(vm.u32, this.root + G_COUNT);
+    vm.cover(); // after the count (search)
     for (let i = 0; i < count; i++) if (!(points[i]! < known)) fail(`no vector point ${points[i]}`);
     const step = Math.min(count, DISTANCE_BATCH);
     for (let from = 0; from < count; from += step) {
@@ -273,15 +275,15 @@ export class VectorGraph {
 
   /** A point's element ID. */
   elementOf(point: number): number {
-    this.vm.cover();
     if (!(point >= 0 && point < this.pointCount())) fail(`no vector point ${point}`);
+    this.vm.cover(); // after the count (search)
     return this.vm.u32[recordAt(this.vm.u32, this.root, point) + R_ELEMENT]!;
   }
 
   /** A copy of a point's stored vector into `out` (length >= dimension). */
   readVector(point: number, out: Float32Array): void {
-    this.vm.cover();
     if (!(point >= 0 && point < this.pointCount())) fail(`no vector point ${point}`);
+    this.vm.cover(); // after the count (search)
     const at = recordAt(this.vm.u32, this.root, point) - this.vecOffset;
     out.set(this.vm.f32.subarray(at, at + this.dimension));
   }
@@ -289,8 +291,8 @@ export class VectorGraph {
   /** Points visible at `snapshot` (O(n)). */
   visibleCount(snapshot: number): number {
     const vm = this.vm;
-    vm.cover();
     const count = Atomics.load(vm.u32, this.root + G_COUNT);
+    vm.cover(); // after the count (search)
     if (count === 0 || snapshot === 0) return 0;
     return kernelsFor(vm).visibleCount(this.root, snapshot, count);
   }
