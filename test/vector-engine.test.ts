@@ -291,3 +291,32 @@ describe('vector graph edges', () => {
     expect(el[0]).toBe(5);
   });
 });
+
+describe('vector memory limits', () => {
+  it('a full vector memory refuses an insert with storage_error and leaves the graph as it was', () => {
+    const vm = VectorMemory.create(40); // 2.5 MiB
+    const g = VectorGraph.create(vm, { dimension: 64, metric: 'euclidean', efConstruction: 32 });
+    const data = mixture({ dimension: 64, clusters: 5, spread: 2, seed: 12 }, 6000, 13);
+    let inserted = 0;
+    let error: unknown = null;
+    try {
+      for (; inserted < 6000; inserted++) g.insert(inserted, row(data, 64, inserted), 1);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SvcError);
+    expect((error as SvcError).code).toBe('storage_error');
+    expect(inserted).toBeGreaterThan(500);
+    expect(g.pointCount()).toBe(inserted);
+    const el = new Uint32Array(10), d = new Float32Array(10);
+    for (const i of [0, inserted >> 1, inserted - 1]) {
+      expect(g.searchExact(row(data, 64, i), 10, 1, el, d)).toBe(10);
+      expect([el[0], d[0]]).toEqual([i, 0]);
+      expect(g.search(row(data, 64, i), 10, 64, 1, el, d)).toBe(10);
+      expect(el[0]).toBe(i);
+    }
+    // Still full, still consistent.
+    expect(() => g.insert(inserted, row(data, 64, inserted), 2)).toThrow(/vector memory full/);
+    expect(g.pointCount()).toBe(inserted);
+  });
+});
