@@ -320,3 +320,39 @@ describe('vector memory limits', () => {
     expect(g.pointCount()).toBe(inserted);
   });
 });
+
+describe('vector export cut', () => {
+  it('points created after the cut epoch are never visible in the image, removals after it are undone, and the rest is as at the cut', () => {
+    const dim = 10;
+    const data = mixture({ dimension: dim, clusters: 4, spread: 2, seed: 14 }, 900, 15);
+    // Point i created at epoch 1 + floor(i / 100): epochs 1..9.
+    const { vm, g } = build('manhattan', data, dim, (i) => 1 + Math.floor(i / 100));
+    for (let i = 0; i < 900; i += 9) g.remove(i, 2 + (i % 8)); // removals at epochs 2..9
+    g.undoInsert(5);
+    const cut = 5;
+    const h = importGraph(VectorMemory.create(), joinChunks(exportGraph(vm, g.root, 900, cut)));
+    const seen: [number, number, number][] = [];
+    h.forEachPoint((p, element, created, deleted) => { seen.push([element, created, deleted]); });
+    g.forEachPoint((p, element, created, deleted) => {
+      const [e, c, d] = seen[p]!;
+      expect(e).toBe(element);
+      expect(c, `created of ${p}`).toBe(created === 0xffffffff || created > cut ? 0xffffffff : created);
+      expect(d, `deleted of ${p}`).toBe(deleted > cut ? 0 : deleted);
+    });
+    const el = [new Uint32Array(30), new Uint32Array(30)], d = [new Float32Array(30), new Float32Array(30)];
+    for (let S = 0; S <= 9; S++) {
+      const q = row(data, dim, 300 + S);
+      const a = g.searchExact(q, 30, Math.min(S, cut), el[0]!, d[0]!), b = h.searchExact(q, 30, S, el[1]!, d[1]!);
+      // At or after the cut the image holds the cut's state; before it, the same as the graph.
+      expect([b, ...el[1]!.subarray(0, b)], `snapshot ${S}`).toEqual([a, ...el[0]!.subarray(0, a)]);
+    }
+  });
+
+  it('SVCDB_VECTOR_KERNEL=js starts the engine on the JS twins', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const script = "import('./dist/src/vector/kernel.js').then((k) => console.log(k.vectorKernelsOn()))";
+    const on = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, SVCDB_VECTOR_KERNEL: '' } });
+    const off = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, SVCDB_VECTOR_KERNEL: 'js' } });
+    expect([on.stdout.trim(), off.stdout.trim()]).toEqual(['true', 'false']);
+  });
+});
