@@ -356,3 +356,46 @@ describe('vector export cut', () => {
     expect([on.stdout.trim(), off.stdout.trim()]).toEqual(['true', 'false']);
   });
 });
+
+describe('vector compaction', () => {
+  it('a compacted graph, built in slices while the old one takes inserts and removes, answers like it at every snapshot from the horizon on', async () => {
+    const { VectorCompactor, DROPPED } = await import('../src/vector/index.js');
+    const dim = 12;
+    const data = mixture({ dimension: dim, clusters: 6, spread: 2, seed: 16 }, 3000, 17);
+    const { g } = build('euclidean', data.subarray(0, 2000 * dim), dim, (i) => 1 + Math.floor(i / 200)); // epochs 1..10
+    const next = rng(18);
+    for (let i = 0; i < 2000; i++) if (next() < 0.6) g.remove(i, 1 + Math.floor(i / 200) + 1 + Math.floor(next() * 3)); // removed 1-3 epochs after creation
+    g.undoInsert(7);
+    const horizon = 9;
+    const c = new VectorCompactor(g, horizon);
+    let epoch = 13, element = 2000;
+    let removedLate = 0;
+    while (!c.step(150)) {
+      // Between slices the old graph keeps going: inserts and removes at new epochs.
+      epoch++;
+      for (let j = 0; j < 40; j++, element++) g.insert(1000 + element, row(data, dim, element), epoch);
+      for (let j = 0; j < 30; j++) {
+        const p = Math.floor(next() * g.pointCount());
+        let deleted = 0;
+        g.forEachPoint((q, _e, _c, d) => { if (q === p) deleted = d; });
+        if (deleted === 0 && p !== 7) { g.remove(p, epoch); removedLate++; }
+      }
+    }
+    const { graph: h, pointOf } = c.finish();
+    expect(removedLate).toBeGreaterThan(0);
+    expect(pointOf.length).toBe(g.pointCount());
+    expect(pointOf[7]).toBe(DROPPED);
+    expect(h.pointCount()).toBeLessThan(g.pointCount() * 0.75);
+    const el = [new Uint32Array(25), new Uint32Array(25)], d = [new Float32Array(25), new Float32Array(25)];
+    for (let S = horizon; S <= epoch + 1; S++) {
+      expect(h.visibleCount(S), `snapshot ${S}`).toBe(g.visibleCount(S));
+      for (let qi = 0; qi < 5; qi++) {
+        const q = row(data, dim, 2900 + qi);
+        const a = g.searchExact(q, 25, S, el[0]!, d[0]!), b = h.searchExact(q, 25, S, el[1]!, d[1]!);
+        expect([b, ...el[1]!.subarray(0, b), ...d[1]!.subarray(0, b)]).toEqual([a, ...el[0]!.subarray(0, a), ...d[0]!.subarray(0, a)]);
+        const n = h.search(q, 10, 64, S, el[1]!, d[1]!);
+        expect(n).toBe(Math.min(10, a));
+      }
+    }
+  });
+});
