@@ -6,7 +6,6 @@ export { VectorMemory } from './memory.js';
 export { VectorGraph, DEFAULT_CONNECTIONS, DEFAULT_EF_CONSTRUCTION, type Metric, type VectorGraphOptions } from './graph.js';
 export { exportGraph, importGraph, joinChunks, EXPORT_VERSION } from './export.js';
 export { setVectorKernel, vectorKernelsOn } from './kernel.js';
-export { VectorCompactor, DROPPED } from './compact.js';
 
 /**
  * The f32 distance of indexes.md §7.4 between two vectors of equal length, with exactly the
