@@ -356,3 +356,40 @@ describe('vector export cut', () => {
     expect([on.stdout.trim(), off.stdout.trim()]).toEqual(['true', 'false']);
   });
 });
+
+describe('vector import validation', () => {
+  it('an image with any word changed (and its checksum fixed) imports as a searchable graph or fails with storage_error, never otherwise', async () => {
+    const { crc32 } = await import('node:zlib');
+    const dim = 6;
+    const data = mixture({ dimension: dim, clusters: 3, spread: 2, seed: 19 }, 400, 20);
+    const { vm, g } = build('cosine', data, dim, (i) => 1 + (i % 4), { efConstruction: 24 });
+    const image = joinChunks(exportGraph(vm, g.root, 400, 9));
+    const words = image.length / 4 - 1;
+    const next = rng(21);
+    const el = new Uint32Array(5), d = new Float32Array(5);
+    let refused = 0, loaded = 0;
+    for (let round = 0; round < 400; round++) {
+      const bad = image.slice();
+      const view = new DataView(bad.buffer);
+      // Header words often, the rest at random; values: small changes, huge values, zero.
+      const at = round % 3 === 0 ? Math.floor(next() * 16) : Math.floor(next() * words);
+      const old = view.getUint32(at * 4, true);
+      const choice = Math.floor(next() * 4);
+      const value = choice === 0 ? old + 1 : choice === 1 ? old - 1 : choice === 2 ? 0xffffffff - Math.floor(next() * 100) : Math.floor(next() * 1000);
+      view.setUint32(at * 4, value >>> 0, true);
+      view.setUint32(bad.length - 4, crc32(bad.subarray(0, bad.length - 4)), true);
+      try {
+        const h = importGraph(VectorMemory.create(), bad);
+        loaded++;
+        h.search(row(data, dim, round % 400), 5, 32, 4, el, d);
+        h.searchExact(row(data, dim, round % 400), 5, 4, el, d);
+      } catch (e) {
+        expect(e, `word ${at} set to ${value >>> 0}: ${String(e)}`).toBeInstanceOf(SvcError);
+        expect((e as SvcError).code).toBe('storage_error');
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(50);
+    expect(loaded).toBeGreaterThan(50);
+  });
+});
