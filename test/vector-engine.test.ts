@@ -393,3 +393,22 @@ describe('vector import validation', () => {
     expect(loaded).toBeGreaterThan(50);
   });
 });
+
+describe('vector scratch', () => {
+  it('a scratch request past the per-thread bound fails with storage_error and leaves every region consistent', async () => {
+    const { ScratchSpace } = await import('../src/vector/scratch.js');
+    const L = await import('../src/vector/layout.js');
+    const vm = VectorMemory.create();
+    const s = new ScratchSpace(vm, 80 * 1024);
+    const h = s.ensure(1000, 10, 8, 33);
+    // 5000 points take 8192 words of marks and 16384 of candidates: with ~4.4k words held,
+    // the marks fit the 20k-word bound, the candidates do not.
+    expect(() => s.ensure(5000, 10, 8, 33)).toThrow(expect.objectContaining({ code: 'storage_error' }));
+    const u = vm.u32;
+    expect(u[h + L.S_VISITED_CAP]).toBeGreaterThanOrEqual(1000);
+    expect(u[h + L.S_CAND_CAP]).toBe(u[h + L.S_VISITED_CAP]);
+    expect(s.ensure(2000, 10, 8, 33)).toBe(h);
+    expect(vm.u32[h + L.S_CAND_CAP]).toBe(vm.u32[h + L.S_VISITED_CAP]);
+    expect(vm.u32[h + L.S_VISITED_CAP]).toBeGreaterThanOrEqual(2000);
+  });
+});

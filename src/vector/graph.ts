@@ -202,7 +202,8 @@ export class VectorGraph {
     this.vm.u32[this.recordOf(point) + R_DELETED] = 0;
   }
 
-  private prepare(query: Float32Array, k: number, outElements: Uint32Array, outDistances: Float32Array): void {
+  private prepare(query: Float32Array, k: number, outElements: Uint32Array, outDistances: Float32Array, ef: number = k): void {
+    if (!(ef >= 0 && ef <= 2 ** 32)) fail(`search ef ${ef}`);
     if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
     if (!Number.isInteger(k) || k < 0 || outElements.length < k || outDistances.length < k) fail(`search for ${k} results into ${outElements.length} / ${outDistances.length}`);
   }
@@ -219,7 +220,7 @@ export class VectorGraph {
 
   /** Reader: approximate top-k by (distance, element) among points visible at `snapshot`. */
   search(query: Float32Array, k: number, ef: number, snapshot: number, outElements: Uint32Array, outDistances: Float32Array): number {
-    this.prepare(query, k, outElements, outDistances);
+    this.prepare(query, k, outElements, outDistances, ef);
     const vm = this.vm;
     // Entry before count (see the header): the entry is then below the count. The views
     // are made to cover the heap top AFTER the count's acquire: every block a point below

@@ -45,15 +45,15 @@ export class ScratchSpace {
     let u = this.vm.u32;
     if (u[h + S_VISITED_CAP]! < points) {
       const cap = grown(u[h + S_VISITED_CAP]!, points, 1024);
+      // Both regions before the header names either: a failed take leaves the old pair.
       const at = this.take(cap);
+      // The candidate heap holds at most one entry per visited point.
+      const cand = this.take(2 * cap);
       u = this.vm.u32;
       u.fill(0, at, at + cap);
       u[h + S_VISITED] = at;
       u[h + S_VISITED_CAP] = cap;
       u[h + S_TAG] = 0;
-      // The candidate heap holds at most one entry per visited point.
-      const cand = this.take(2 * cap);
-      u = this.vm.u32;
       u[h + S_CAND] = cand;
       u[h + S_CAND_CAP] = cap;
     }
