@@ -136,6 +136,7 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
 
 const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
 const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5, R_N0: u32 = 6;
+const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13;
 const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
 
 // Memory ordering (src/vector/graph.ts header): JS loads the entry point and then the count
@@ -442,24 +443,60 @@ export function search(root: u32, s: u32, k: u32, ef: u32, snapshot: u32, count:
   return m;
 }
 
-/** Exact top-k (twin.ts searchExact). */
-export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
-  if (k == 0) return 0;
-  const q = word(s + S_QUERY), dim = word(root + G_DIM);
-  const metric = word(root + G_METRIC), vec = word(root + G_VEC);
-  const qn: f32 = metric == METRIC_COSINE ? norm(q, dim) : 0;
+function searchExactT<T>(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
+  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
   const res = word(s + S_RES);
   let nr: u32 = 0;
   for (let p: u32 = 0; p < count; p++) {
     const rec = record(root, p);
     if (!visible(rec, snapshot)) continue;
-    const d = distance(metric, q, qn, rec - vec, fword(rec + R_NORM), dim);
+    const d = pointDistance<T>(q, qn, rec, vec, dim);
     if (nr < k || d <= fword(res)) nr = resOffer(root, res, nr, k, d, p);
   }
   drainSorted(root, s, nr);
   const out = word(s + S_OUT);
   for (let i: u32 = 0; i < nr; i++) setWord(out + 2 * i + 1, word(record(root, word(out + 2 * i + 1)) + R_ELEMENT));
   return nr;
+}
+
+/** Exact top-k (twin.ts searchExact). */
+export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32): u32 {
+  if (k == 0) return 0;
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) return searchExactT<u8>(root, s, k, snapshot, count);
+  if (metric == METRIC_EUCLIDEAN) return searchExactT<u16>(root, s, k, snapshot, count);
+  return searchExactT<u32>(root, s, k, snapshot, count);
+}
+
+/** Points whose vectors distances() loads ahead of the one it measures (no prefetch in WebAssembly). */
+const AHEAD: u32 = 8;
+
+function distancesT<T>(root: u32, s: u32, n: u32): void {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
+  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
+  const batch = word(s + S_BATCH), out = batch + word(s + S_BATCH_CAP);
+  let touch: u32 = 0;
+  for (let i: u32 = 0; i < n && i < AHEAD; i++) {
+    const r = record(root, word(batch + i));
+    for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+  }
+  for (let i: u32 = 0; i < n; i++) {
+    if (i + AHEAD < n) {
+      const r = record(root, word(batch + i + AHEAD));
+      for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+    }
+    setF(out + i, pointDistance<T>(q, qn, record(root, word(batch + i)), vec, dim));
+  }
+  touched += touch;
+}
+
+/** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (twin.ts distances). */
+export function distances(root: u32, s: u32, n: u32): void {
+  const metric = word(root + G_METRIC);
+  if (metric == METRIC_COSINE) distancesT<u8>(root, s, n);
+  else if (metric == METRIC_EUCLIDEAN) distancesT<u16>(root, s, n);
+  else distancesT<u32>(root, s, n);
 }
 
 export function visibleCount(root: u32, snapshot: u32, count: u32): u32 {

@@ -223,3 +223,192 @@ describe('vector export', () => {
     expect(() => importGraph(VectorMemory.create(), bytes.subarray(0, bytes.length - 8))).toThrow(/corrupt/);
   });
 });
+
+describe('vector graph edges', () => {
+  it('distances() gives vectorDistance for any given points; elementOf and readVector read them back', () => {
+    const dim = 13;
+    const data = mixture({ dimension: dim, clusters: 3, spread: 2, seed: 8 }, 5000, 9);
+    for (const metric of METRICS) {
+      for (const on of [true, false]) {
+        setVectorKernel(on);
+        const { g } = build(metric, data, dim, () => 1, { efConstruction: 16 });
+        g.remove(3, 1);
+        const points = new Uint32Array(4500).map((_, i) => (i * 7919) % 5000);
+        const out = new Float32Array(4500);
+        const q = row(data, dim, 17).map((x) => x + 0.25);
+        g.distances(q, points, 4500, out);
+        for (let i = 0; i < 4500; i += 37) expect(out[i], `${metric} ${on}`).toBe(vectorDistance(metric, q, row(data, dim, points[i]!)));
+        expect(g.elementOf(4999)).toBe(5999);
+        const v = new Float32Array(dim);
+        g.readVector(4242, v);
+        expect([...v]).toEqual([...row(data, dim, 4242)]);
+        expect(() => g.distances(q, new Uint32Array([5000]), 1, out)).toThrow(/no vector point/);
+      }
+    }
+  });
+
+  it('empty and tiny graphs: no results from nothing, k beyond the visible points, ef below k, snapshot 0; a one-point graph costs under 1 KiB', () => {
+    const vm = VectorMemory.create();
+    const before = vm.usedBytes();
+    const g = VectorGraph.create(vm, { dimension: 8, metric: 'cosine' });
+    const el = new Uint32Array(5), d = new Float32Array(5);
+    const q = new Float32Array([1, 0, 0, 0, 0, 0, 0, 0]);
+    expect(g.search(q, 5, 10, 1, el, d)).toBe(0);
+    expect(g.searchExact(q, 5, 1, el, d)).toBe(0);
+    g.insert(7, new Float32Array([0, 1, 0, 0, 0, 0, 0, 0]), 2);
+    expect(vm.usedBytes() - before).toBeLessThan(1024);
+    expect(g.search(q, 5, 10, 1, el, d)).toBe(0); // not yet created at snapshot 1
+    expect(g.search(q, 5, 1, 2, el, d)).toBe(1);
+    expect([el[0], d[0]]).toEqual([7, 0.5]);
+    g.insert(3, new Float32Array([1, 1, 0, 0, 0, 0, 0, 0]), 2);
+    g.insert(9, new Float32Array([-1, 0, 0, 0, 0, 0, 0, 0]), 3);
+    expect(g.search(q, 5, 1, 3, el, d)).toBe(3);
+    expect([...el.subarray(0, 3)]).toEqual([3, 7, 9]);
+    expect(d[2]).toBe(1);
+    expect(g.search(q, 5, 64, 0, el, d)).toBe(0);
+    expect(g.visibleCount(2)).toBe(2);
+  });
+
+  it('blocks() names every block of a graph: freed, they are reused by the next graph of the same shape', () => {
+    const vm = VectorMemory.create();
+    const data = mixture({ dimension: 20, clusters: 3, spread: 2, seed: 10 }, 700, 11);
+    const make = (): VectorGraph => {
+      const g = VectorGraph.create(vm, { dimension: 20, metric: 'manhattan', seed: 5 });
+      for (let i = 0; i < 700; i++) g.insert(i, row(data, 20, i), 1);
+      return g;
+    };
+    const g = make();
+    // The scratch is reserved by now too; what the graph holds is exactly its blocks.
+    const held = vm.usedBytes();
+    const blocks = g.blocks();
+    const words = blocks.reduce((n, [, w]) => n + ((w + 15) & ~15), 0);
+    for (const [at, w] of blocks) vm.freeWords(at, w);
+    expect(held - vm.usedBytes()).toBe(words * 4);
+    const h = make();
+    expect(vm.usedBytes()).toBe(held);
+    const el = new Uint32Array(3), d = new Float32Array(3);
+    expect(h.searchExact(row(data, 20, 5), 3, 1, el, d)).toBe(3);
+    expect(el[0]).toBe(5);
+  });
+});
+
+describe('vector memory limits', () => {
+  it('a full vector memory refuses an insert with storage_error and leaves the graph as it was', () => {
+    const vm = VectorMemory.create(40); // 2.5 MiB
+    const g = VectorGraph.create(vm, { dimension: 64, metric: 'euclidean', efConstruction: 32 });
+    const data = mixture({ dimension: 64, clusters: 5, spread: 2, seed: 12 }, 6000, 13);
+    let inserted = 0;
+    let error: unknown = null;
+    try {
+      for (; inserted < 6000; inserted++) g.insert(inserted, row(data, 64, inserted), 1);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SvcError);
+    expect((error as SvcError).code).toBe('storage_error');
+    expect(inserted).toBeGreaterThan(500);
+    expect(g.pointCount()).toBe(inserted);
+    const el = new Uint32Array(10), d = new Float32Array(10);
+    for (const i of [0, inserted >> 1, inserted - 1]) {
+      expect(g.searchExact(row(data, 64, i), 10, 1, el, d)).toBe(10);
+      expect([el[0], d[0]]).toEqual([i, 0]);
+      expect(g.search(row(data, 64, i), 10, 64, 1, el, d)).toBe(10);
+      expect(el[0]).toBe(i);
+    }
+    // Still full, still consistent.
+    expect(() => g.insert(inserted, row(data, 64, inserted), 2)).toThrow(/vector memory full/);
+    expect(g.pointCount()).toBe(inserted);
+  });
+});
+
+describe('vector export cut', () => {
+  it('points created after the cut epoch are never visible in the image, removals after it are undone, and the rest is as at the cut', () => {
+    const dim = 10;
+    const data = mixture({ dimension: dim, clusters: 4, spread: 2, seed: 14 }, 900, 15);
+    // Point i created at epoch 1 + floor(i / 100): epochs 1..9.
+    const { vm, g } = build('manhattan', data, dim, (i) => 1 + Math.floor(i / 100));
+    for (let i = 0; i < 900; i += 9) g.remove(i, 2 + (i % 8)); // removals at epochs 2..9
+    g.undoInsert(5);
+    const cut = 5;
+    const h = importGraph(VectorMemory.create(), joinChunks(exportGraph(vm, g.root, 900, cut)));
+    const seen: [number, number, number][] = [];
+    h.forEachPoint((p, element, created, deleted) => { seen.push([element, created, deleted]); });
+    g.forEachPoint((p, element, created, deleted) => {
+      const [e, c, d] = seen[p]!;
+      expect(e).toBe(element);
+      expect(c, `created of ${p}`).toBe(created === 0xffffffff || created > cut ? 0xffffffff : created);
+      expect(d, `deleted of ${p}`).toBe(deleted > cut ? 0 : deleted);
+    });
+    const el = [new Uint32Array(30), new Uint32Array(30)], d = [new Float32Array(30), new Float32Array(30)];
+    for (let S = 0; S <= 9; S++) {
+      const q = row(data, dim, 300 + S);
+      const a = g.searchExact(q, 30, Math.min(S, cut), el[0]!, d[0]!), b = h.searchExact(q, 30, S, el[1]!, d[1]!);
+      // At or after the cut the image holds the cut's state; before it, the same as the graph.
+      expect([b, ...el[1]!.subarray(0, b)], `snapshot ${S}`).toEqual([a, ...el[0]!.subarray(0, a)]);
+    }
+  });
+
+  it('SVCDB_VECTOR_KERNEL=js starts the engine on the JS twins', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const script = "import('./dist/src/vector/kernel.js').then((k) => console.log(k.vectorKernelsOn()))";
+    const on = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, SVCDB_VECTOR_KERNEL: '' } });
+    const off = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, SVCDB_VECTOR_KERNEL: 'js' } });
+    expect([on.stdout.trim(), off.stdout.trim()]).toEqual(['true', 'false']);
+  });
+});
+
+describe('vector import validation', () => {
+  it('an image with any word changed (and its checksum fixed) imports as a searchable graph or fails with storage_error, never otherwise', async () => {
+    const { crc32 } = await import('node:zlib');
+    const dim = 6;
+    const data = mixture({ dimension: dim, clusters: 3, spread: 2, seed: 19 }, 400, 20);
+    const { vm, g } = build('cosine', data, dim, (i) => 1 + (i % 4), { efConstruction: 24 });
+    const image = joinChunks(exportGraph(vm, g.root, 400, 9));
+    const words = image.length / 4 - 1;
+    const next = rng(21);
+    const el = new Uint32Array(5), d = new Float32Array(5);
+    let refused = 0, loaded = 0;
+    for (let round = 0; round < 400; round++) {
+      const bad = image.slice();
+      const view = new DataView(bad.buffer);
+      // Header words often, the rest at random; values: small changes, huge values, zero.
+      const at = round % 3 === 0 ? Math.floor(next() * 16) : Math.floor(next() * words);
+      const old = view.getUint32(at * 4, true);
+      const choice = Math.floor(next() * 4);
+      const value = choice === 0 ? old + 1 : choice === 1 ? old - 1 : choice === 2 ? 0xffffffff - Math.floor(next() * 100) : Math.floor(next() * 1000);
+      view.setUint32(at * 4, value >>> 0, true);
+      view.setUint32(bad.length - 4, crc32(bad.subarray(0, bad.length - 4)), true);
+      try {
+        const h = importGraph(VectorMemory.create(), bad);
+        loaded++;
+        h.search(row(data, dim, round % 400), 5, 32, 4, el, d);
+        h.searchExact(row(data, dim, round % 400), 5, 4, el, d);
+      } catch (e) {
+        expect(e, `word ${at} set to ${value >>> 0}: ${String(e)}`).toBeInstanceOf(SvcError);
+        expect((e as SvcError).code).toBe('storage_error');
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(50);
+    expect(loaded).toBeGreaterThan(50);
+  });
+});
+
+describe('vector scratch', () => {
+  it('a scratch request past the per-thread bound fails with storage_error and leaves every region consistent', async () => {
+    const { ScratchSpace } = await import('../src/vector/scratch.js');
+    const L = await import('../src/vector/layout.js');
+    const vm = VectorMemory.create();
+    const s = new ScratchSpace(vm, 80 * 1024);
+    const h = s.ensure(1000, 10, 8, 33);
+    // 5000 points take 8192 words of marks and 16384 of candidates: with ~4.4k words held,
+    // the marks fit the 20k-word bound, the candidates do not.
+    expect(() => s.ensure(5000, 10, 8, 33)).toThrow(expect.objectContaining({ code: 'storage_error' }));
+    const u = vm.u32;
+    expect(u[h + L.S_VISITED_CAP]).toBeGreaterThanOrEqual(1000);
+    expect(u[h + L.S_CAND_CAP]).toBe(u[h + L.S_VISITED_CAP]);
+    expect(s.ensure(2000, 10, 8, 33)).toBe(h);
+    expect(vm.u32[h + L.S_CAND_CAP]).toBe(vm.u32[h + L.S_VISITED_CAP]);
+    expect(vm.u32[h + L.S_VISITED_CAP]).toBeGreaterThanOrEqual(2000);
+  });
+});

@@ -64,9 +64,9 @@ class ChunkWriter {
  * Neighbour lists are read as readers read them (each ID a point ID, counts clamped).
  */
 export function exportGraph(memory: VectorMemory, root: number, pointsAtCut: number, cutEpoch: number): Uint8Array[] {
-  memory.cover();
+  const count = Atomics.load(memory.u32, root + G_COUNT);
+  memory.cover(); // after the count's acquire (graph.ts search)
   const u = memory.u32;
-  const count = Atomics.load(u, root + G_COUNT);
   if (!(Number.isInteger(pointsAtCut) && pointsAtCut >= 0 && pointsAtCut <= count)) {
     throw new SvcError('internal_error', `internal error: export cut at ${pointsAtCut} points of ${count}`);
   }
@@ -182,6 +182,18 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
     for (let i = 0; i < dim; i++) u[rec - vec + i] = next();
   }
   if (at !== words) corrupt(`${words - at} words after the last point`);
+  // A link at layer l must name a point that has layer l (searches descend through them).
+  for (let p = 0; p < count; p++) {
+    const rec = recordAt(u, root, p);
+    const upper = u[rec + R_UPPER]!;
+    for (let l = 1; l <= u[rec + R_LEVEL]!; l++) {
+      const list = upper + (l - 1) * (m + 1);
+      for (let j = 0; j < u[list]!; j++) {
+        const id = u[list + 1 + j]!;
+        if (u[recordAt(u, root, id) + R_LEVEL]! < l) corrupt(`point ${p} links point ${id} at layer ${l} above its level`);
+      }
+    }
+  }
   if (count > 0 && (u[recordAt(u, root, entry) + R_LEVEL] !== top || topSeen !== top)) corrupt(`entry point ${entry} is not at the top level ${topSeen}`);
   u[root + G_TOP] = top;
   Atomics.store(u, root + G_COUNT, count);

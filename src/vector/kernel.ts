@@ -16,6 +16,7 @@ export interface VectorKernels {
   search(root: number, s: number, k: number, ef: number, snapshot: number, count: number, entry: number): number;
   searchExact(root: number, s: number, k: number, snapshot: number, count: number): number;
   visibleCount(root: number, snapshot: number, count: number): number;
+  distances(root: number, s: number, n: number): void;
   insert(root: number, s: number, p: number, entry: number, top: number): void;
 }
 

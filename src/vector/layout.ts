@@ -77,4 +77,6 @@ export const S_QUERY = 8; // query vector (f32, S_QUERY_CAP words)
 export const S_QUERY_CAP = 9;
 export const S_SEL = 10; // neighbour selection: 2 * (M0 + 1) pair words + M0 + 1 ids
 export const S_SEL_CAP = 11; // pairs
+export const S_BATCH = 12; // distances(): S_BATCH_CAP point IDs, then as many f32 distances
+export const S_BATCH_CAP = 13;
 export const S_HEADER_WORDS = 16;

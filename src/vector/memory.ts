@@ -35,8 +35,9 @@ export class VectorMemory {
     this.f32 = new Float32Array(buffer);
   }
 
-  static create(): VectorMemory {
-    const memory = new WebAssembly.Memory({ initial: 1, maximum: PAGES_MAX, shared: true });
+  /** A new memory; `maximumPages` (64 KiB each, default 65536 = 4 GiB) other than the default: tests only. */
+  static create(maximumPages: number = PAGES_MAX): VectorMemory {
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: maximumPages, shared: true });
     const vm = new VectorMemory(memory);
     vm.u32[V_MAGIC] = VECTOR_MEMORY_MAGIC;
     Atomics.store(vm.u32, V_TOP, V_HEADER_WORDS);
@@ -90,11 +91,17 @@ export class VectorMemory {
   private ensureBytes(need: number): void {
     while (this.memory.buffer.byteLength < need) {
       const have = this.memory.buffer.byteLength;
-      const pages = Math.min(PAGES_MAX - have / PAGE_BYTES, Math.max(Math.ceil((need - have) / PAGE_BYTES), Math.ceil(have / PAGE_BYTES / 8), 16));
+      const exact = Math.ceil((need - have) / PAGE_BYTES);
+      const pages = Math.min(PAGES_MAX - have / PAGE_BYTES, Math.max(exact, Math.ceil(have / PAGE_BYTES / 8), 16));
       try {
         this.memory.grow(pages);
       } catch {
-        throw new SvcError('storage_error', `vector memory full: cannot grow to ${need} bytes`);
+        // Near the maximum (the memory's own, which JS cannot read): grow by what is needed.
+        try {
+          this.memory.grow(exact);
+        } catch {
+          throw new SvcError('storage_error', `vector memory full: cannot grow to ${need} bytes`);
+        }
       }
     }
     this.refresh();

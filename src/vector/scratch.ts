@@ -5,7 +5,7 @@
 // so what a thread holds stays under twice its peak need), bounded by
 // limits.vectorScratchBytesPerThreadMax.
 import { SvcError } from '../protocol/errors.js';
-import { S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP } from './layout.js';
+import { S_BATCH, S_BATCH_CAP, S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
 export class ScratchSpace {
@@ -45,15 +45,15 @@ export class ScratchSpace {
     let u = this.vm.u32;
     if (u[h + S_VISITED_CAP]! < points) {
       const cap = grown(u[h + S_VISITED_CAP]!, points, 1024);
+      // Both regions before the header names either: a failed take leaves the old pair.
       const at = this.take(cap);
+      // The candidate heap holds at most one entry per visited point.
+      const cand = this.take(2 * cap);
       u = this.vm.u32;
       u.fill(0, at, at + cap);
       u[h + S_VISITED] = at;
       u[h + S_VISITED_CAP] = cap;
       u[h + S_TAG] = 0;
-      // The candidate heap holds at most one entry per visited point.
-      const cand = this.take(2 * cap);
-      u = this.vm.u32;
       u[h + S_CAND] = cand;
       u[h + S_CAND_CAP] = cap;
     }
@@ -79,6 +79,18 @@ export class ScratchSpace {
       u = this.vm.u32;
       u[h + S_SEL] = sel;
       u[h + S_SEL_CAP] = cap;
+    }
+    return h;
+  }
+
+  /** Room for a batch of `n` point IDs and their distances (distances()); returns the header. */
+  ensureBatch(n: number, dimension: number): number {
+    const h = this.ensure(0, 0, dimension, 0);
+    if (this.vm.u32[h + S_BATCH_CAP]! < n) {
+      const cap = grown(this.vm.u32[h + S_BATCH_CAP]!, n, 1024);
+      const at = this.take(2 * cap);
+      this.vm.u32[h + S_BATCH] = at;
+      this.vm.u32[h + S_BATCH_CAP] = cap;
     }
     return h;
   }

@@ -17,7 +17,7 @@ import {
   G_COUNT, G_DIM, G_EFC, G_M, G_M0, G_METRIC, G_RECORD, G_VEC, G_CHUNK0,
   METRIC_COSINE, METRIC_EUCLIDEAN, NEVER,
   R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
-  S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
+  S_BATCH, S_BATCH_CAP, S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
 } from './layout.js';
 
 const fr = Math.fround;
@@ -308,6 +308,14 @@ export function searchExact(root: number, s: number, k: number, snapshot: number
   const out = U[s + S_OUT]!;
   for (let i = 0; i < nr; i++) U[out + 2 * i + 1] = U[record(root, U[out + 2 * i + 1]!) + R_ELEMENT]!;
   return nr;
+}
+
+/** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (S_BATCH + S_BATCH_CAP). */
+export function distances(root: number, s: number, n: number): void {
+  const q = U[s + S_QUERY]!, dim = U[root + G_DIM]!;
+  const qn = U[root + G_METRIC] === METRIC_COSINE ? norm(q, dim) : 0;
+  const batch = U[s + S_BATCH]!, out = batch + U[s + S_BATCH_CAP]!;
+  for (let i = 0; i < n; i++) F[out + i] = toPoint(root, q, qn, record(root, U[batch + i]!));
 }
 
 /** Points among the first `count` visible at `snapshot`. */
