@@ -76,13 +76,14 @@ export const BLOCK_SHIFT = 7;
 export const FIRST_BLOCK_CAP = 2;
 
 /**
- * Impacts block, immutable once published: [n, (tf, dl) x n], tf and dl both strictly
+ * Impacts block, immutable once published: [n, (tf, dl) x n, min element], tf and dl both strictly
  * increasing. Every posting it covers has a pair with tf >= its tf and dl <= its length
  * (BM25 grows with tf and shrinks with dl), so the best pair bounds them all at any avgdl.
  * Lucene calls these competitive impacts; more than IMPACTS_MAX pairs are merged into looser ones.
  */
 export const IMPACTS_MAX = 8;
-export const impactsWords = (n: number): number => 1 + 2 * n;
+/** [n, (tf, dl) x n, least element of the block's documents (a list's impacts: 0)]. */
+export const impactsWords = (n: number): number => 2 + 2 * n;
 
 /** Dictionary hash table: [capacity, slots]; slot = term id + 1 (0: empty), linear probing. */
 export const H_CAP = 0;

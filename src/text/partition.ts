@@ -40,6 +40,8 @@ const fail = (msg: string): never => {
 };
 
 const NO_DOC = 0xffffffff;
+/** Blocks a one-term search scores first, best bound first, to start with a high threshold. */
+const FIRST_BLOCKS = 4;
 const TWO32 = 4294967296;
 
 /** Test hooks: work counters of this thread's searches (reset by tests). */
@@ -107,6 +109,21 @@ function impactsBound(u: Uint32Array, imp: number, idf: number, avgdl: number): 
   return best * BOUND_INFLATION;
 }
 
+/**
+ * The best single-term score (f32, as search() rounds a one-term sum) of any posting an
+ * impacts block covers: BM25's weight grows with tf and shrinks with dl in double precision
+ * too (integer tf steps change it by far more than the rounding), so no inflation is needed.
+ */
+function impactsExact(u: Uint32Array, imp: number, idf: number, avgdl: number): number {
+  let best = 0;
+  const n = u[imp]!;
+  for (let i = 0; i < n; i++) {
+    const w = termWeight(idf, u[imp + 1 + 2 * i]!, u[imp + 2 + 2 * i]!, avgdl);
+    if (w > best) best = w;
+  }
+  return Math.fround(best);
+}
+
 /** Stats chain: the first node with epoch <= s (0: none), following links with acquires. */
 function nodeAt(u: Uint32Array, headWord: number, s: number): number {
   let node = Atomics.load(u, headWord);
@@ -132,9 +149,17 @@ class Scratch {
   blkUb = new Float64Array(0); // bound of the current block
   avgdl = 0;
   order = new Int32Array(0);
+  bOff = new Uint32Array(0); // per cursor: its first block's bound in `bounds`
+  bounds = new Float64Array(0); // bound of every block of every cursor (pruning)
+  prime = new Float64Array(0); // the threshold's min-heap
+  first = new Int32Array(FIRST_BLOCKS); // a one-term search's most promising blocks
   heapScore = new Float64Array(0);
   heapElem = new Uint32Array(0);
   heapCap = 0;
+  ensureBounds(blocks: number, k: number): void {
+    if (blocks > this.bounds.length) this.bounds = new Float64Array(Math.max(blocks, 2 * this.bounds.length, 1024));
+    if (k > this.prime.length) this.prime = new Float64Array(Math.max(k, 2 * this.prime.length, 16));
+  }
   ensure(terms: number, k: number): void {
     if (terms > this.cap) {
       const n = Math.max(terms, 2 * this.cap, 8);
@@ -142,7 +167,7 @@ class Scratch {
       this.list = new Uint32Array(n); this.count = new Uint32Array(n); this.dir = new Uint32Array(n);
       this.pos = new Uint32Array(n); this.doc = new Uint32Array(n); this.blk = new Uint32Array(n);
       this.blkIdx = new Int32Array(n); this.blkLast = new Uint32Array(n); this.blkEnd = new Uint32Array(n);
-      this.idf = new Float64Array(n); this.ub = new Float64Array(n); this.blkUb = new Float64Array(n); this.order = new Int32Array(n);
+      this.idf = new Float64Array(n); this.ub = new Float64Array(n); this.blkUb = new Float64Array(n); this.bOff = new Uint32Array(n); this.order = new Int32Array(n);
     }
     if (k > this.heapCap) {
       const n = Math.max(k, 2 * this.heapCap, 16);
@@ -404,19 +429,21 @@ export class TextPartition {
     for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
     const now = impactsAdd(had, tf, dl);
     if (now >= 0) {
-      const imp = this.writeImpacts(now);
+      const imp = this.writeImpacts(now, 0);
       u = tm.u32;
       Atomics.store(u, list + L_IMPACTS, imp);
       if (limp !== 0) tm.retire(limp, impactsWords(had));
     }
     if (off + 1 === BLOCK_POSTINGS) {
       // The block is full and never changes again: its impacts, before the count that covers them.
-      let n = 0;
+      let n = 0, minElement = 0xffffffff;
       for (let i = 0; i < BLOCK_POSTINGS; i++) {
-        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[docAt(u, this.root, u[blk + B_HEADER + i]!) + D_LENGTH]!);
+        const rec = docAt(u, this.root, u[blk + B_HEADER + i]!);
+        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!);
         if (r >= 0) n = r;
+        if (u[rec + D_ELEMENT]! < minElement) minElement = u[rec + D_ELEMENT]!;
       }
-      const imp = this.writeImpacts(n);
+      const imp = this.writeImpacts(n, minElement);
       u = tm.u32;
       Atomics.store(u, blk + B_IMPACTS, imp);
     }
@@ -424,11 +451,12 @@ export class TextPartition {
   }
 
   /** Writer: a new impacts block holding the n pairs in impTf/impDl. */
-  private writeImpacts(n: number): number {
+  private writeImpacts(n: number, minElement: number): number {
     const imp = this.tm.allocate(impactsWords(n));
     const u = this.tm.u32;
     u[imp] = n;
     for (let i = 0; i < n; i++) { u[imp + 1 + 2 * i] = impTf[i]!; u[imp + 2 + 2 * i] = impDl[i]!; }
+    u[imp + 1 + 2 * n] = minElement;
     return imp;
   }
 
@@ -837,19 +865,77 @@ export class TextPartition {
       sc.idf[m] = idf;
       // Impacts loaded after the count: they cover at least the postings below it.
       sc.ub[m] = impactsBound(u, Atomics.load(u, list + L_IMPACTS), idf, avgdl);
-      sc.blkIdx[m] = -1;
-      sc.pos[m] = 0;
-      this.loadBlock(u, m, 0);
-      sc.doc[m] = u[sc.blk[m]! + B_HEADER]!;
       sc.order[m] = m;
       m++;
     }
     if (m === 0) return 0;
     const pruning = textSearchOptions.pruning;
+    let scored = 0;
+    // Pruning starts from a threshold: block bounds of every list (cached for the pass below),
+    // then the k-th best single-term weight among the visible documents of each list's most
+    // promising block. Every document has at least the weight of any one of its terms, and
+    // a list's documents are distinct, so k documents score at least theta0 and nothing
+    // below it can enter the top k.
+    let theta0 = 0;
+    if (pruning) {
+      let total = 0;
+      for (let c = 0; c < m; c++) { sc.bOff[c] = total; total += ((sc.count[c]! - 1) >>> BLOCK_SHIFT) + 1; }
+      sc.ensureBounds(total, kk);
+      const bounds = sc.bounds;
+      for (let c = 0; c < m; c++) {
+        const nb = ((sc.count[c]! - 1) >>> BLOCK_SHIFT) + 1, off = sc.bOff[c]!, dir = sc.dir[c]!, idf = sc.idf[c]!;
+        let best = 0, bestJ = 0;
+        for (let j = 0; j < nb; j++) {
+          const blk = Atomics.load(u, dir + j);
+          const imp = Atomics.load(u, blk + B_IMPACTS);
+          const b = imp !== 0 ? impactsBound(u, imp, idf, avgdl) : termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl) * BOUND_INFLATION;
+          bounds[off + j] = b;
+          if (b > best) { best = b; bestJ = j; }
+        }
+        if (m === 1 || best <= theta0 || sc.count[c]! < kk) continue;
+        // The block's visible documents' weights, the k best kept in a min-heap.
+        const blk = Atomics.load(u, dir + bestJ), cap = u[blk + B_CAP]!;
+        const end = Math.min(sc.count[c]! - (bestJ << BLOCK_SHIFT), BLOCK_POSTINGS);
+        const prime = sc.prime;
+        let n = 0;
+        for (let i = 0; i < end; i++) {
+          const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+          if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
+          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+          scored++;
+          if (n < kk) {
+            let x = n++;
+            while (x > 0 && prime[(x - 1) >> 1]! > w) { prime[x] = prime[(x - 1) >> 1]!; x = (x - 1) >> 1; }
+            prime[x] = w;
+          } else if (w > prime[0]!) {
+            let x = 0;
+            for (;;) {
+              let ch = 2 * x + 1;
+              if (ch >= n) break;
+              if (ch + 1 < n && prime[ch + 1]! < prime[ch]!) ch++;
+              if (prime[ch]! >= w) break;
+              prime[x] = prime[ch]!; x = ch;
+            }
+            prime[x] = w;
+          }
+        }
+        // fround of one weight <= fround of the whole sum (rounding is monotone).
+        if (n === kk && prime[0]! > theta0) theta0 = prime[0]!;
+      }
+    }
+    if (m === 1 && pruning) {
+      textSearchCounters.scoredPostings += scored;
+      return this.searchOne(u, kk, snapshot, avgdl, theta0, outElements, outScores);
+    }
+    for (let c = 0; c < m; c++) {
+      sc.blkIdx[c] = -1;
+      sc.pos[c] = 0;
+      this.loadBlock(u, c, 0, pruning);
+      sc.doc[c] = u[sc.blk[c]! + B_HEADER]!;
+    }
     const order = sc.order, cdoc = sc.doc, ub = sc.ub;
     const heapScore = sc.heapScore, heapElem = sc.heapElem;
     let size = 0;
-    let scored = 0;
     for (;;) {
       // Cursors by current doc (few terms: insertion sort).
       for (let i = 1; i < m; i++) {
@@ -858,10 +944,10 @@ export class TextPartition {
         while (j >= 0 && cdoc[order[j]!]! > dc) { order[j + 1] = order[j]!; j--; }
         order[j + 1] = c;
       }
-      const theta = size === kk ? heapScore[0]! : 0;
+      const theta = size === kk && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
       // Pivot: the first cursor at which the bounds of it and all before it reach theta.
       let p = -1;
-      if (pruning && size === kk) {
+      if (pruning && theta > 0) {
         let acc = 0;
         for (let i = 0; i < m; i++) {
           acc += ub[order[i]!]!;
@@ -880,7 +966,7 @@ export class TextPartition {
       }
       let last = p;
       while (last + 1 < m && cdoc[order[last + 1]!]! === pivotDoc) last++;
-      if (pruning && size === kk) {
+      if (pruning && theta > 0) {
         // Block-max bound of pivotDoc: the current blocks of the cursors on it.
         let bound = 0;
         let next = last + 1 < m ? cdoc[order[last + 1]!]! : NO_DOC;
@@ -890,7 +976,18 @@ export class TextPartition {
           const after = sc.blkLast[c]! + 1;
           if (after < next) next = after;
         }
-        if (bound < theta) {
+        let skip = bound < theta;
+        if (!skip && last === 0) {
+          // One list alone can hold documents in [pivotDoc, next): their score is the f32 of
+          // one weight, so the block's best pair gives the exact best score (no inflation), and
+          // a tie with the k-th result loses when every element in the block is larger.
+          const c = order[0]!, blk = sc.blk[c]!;
+          const imp = Atomics.load(u, blk + B_IMPACTS);
+          const exact = imp !== 0 ? impactsExact(u, imp, sc.idf[c]!, avgdl) : Math.fround(termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl));
+          skip = exact < theta ||
+            (exact === theta && size === kk && theta === heapScore[0]! && imp !== 0 && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!);
+        }
+        if (skip) {
           // Nothing in [pivotDoc, next) can reach theta: every list that may hold such a doc is
           // bounded there by its current block.
           for (let i = 0; i <= last; i++) this.advance(u, order[i]!, next);
@@ -940,8 +1037,82 @@ export class TextPartition {
     return n;
   }
 
+  /**
+   * Reader, a one-term query: block at a time, the most promising blocks first (so the
+   * threshold starts high), then the others in order, each skipped when its exact best
+   * score cannot beat the k-th result (or only ties it with larger elements).
+   */
+  private searchOne(u: Uint32Array, kk: number, snapshot: number, avgdl: number, theta0: number, outElements: Uint32Array, outScores: Float32Array): number {
+    const sc = scratch, root = this.root;
+    const count = sc.count[0]!, dir = sc.dir[0]!, idf = sc.idf[0]!, bounds = sc.bounds, off = sc.bOff[0]!;
+    const nb = ((count - 1) >>> BLOCK_SHIFT) + 1;
+    const heapScore = sc.heapScore, heapElem = sc.heapElem;
+    let size = 0, scored = 0;
+    // The FIRST_BLOCKS best blocks by bound, best first (a small selection, O(nb)).
+    const first = sc.first;
+    let nFirst = 0;
+    for (let j = 0; j < nb; j++) {
+      const b = bounds[off + j]!;
+      if (nFirst === FIRST_BLOCKS && b <= bounds[off + first[nFirst - 1]!]!) continue;
+      let x = nFirst < FIRST_BLOCKS ? nFirst++ : nFirst - 1;
+      while (x > 0 && bounds[off + first[x - 1]!]! < b) { first[x] = first[x - 1]!; x--; }
+      first[x] = j;
+    }
+    for (let step = 0; step < nFirst + nb; step++) {
+      let j: number;
+      if (step < nFirst) j = first[step]!;
+      else {
+        j = step - nFirst;
+        let done = false;
+        for (let i = 0; i < nFirst; i++) if (first[i] === j) { done = true; break; }
+        if (done) continue;
+      }
+      const full = size === kk;
+      const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
+      if (bounds[off + j]! < theta) continue;
+      const blk = Atomics.load(u, dir + j);
+      const imp = Atomics.load(u, blk + B_IMPACTS);
+      if (theta > 0) {
+        const exact = imp !== 0 ? impactsExact(u, imp, idf, avgdl) : Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl));
+        if (exact < theta) continue;
+        if (exact === theta && full && theta === heapScore[0]! && imp !== 0 && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!) continue;
+      }
+      const cap = u[blk + B_CAP]!;
+      const end = Math.min(count - (j << BLOCK_SHIFT), BLOCK_POSTINGS);
+      for (let i = 0; i < end; i++) {
+        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+        const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+        if (!visibleAt(created, deleted, snapshot)) continue;
+        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+        scored++;
+        const element = u[rec + D_ELEMENT]!;
+        if (size < kk) {
+          let x = size++;
+          while (x > 0) {
+            const parent = (x - 1) >> 1;
+            const ps = heapScore[parent]!, pe = heapElem[parent]!;
+            if (ps < score || (ps === score && pe > element)) break;
+            heapScore[x] = ps; heapElem[x] = pe; x = parent;
+          }
+          heapScore[x] = score; heapElem[x] = element;
+        } else if (score > heapScore[0]! || (score === heapScore[0]! && element < heapElem[0]!)) {
+          siftDown(heapScore, heapElem, size, score, element);
+        }
+      }
+    }
+    textSearchCounters.scoredPostings += scored;
+    const n = size;
+    for (let i = n - 1; i >= 0; i--) {
+      outScores[i] = heapScore[0]!;
+      outElements[i] = heapElem[0]!;
+      size--;
+      if (size > 0) siftDown(heapScore, heapElem, size, heapScore[size]!, heapElem[size]!);
+    }
+    return n;
+  }
+
   /** Reader: make block j of cursor c current. */
-  private loadBlock(u: Uint32Array, c: number, j: number): void {
+  private loadBlock(u: Uint32Array, c: number, j: number, pruning: boolean): void {
     const sc = scratch;
     const blk = Atomics.load(u, sc.dir[c]! + j);
     sc.blk[c] = blk;
@@ -949,11 +1120,7 @@ export class TextPartition {
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
     sc.blkEnd[c] = end;
     sc.blkLast[c] = u[blk + B_HEADER + (end - 1 - (j << BLOCK_SHIFT))]!;
-    // A full block's impacts, else its running maxima (both cover the postings below the count).
-    const imp = Atomics.load(u, blk + B_IMPACTS);
-    sc.blkUb[c] = imp !== 0
-      ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
-      : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
+    if (pruning) sc.blkUb[c] = sc.bounds[sc.bOff[c]! + j]!;
   }
 
   /** Reader: move cursor c to its first posting with doc >= target (NO_DOC past the end). */
@@ -962,9 +1129,15 @@ export class TextPartition {
     if (sc.doc[c]! >= target) return;
     const count = sc.count[c]!;
     if (sc.blkLast[c]! < target) {
-      // Find the first block whose last doc reaches target (blocks after the current one).
+      // Find the first block whose last doc reaches target (blocks after the current one):
+      // the next block first (most moves are short), then a binary search.
       let lo = sc.blkIdx[c]! + 1, hi = ((count - 1) >>> BLOCK_SHIFT) + 1;
       const dir = sc.dir[c]!;
+      if (lo < hi) {
+        const end = Math.min(count, (lo + 1) << BLOCK_SHIFT);
+        if (u[Atomics.load(u, dir + lo) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
+        else lo++;
+      }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         const blk = Atomics.load(u, dir + mid);
@@ -977,12 +1150,20 @@ export class TextPartition {
         sc.doc[c] = NO_DOC;
         return;
       }
-      this.loadBlock(u, c, lo);
+      this.loadBlock(u, c, lo, textSearchOptions.pruning);
       sc.pos[c] = lo << BLOCK_SHIFT;
+      const firstDoc = u[sc.blk[c]! + B_HEADER]!;
+      if (firstDoc >= target) { sc.doc[c] = firstDoc; return; }
     }
-    // Within the current block: binary search for the first doc >= target.
+    // Within the current block (its last doc is >= target): the next posting first (the
+    // usual step of one), then a binary search.
     const blk = sc.blk[c]!, base = sc.blkIdx[c]! << BLOCK_SHIFT;
-    let lo = sc.pos[c]!, hi = sc.blkEnd[c]! - 1; // the block's last doc is >= target
+    let lo = sc.pos[c]!, hi = sc.blkEnd[c]! - 1;
+    if (lo < hi && u[blk + B_HEADER + (lo + 1 - base)]! >= target) {
+      sc.pos[c] = lo + 1;
+      sc.doc[c] = u[blk + B_HEADER + (lo + 1 - base)]!;
+      return;
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (u[blk + B_HEADER + (mid - base)]! < target) lo = mid + 1;
