@@ -63,7 +63,14 @@ export const L_DIR_CAP = 2; // writer
 export const L_MAX_TF = 3; // bound over the list (monotone while the list is current)
 export const L_MIN_DL = 4;
 export const L_IMPACTS = 5; // Atomics: impacts block bounding every posting of the list (0: none yet)
-export const L_WORDS = 6;
+/**
+ * Up to L_TOP_COUNT full blocks (index + 1; 0: none) with the best bounds when they were
+ * sealed: where a search starts. A hint only: readers check each index against their count,
+ * and any block gives a valid starting threshold.
+ */
+export const L_TOP = 6;
+export const L_TOP_COUNT = 4;
+export const L_WORDS = L_TOP + L_TOP_COUNT;
 
 /** Postings block: docs ascending, then tfs, then (positions on) offsets of each posting's positions. */
 export const B_CAP = 0;

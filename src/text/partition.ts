@@ -28,7 +28,7 @@ import { BOUND_INFLATION, idfOf, K1, B, termWeight, type TermStats } from './bm2
 import {
   B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
   D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, D_POS, D_TERMS, D_WORDS, DICT_CAP_MIN, FIRST_BLOCK_CAP,
-  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_WORDS,
+  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_TOP, L_TOP_COUNT, L_WORDS,
   P_ANALYZER, P_DICT, P_DOC_CHUNK0, P_DOC_CHUNKS, P_DOCS, P_MAGIC, P_POSITIONS, P_PURGED, P_STATS, P_TERM_CHUNK0, P_TERM_CHUNKS, P_TERMS, P_WORDS,
   PARTITION_MAGIC, S_DF, S_DOCS, S_EPOCH, S_LEN_HI, S_LEN_LO, S_NEXT, S_PART_WORDS, S_TERM_WORDS,
   T_HASH, T_LEN, T_LIST, T_STATS, T_TEXT, T_WORDS,
@@ -149,15 +149,12 @@ class Scratch {
   blkUb = new Float64Array(0); // bound of the current block
   avgdl = 0;
   order = new Int32Array(0);
-  bOff = new Uint32Array(0); // per cursor: its first block's bound in `bounds`
-  bounds = new Float64Array(0); // bound of every block of every cursor (pruning)
   prime = new Float64Array(0); // the threshold's min-heap
   first = new Int32Array(FIRST_BLOCKS); // a one-term search's most promising blocks
   heapScore = new Float64Array(0);
   heapElem = new Uint32Array(0);
   heapCap = 0;
-  ensureBounds(blocks: number, k: number): void {
-    if (blocks > this.bounds.length) this.bounds = new Float64Array(Math.max(blocks, 2 * this.bounds.length, 1024));
+  ensurePrime(k: number): void {
     if (k > this.prime.length) this.prime = new Float64Array(Math.max(k, 2 * this.prime.length, 16));
   }
   ensure(terms: number, k: number): void {
@@ -167,7 +164,7 @@ class Scratch {
       this.list = new Uint32Array(n); this.count = new Uint32Array(n); this.dir = new Uint32Array(n);
       this.pos = new Uint32Array(n); this.doc = new Uint32Array(n); this.blk = new Uint32Array(n);
       this.blkIdx = new Int32Array(n); this.blkLast = new Uint32Array(n); this.blkEnd = new Uint32Array(n);
-      this.idf = new Float64Array(n); this.ub = new Float64Array(n); this.blkUb = new Float64Array(n); this.bOff = new Uint32Array(n); this.order = new Int32Array(n);
+      this.idf = new Float64Array(n); this.ub = new Float64Array(n); this.blkUb = new Float64Array(n); this.order = new Int32Array(n);
     }
     if (k > this.heapCap) {
       const n = Math.max(k, 2 * this.heapCap, 16);
@@ -446,8 +443,31 @@ export class TextPartition {
       const imp = this.writeImpacts(n, minElement);
       u = tm.u32;
       Atomics.store(u, blk + B_IMPACTS, imp);
+      this.rankBlock(list, j, imp);
     }
     Atomics.store(u, list + L_COUNT, count + 1);
+  }
+
+  /**
+   * Writer: keep block j among the list's L_TOP blocks if its bound beats theirs (bounds at
+   * today's average length; the idf scales every block of a list alike).
+   */
+  private rankBlock(list: number, j: number, imp: number): void {
+    const u = this.tm.u32;
+    const node = u[this.root + P_STATS]!;
+    const docs = node === 0 ? 0 : u[node + S_DOCS]!;
+    const avgdl = docs === 0 ? 1 : (u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]!) / docs || 1;
+    const dir = u[list + L_DIR]!;
+    const key = impactsBound(u, imp, 1, avgdl);
+    let at = L_TOP_COUNT;
+    for (let i = L_TOP_COUNT - 1; i >= 0; i--) {
+      const v = u[list + L_TOP + i]!;
+      if (v !== 0 && impactsBound(u, u[u[dir + v - 1]! + B_IMPACTS]!, 1, avgdl) >= key) break;
+      at = i;
+    }
+    if (at === L_TOP_COUNT) return;
+    for (let i = L_TOP_COUNT - 1; i > at; i--) u[list + L_TOP + i] = u[list + L_TOP + i - 1]!;
+    u[list + L_TOP + at] = j + 1;
   }
 
   /** Writer: a new impacts block holding the n pairs in impTf/impDl. */
@@ -878,24 +898,28 @@ export class TextPartition {
     // below it can enter the top k.
     let theta0 = 0;
     if (pruning) {
-      let total = 0;
-      for (let c = 0; c < m; c++) { sc.bOff[c] = total; total += ((sc.count[c]! - 1) >>> BLOCK_SHIFT) + 1; }
-      sc.ensureBounds(total, kk);
-      const bounds = sc.bounds;
+      sc.ensurePrime(kk);
       for (let c = 0; c < m; c++) {
-        const nb = ((sc.count[c]! - 1) >>> BLOCK_SHIFT) + 1, off = sc.bOff[c]!, dir = sc.dir[c]!, idf = sc.idf[c]!;
-        let best = 0, bestJ = 0;
-        for (let j = 0; j < nb; j++) {
-          const blk = Atomics.load(u, dir + j);
-          const imp = Atomics.load(u, blk + B_IMPACTS);
-          const b = imp !== 0 ? impactsBound(u, imp, idf, avgdl) : termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl) * BOUND_INFLATION;
-          bounds[off + j] = b;
-          if (b > best) { best = b; bestJ = j; }
+        const count = sc.count[c]!, dir = sc.dir[c]!, idf = sc.idf[c]!;
+        // The list's best-ranked full block (L_TOP, a hint checked against the count), else its first block.
+        let bestJ = 0, best = -1;
+        for (let i = 0; i < L_TOP_COUNT; i++) {
+          const v = u[sc.list[c]! + L_TOP + i]!;
+          if (v === 0 || v << BLOCK_SHIFT > count) continue;
+          const imp = Atomics.load(u, Atomics.load(u, dir + v - 1) + B_IMPACTS);
+          if (imp === 0) continue;
+          const b = impactsBound(u, imp, idf, avgdl);
+          if (b > best) { best = b; bestJ = v - 1; }
         }
-        if (m === 1 || best <= theta0 || sc.count[c]! < kk) continue;
+        if (best < 0) {
+          // No full block ranked yet (a short list): its first block, by its running maxima.
+          const blk = Atomics.load(u, dir);
+          best = termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl) * BOUND_INFLATION;
+        }
+        if (m === 1 || best <= theta0 || count < kk) continue;
         // The block's visible documents' weights, the k best kept in a min-heap.
         const blk = Atomics.load(u, dir + bestJ), cap = u[blk + B_CAP]!;
-        const end = Math.min(sc.count[c]! - (bestJ << BLOCK_SHIFT), BLOCK_POSTINGS);
+        const end = Math.min(count - (bestJ << BLOCK_SHIFT), BLOCK_POSTINGS);
         const prime = sc.prime;
         let n = 0;
         for (let i = 0; i < end; i++) {
@@ -1044,19 +1068,16 @@ export class TextPartition {
    */
   private searchOne(u: Uint32Array, kk: number, snapshot: number, avgdl: number, theta0: number, outElements: Uint32Array, outScores: Float32Array): number {
     const sc = scratch, root = this.root;
-    const count = sc.count[0]!, dir = sc.dir[0]!, idf = sc.idf[0]!, bounds = sc.bounds, off = sc.bOff[0]!;
+    const count = sc.count[0]!, dir = sc.dir[0]!, idf = sc.idf[0]!, list = sc.list[0]!;
     const nb = ((count - 1) >>> BLOCK_SHIFT) + 1;
     const heapScore = sc.heapScore, heapElem = sc.heapElem;
     let size = 0, scored = 0;
-    // The FIRST_BLOCKS best blocks by bound, best first (a small selection, O(nb)).
+    // The list's best-ranked blocks first (L_TOP: a hint, checked against the count), then all in order.
     const first = sc.first;
     let nFirst = 0;
-    for (let j = 0; j < nb; j++) {
-      const b = bounds[off + j]!;
-      if (nFirst === FIRST_BLOCKS && b <= bounds[off + first[nFirst - 1]!]!) continue;
-      let x = nFirst < FIRST_BLOCKS ? nFirst++ : nFirst - 1;
-      while (x > 0 && bounds[off + first[x - 1]!]! < b) { first[x] = first[x - 1]!; x--; }
-      first[x] = j;
+    for (let i = 0; i < L_TOP_COUNT; i++) {
+      const v = u[list + L_TOP + i]!;
+      if (v !== 0 && v << BLOCK_SHIFT <= count) first[nFirst++] = v - 1;
     }
     for (let step = 0; step < nFirst + nb; step++) {
       let j: number;
@@ -1069,13 +1090,16 @@ export class TextPartition {
       }
       const full = size === kk;
       const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
-      if (bounds[off + j]! < theta) continue;
       const blk = Atomics.load(u, dir + j);
-      const imp = Atomics.load(u, blk + B_IMPACTS);
       if (theta > 0) {
-        const exact = imp !== 0 ? impactsExact(u, imp, idf, avgdl) : Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl));
-        if (exact < theta) continue;
-        if (exact === theta && full && theta === heapScore[0]! && imp !== 0 && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!) continue;
+        // The block's (max tf, min length) first: one weight, a looser but exact bound.
+        if (Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl)) < theta) continue;
+        const imp = Atomics.load(u, blk + B_IMPACTS);
+        if (imp !== 0) {
+          const exact = impactsExact(u, imp, idf, avgdl);
+          if (exact < theta) continue;
+          if (exact === theta && full && theta === heapScore[0]! && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!) continue;
+        }
       }
       const cap = u[blk + B_CAP]!;
       const end = Math.min(count - (j << BLOCK_SHIFT), BLOCK_POSTINGS);
@@ -1120,7 +1144,13 @@ export class TextPartition {
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
     sc.blkEnd[c] = end;
     sc.blkLast[c] = u[blk + B_HEADER + (end - 1 - (j << BLOCK_SHIFT))]!;
-    if (pruning) sc.blkUb[c] = sc.bounds[sc.bOff[c]! + j]!;
+    if (pruning) {
+      // A full block's impacts, else its running maxima (both cover the postings below the count).
+      const imp = Atomics.load(u, blk + B_IMPACTS);
+      sc.blkUb[c] = imp !== 0
+        ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
+        : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
+    }
   }
 
   /** Reader: move cursor c to its first posting with doc >= target (NO_DOC past the end). */
