@@ -149,6 +149,18 @@ export class TextMemory {
     if (++this.retiredSinceReclaim >= RECLAIM_EVERY) this.reclaim();
   }
 
+  /**
+   * Writer, dropping a partition: its blocks (TextPartition.blocks()) go back to the heap
+   * once every read running now has ended. The caller has already made the partition
+   * unreachable for reads that start later (the catalog no longer names it).
+   */
+  dropBlocks(blocks: readonly (readonly [number, number])[]): void {
+    for (const [at, words] of blocks) {
+      this.retired.push(at, words, Atomics.add(this.u32, M_SEQ, 1) + 1);
+    }
+    this.reclaim();
+  }
+
   /** Writer: free the retired blocks no running read can hold. */
   reclaim(): void {
     this.retiredSinceReclaim = 0;
