@@ -124,10 +124,41 @@ function impactsExact(u: Uint32Array, imp: number, idf: number, avgdl: number): 
   return Math.fround(best);
 }
 
+/**
+ * Thrown by a read that meets an offset past its views: the memory grew after the read
+ * re-made them, and a block published since is what it found. The read starts over with
+ * fresh views (search(), termStats()); the snapshot is the same, so is the answer.
+ */
+const REGROW = new Error('text memory grew during a read');
+const within = (u: Uint32Array, at: number, words: number): void => {
+  if (at + words > u.length) throw REGROW;
+};
+
+/** Reader: block j of a directory, checked to lie inside the views. */
+function blockAt(u: Uint32Array, dir: number, j: number, postingWords: number): number {
+  const blk = Atomics.load(u, dir + j);
+  within(u, blk, B_HEADER);
+  within(u, blk, B_HEADER + u[blk + B_CAP]! * postingWords);
+  return blk;
+}
+
+/** Reader: a block's impacts (0: none), checked to lie inside the views. */
+function impactsOf(u: Uint32Array, word: number): number {
+  const imp = Atomics.load(u, word);
+  if (imp === 0) return 0;
+  within(u, imp, 1);
+  within(u, imp, impactsWords(u[imp]!));
+  return imp;
+}
+
 /** Stats chain: the first node with epoch <= s (0: none), following links with acquires. */
-function nodeAt(u: Uint32Array, headWord: number, s: number): number {
+function nodeAt(u: Uint32Array, headWord: number, s: number, words: number): number {
   let node = Atomics.load(u, headWord);
-  while (node !== 0 && u[node + S_EPOCH]! > s) node = Atomics.load(u, node + S_NEXT);
+  if (node !== 0) within(u, node, words);
+  while (node !== 0 && u[node + S_EPOCH]! > s) {
+    node = Atomics.load(u, node + S_NEXT);
+    if (node !== 0) within(u, node, words);
+  }
   return node;
 }
 
@@ -780,12 +811,16 @@ export class TextPartition {
   private lookup(u: Uint32Array, u16: Uint16Array, term: string): number {
     const hash = termHash(term);
     const dict = Atomics.load(u, this.root + P_DICT);
+    within(u, dict, H_SLOTS);
+    within(u, dict, H_SLOTS + u[dict + H_CAP]!);
     const mask = u[dict + H_CAP]! - 1;
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const s = Atomics.load(u, dict + H_SLOTS + i);
       if (s === 0) return -1;
       const rec = termAt(u, this.root, s - 1);
+      within(u, rec, T_WORDS);
       if (u[rec + T_HASH] !== hash || u[rec + T_LEN] !== term.length) continue;
+      within(u, u[rec + T_TEXT]!, (term.length + 1) >> 1);
       const text = 2 * u[rec + T_TEXT]!;
       let same = true;
       for (let c = 0; c < term.length; c++) if (u16[text + c] !== term.charCodeAt(c)) { same = false; break; }
@@ -809,14 +844,14 @@ export class TextPartition {
   private statsIn(terms: readonly string[], snapshot: number): TermStats {
     const tm = this.tm;
     const u = tm.u32, u16 = tm.u16;
-    const node = nodeAt(u, this.root + P_STATS, snapshot);
+    const node = nodeAt(u, this.root + P_STATS, snapshot, S_PART_WORDS);
     const docs = node === 0 ? 0 : u[node + S_DOCS]!;
     const totalLength = node === 0 ? 0 : u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]!;
     const df: number[] = [];
     for (const term of terms) {
       const t = this.lookup(u, u16, term);
       if (t < 0) { df.push(0); continue; }
-      const n = nodeAt(u, termAt(u, this.root, t) + T_STATS, snapshot);
+      const n = nodeAt(u, termAt(u, this.root, t) + T_STATS, snapshot, S_TERM_WORDS);
       df.push(n === 0 ? 0 : u[n + S_DF]!);
     }
     return { docs, totalLength, df };
@@ -825,10 +860,16 @@ export class TextPartition {
   /** Statistics at a snapshot for `*_within` and tests: visible doc count, total length of visible docs, and df per given term. */
   termStats(terms: readonly string[], snapshot: number): TermStats {
     const tm = this.tm;
-    tm.cover();
     const slot = tm.beginRead();
     try {
-      return this.statsIn(terms, snapshot);
+      for (;;) {
+        tm.cover();
+        try {
+          return this.statsIn(terms, snapshot);
+        } catch (err) {
+          if (err !== REGROW) throw err;
+        }
+      }
     } finally {
       tm.endRead(slot);
     }
@@ -845,8 +886,14 @@ export class TextPartition {
     const tm = this.tm;
     const slot = tm.beginRead();
     try {
-      tm.cover();
-      return this.searchIn(terms, k, snapshot, outElements, outScores);
+      for (;;) {
+        tm.cover();
+        try {
+          return this.searchIn(terms, k, snapshot, outElements, outScores);
+        } catch (err) {
+          if (err !== REGROW) throw err;
+        }
+      }
     } finally {
       tm.endRead(slot);
     }
@@ -856,7 +903,7 @@ export class TextPartition {
     const tm = this.tm, root = this.root;
     const u = tm.u32, u16 = tm.u16;
     textSearchCounters.searches++;
-    const pnode = nodeAt(u, root + P_STATS, snapshot);
+    const pnode = nodeAt(u, root + P_STATS, snapshot, S_PART_WORDS);
     if (pnode === 0) return 0;
     const docsVisible = u[pnode + S_DOCS]!;
     const totalLength = u[pnode + S_LEN_HI]! * TWO32 + u[pnode + S_LEN_LO]!;
@@ -872,24 +919,31 @@ export class TextPartition {
       const t = this.lookup(u, u16, term);
       if (t < 0) continue;
       const trec = termAt(u, root, t);
-      const snode = nodeAt(u, trec + T_STATS, snapshot);
+      const snode = nodeAt(u, trec + T_STATS, snapshot, S_TERM_WORDS);
       const df = snode === 0 ? 0 : u[snode + S_DF]!;
       if (df === 0) continue;
       const list = Atomics.load(u, trec + T_LIST);
+      within(u, list, L_WORDS);
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;
       sc.list[m] = list;
       sc.count[m] = count;
       sc.dir[m] = Atomics.load(u, list + L_DIR);
+      within(u, sc.dir[m]!, ((count - 1) >>> BLOCK_SHIFT) + 1);
       const idf = idfOf(docsVisible, df);
       sc.idf[m] = idf;
       // Impacts loaded after the count: they cover at least the postings below it.
-      sc.ub[m] = impactsBound(u, Atomics.load(u, list + L_IMPACTS), idf, avgdl);
+      sc.ub[m] = impactsBound(u, impactsOf(u, list + L_IMPACTS), idf, avgdl);
       sc.order[m] = m;
       m++;
     }
     if (m === 0) return 0;
+    // Every document record and block below the counts just loaded was allocated before
+    // they were published: covered by the heap top loaded now. (Blocks grown since and
+    // impacts sealed since are checked where they are loaded.)
+    if (tm.cover()) throw REGROW;
     const pruning = textSearchOptions.pruning;
+    const pw = this.positions ? 3 : 2;
     let scored = 0;
     // Pruning starts from a threshold: block bounds of every list (cached for the pass below),
     // then the k-th best single-term weight among the visible documents of each list's most
@@ -906,19 +960,19 @@ export class TextPartition {
         for (let i = 0; i < L_TOP_COUNT; i++) {
           const v = u[sc.list[c]! + L_TOP + i]!;
           if (v === 0 || v << BLOCK_SHIFT > count) continue;
-          const imp = Atomics.load(u, Atomics.load(u, dir + v - 1) + B_IMPACTS);
+          const imp = impactsOf(u, blockAt(u, dir, v - 1, pw) + B_IMPACTS);
           if (imp === 0) continue;
           const b = impactsBound(u, imp, idf, avgdl);
           if (b > best) { best = b; bestJ = v - 1; }
         }
         if (best < 0) {
           // No full block ranked yet (a short list): its first block, by its running maxima.
-          const blk = Atomics.load(u, dir);
+          const blk = blockAt(u, dir, 0, pw);
           best = termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl) * BOUND_INFLATION;
         }
         if (m === 1 || best <= theta0 || count < kk) continue;
         // The block's visible documents' weights, the k best kept in a min-heap.
-        const blk = Atomics.load(u, dir + bestJ), cap = u[blk + B_CAP]!;
+        const blk = blockAt(u, dir, bestJ, pw), cap = u[blk + B_CAP]!;
         const end = Math.min(count - (bestJ << BLOCK_SHIFT), BLOCK_POSTINGS);
         const prime = sc.prime;
         let n = 0;
@@ -1006,7 +1060,7 @@ export class TextPartition {
           // one weight, so the block's best pair gives the exact best score (no inflation), and
           // a tie with the k-th result loses when every element in the block is larger.
           const c = order[0]!, blk = sc.blk[c]!;
-          const imp = Atomics.load(u, blk + B_IMPACTS);
+          const imp = impactsOf(u, blk + B_IMPACTS);
           const exact = imp !== 0 ? impactsExact(u, imp, sc.idf[c]!, avgdl) : Math.fround(termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl));
           skip = exact < theta ||
             (exact === theta && size === kk && theta === heapScore[0]! && imp !== 0 && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!);
@@ -1090,11 +1144,11 @@ export class TextPartition {
       }
       const full = size === kk;
       const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
-      const blk = Atomics.load(u, dir + j);
+      const blk = blockAt(u, dir, j, this.positions ? 3 : 2);
       if (theta > 0) {
         // The block's (max tf, min length) first: one weight, a looser but exact bound.
         if (Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl)) < theta) continue;
-        const imp = Atomics.load(u, blk + B_IMPACTS);
+        const imp = impactsOf(u, blk + B_IMPACTS);
         if (imp !== 0) {
           const exact = impactsExact(u, imp, idf, avgdl);
           if (exact < theta) continue;
@@ -1138,7 +1192,7 @@ export class TextPartition {
   /** Reader: make block j of cursor c current. */
   private loadBlock(u: Uint32Array, c: number, j: number, pruning: boolean): void {
     const sc = scratch;
-    const blk = Atomics.load(u, sc.dir[c]! + j);
+    const blk = blockAt(u, sc.dir[c]!, j, this.positions ? 3 : 2);
     sc.blk[c] = blk;
     sc.blkIdx[c] = j;
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
@@ -1146,7 +1200,7 @@ export class TextPartition {
     sc.blkLast[c] = u[blk + B_HEADER + (end - 1 - (j << BLOCK_SHIFT))]!;
     if (pruning) {
       // A full block's impacts, else its running maxima (both cover the postings below the count).
-      const imp = Atomics.load(u, blk + B_IMPACTS);
+      const imp = impactsOf(u, blk + B_IMPACTS);
       sc.blkUb[c] = imp !== 0
         ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
         : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
@@ -1165,12 +1219,12 @@ export class TextPartition {
       const dir = sc.dir[c]!;
       if (lo < hi) {
         const end = Math.min(count, (lo + 1) << BLOCK_SHIFT);
-        if (u[Atomics.load(u, dir + lo) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
+        if (u[blockAt(u, dir, lo, this.positions ? 3 : 2) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
         else lo++;
       }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        const blk = Atomics.load(u, dir + mid);
+        const blk = blockAt(u, dir, mid, this.positions ? 3 : 2);
         const end = Math.min(count, (mid + 1) << BLOCK_SHIFT);
         if (u[blk + B_HEADER + (end - 1 - (mid << BLOCK_SHIFT))]! < target) lo = mid + 1;
         else hi = mid;
