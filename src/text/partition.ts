@@ -24,7 +24,7 @@
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
-import { BOUND_INFLATION, idfOf, K1, B, termWeight, type TermStats } from './bm25.js';
+import { BOUND_INFLATION, idfOf, termWeight, type TermStats } from './bm25.js';
 import {
   B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
   D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, D_POS, D_TERMS, D_WORDS, DICT_CAP_MIN, FIRST_BLOCK_CAP,
