@@ -945,11 +945,10 @@ export class TextPartition {
     const pruning = textSearchOptions.pruning;
     const pw = this.positions ? 3 : 2;
     let scored = 0;
-    // Pruning starts from a threshold: block bounds of every list (cached for the pass below),
-    // then the k-th best single-term weight among the visible documents of each list's most
-    // promising block. Every document has at least the weight of any one of its terms, and
-    // a list's documents are distinct, so k documents score at least theta0 and nothing
-    // below it can enter the top k.
+    // Pruning starts from a threshold: the k-th best single-term weight among the visible
+    // documents of each list's most promising block (its best-ranked full block). Every
+    // document scores at least the weight of any one of its terms, and a list's documents are
+    // distinct, so k documents score at least theta0 and nothing below it can enter the top k.
     let theta0 = 0;
     if (pruning) {
       sc.ensurePrime(kk);
