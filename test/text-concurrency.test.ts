@@ -72,3 +72,31 @@ describe('text partition across threads', () => {
     expect(tm.shared.memory.buffer.byteLength).toBeGreaterThan(bytesBefore);
   });
 });
+
+describe('text reads with views older than the memory', () => {
+  it('a reader whose views predate the memory growth re-makes them (search, termStats, export)', async () => {
+    const { exportPartition, importPartition, joinChunks } = await import('../dist/src/text/index.js');
+    const writerMem = TextMemory.create();
+    const part = TextPartition.create(writerMem, { analyzer: 'standard', positions: true });
+    part.insert(1, 'first words', 1);
+    // A second attachment in this thread stands for a reader thread: its own views.
+    const readerMem = TextMemory.attach(writerMem.shared);
+    const reader = TextPartition.attach(readerMem, part.root);
+    const e = new Uint32Array(5), s = new Float32Array(5);
+    expect(reader.search('words', 5, 1, e, s)).toBe(1);
+    const bytes = readerMem.u32.length;
+    for (let i = 2; i < 20_000; i++) part.insert(i, `words ${i} and more words number ${i % 97} to grow the memory`, 2);
+    expect(writerMem.u32.length).toBeGreaterThan(bytes);
+    expect(readerMem.u32.length).toBe(bytes); // stale until its next read
+    expect(reader.search('number words 42', 5, 2, e, s)).toBe(5);
+    expect(readerMem.u32.length).toBe(writerMem.u32.length);
+    const readerMem2 = TextMemory.attach(writerMem.shared);
+    const reader2 = TextPartition.attach(readerMem2, part.root);
+    for (let i = 20_000; i < 40_000; i++) part.insert(i, `more text ${i}`, 3);
+    expect(reader2.termStats(['more', 'text'], 3)).toEqual(part.termStats(['more', 'text'], 3));
+    const readerMem3 = TextMemory.attach(writerMem.shared);
+    for (let i = 40_000; i < 60_000; i++) part.insert(i, `again ${i}`, 4);
+    const img = joinChunks(exportPartition(readerMem3, part.root, part.pointCount(), 4));
+    expect(importPartition(TextMemory.create(), img).termStats(['again'], 4).df).toEqual([20_000]);
+  });
+});

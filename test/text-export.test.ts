@@ -167,3 +167,30 @@ describe('text export and import', () => {
     refuse(resealed(good.slice(0, good.length - 8).slice()), /truncated|corrupt|after/);
   });
 });
+
+describe('text partition blocks', () => {
+  it('blocks() names every block the partition holds: dropping them gives the memory back exactly', () => {
+    const tm = TextMemory.create();
+    const keep = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+    keep.insert(1, 'another partition stays', 1);
+    const keptBytes = tm.usedBytes();
+    for (const positions of [false, true]) {
+      const p = TextPartition.create(tm, { analyzer: 'standard', positions });
+      const r = rng(3);
+      let epoch = 1;
+      const live: number[] = [];
+      for (let i = 0; i < 3000; i++) {
+        live.push(p.insert(i, text(r) + ' ' + text(r), epoch));
+        if (r() < 0.3) { const d = live.splice(Math.floor(r() * live.length), 1)[0]!; p.remove(d, epoch); }
+        if (r() < 0.05) p.undoInsert(live.pop()!);
+        if (i % 50 === 0) { epoch++; while (p.maintain(epoch, epoch - 1)); }
+      }
+      expect(tm.usedBytes()).toBeGreaterThan(keptBytes + 100_000);
+      tm.dropBlocks(p.blocks());
+      // Every retired block (grown blocks, old lists, old dictionaries) and every dropped one is free again.
+      expect(tm.usedBytes()).toBe(keptBytes);
+    }
+    const e = new Uint32Array(2), s = new Float32Array(2);
+    expect(keep.search('partition', 2, 1, e, s)).toBe(1);
+  });
+});

@@ -17,7 +17,7 @@ import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { ANALYZERS } from './analyze.js';
 import {
-  B_CAP, B_HEADER, BLOCK_SHIFT, D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, L_COUNT, L_DIR,
+  B_CAP, B_HEADER, BLOCK_SHIFT, D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, L_COUNT, L_DIR, L_WORDS,
   P_ANALYZER, P_DOCS, P_MAGIC, P_POSITIONS, P_TERMS, PARTITION_MAGIC, T_LEN, T_LIST, T_TEXT,
 } from './layout.js';
 import type { TextMemory } from './memory.js';
@@ -95,16 +95,29 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
       w.word(u[rec + D_ELEMENT]!);
       w.word(visibleSomeTime ? u[rec + D_LENGTH]! : 0);
     }
+    // A list, directory or block published after the cover above (compaction, growth) may
+    // lie past the views: re-made then (this loop keeps no view across a check).
+    const need = (at: number, words: number): void => {
+      if (at + words > u.length) { memory.cover(); u = memory.u32; }
+    };
+    const blockAt = (dir: number, j: number): number => {
+      const blk = Atomics.load(u, dir + j);
+      need(blk, B_HEADER);
+      need(blk, B_HEADER + u[blk + B_CAP]! * (positions ? 3 : 2));
+      return blk;
+    };
     for (let t = 0; t < terms; t++) {
       const trec = termAt(u, root, t);
       const list = Atomics.load(u, trec + T_LIST);
+      need(list, L_WORDS);
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;
       const dir = Atomics.load(u, list + L_DIR);
+      need(dir, ((count - 1) >>> BLOCK_SHIFT) + 1);
       // Postings below the cut are a prefix of the list (ascending docs); of those, the kept docs'.
       let prefix = 0, n = 0;
       for (let j = 0; j << BLOCK_SHIFT < count; j++) {
-        const blk = Atomics.load(u, dir + j);
+        const blk = blockAt(dir, j);
         const end = Math.min(count - (j << BLOCK_SHIFT), 1 << BLOCK_SHIFT);
         let i = 0;
         for (; i < end; i++) {
@@ -122,7 +135,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
       w.word(n);
       for (let p = 0; p < prefix; p++) {
         const j = p >>> BLOCK_SHIFT, off = p & ((1 << BLOCK_SHIFT) - 1);
-        const blk = Atomics.load(u, dir + j);
+        const blk = blockAt(dir, j);
         const cap = u[blk + B_CAP]!;
         const doc = u[blk + B_HEADER + off]!;
         if (kept[doc] === 0) continue;

@@ -63,7 +63,14 @@ export const L_DIR_CAP = 2; // writer
 export const L_MAX_TF = 3; // bound over the list (monotone while the list is current)
 export const L_MIN_DL = 4;
 export const L_IMPACTS = 5; // Atomics: impacts block bounding every posting of the list (0: none yet)
-export const L_WORDS = 6;
+/**
+ * Up to L_TOP_COUNT full blocks (index + 1; 0: none) with the best bounds when they were
+ * sealed: where a search starts. A hint only: readers check each index against their count,
+ * and any block gives a valid starting threshold.
+ */
+export const L_TOP = 6;
+export const L_TOP_COUNT = 4;
+export const L_WORDS = L_TOP + L_TOP_COUNT;
 
 /** Postings block: docs ascending, then tfs, then (positions on) offsets of each posting's positions. */
 export const B_CAP = 0;
@@ -76,13 +83,14 @@ export const BLOCK_SHIFT = 7;
 export const FIRST_BLOCK_CAP = 2;
 
 /**
- * Impacts block, immutable once published: [n, (tf, dl) x n], tf and dl both strictly
+ * Impacts block, immutable once published: [n, (tf, dl) x n, min element], tf and dl both strictly
  * increasing. Every posting it covers has a pair with tf >= its tf and dl <= its length
  * (BM25 grows with tf and shrinks with dl), so the best pair bounds them all at any avgdl.
  * Lucene calls these competitive impacts; more than IMPACTS_MAX pairs are merged into looser ones.
  */
 export const IMPACTS_MAX = 8;
-export const impactsWords = (n: number): number => 1 + 2 * n;
+/** [n, (tf, dl) x n, least element of the block's documents (a list's impacts: 0)]. */
+export const impactsWords = (n: number): number => 2 + 2 * n;
 
 /** Dictionary hash table: [capacity, slots]; slot = term id + 1 (0: empty), linear probing. */
 export const H_CAP = 0;

@@ -72,17 +72,18 @@ export class TextMemory {
   }
 
   /**
-   * Views that cover every word allocated so far (any thread). M_TOP only grows and is
-   * raised before anything in the new words is published, so after the acquire that found
-   * a partition's data, covering M_TOP covers that data.
+   * Views that cover every word allocated so far (any thread); true when they were re-made.
+   * M_TOP only grows and is raised before anything in the new words is published, so after
+   * the acquire that found a partition's data, covering M_TOP covers that data.
    */
-  cover(): void {
+  cover(): boolean {
     const top = Atomics.load(this.u32, M_TOP);
-    if (top * 4 <= this.bytes) return;
+    if (top * 4 <= this.bytes) return false;
     this.refresh();
     // A thread's buffer object can lag behind another thread's grow until it asks again.
     if (top * 4 > this.bytes) { this.shared.memory.grow(0); this.refresh(); }
     if (top * 4 > this.bytes) fail(`memory shorter (${this.bytes} bytes) than its heap top (${top * 4})`);
+    return true;
   }
 
   private reserve(size: number): number {
@@ -147,6 +148,18 @@ export class TextMemory {
     const seq = Atomics.add(this.u32, M_SEQ, 1) + 1;
     this.retired.push(at, words, seq);
     if (++this.retiredSinceReclaim >= RECLAIM_EVERY) this.reclaim();
+  }
+
+  /**
+   * Writer, dropping a partition: its blocks (TextPartition.blocks()) go back to the heap
+   * once every read running now has ended. The caller has already made the partition
+   * unreachable for reads that start later (the catalog no longer names it).
+   */
+  dropBlocks(blocks: readonly (readonly [number, number])[]): void {
+    for (const [at, words] of blocks) {
+      this.retired.push(at, words, Atomics.add(this.u32, M_SEQ, 1) + 1);
+    }
+    this.reclaim();
   }
 
   /** Writer: free the retired blocks no running read can hold. */

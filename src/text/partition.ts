@@ -24,11 +24,11 @@
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
-import { BOUND_INFLATION, idfOf, K1, B, termWeight, type TermStats } from './bm25.js';
+import { BOUND_INFLATION, idfOf, termWeight, type TermStats } from './bm25.js';
 import {
   B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
   D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, D_POS, D_TERMS, D_WORDS, DICT_CAP_MIN, FIRST_BLOCK_CAP,
-  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_WORDS,
+  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_TOP, L_TOP_COUNT, L_WORDS,
   P_ANALYZER, P_DICT, P_DOC_CHUNK0, P_DOC_CHUNKS, P_DOCS, P_MAGIC, P_POSITIONS, P_PURGED, P_STATS, P_TERM_CHUNK0, P_TERM_CHUNKS, P_TERMS, P_WORDS,
   PARTITION_MAGIC, S_DF, S_DOCS, S_EPOCH, S_LEN_HI, S_LEN_LO, S_NEXT, S_PART_WORDS, S_TERM_WORDS,
   T_HASH, T_LEN, T_LIST, T_STATS, T_TEXT, T_WORDS,
@@ -40,6 +40,8 @@ const fail = (msg: string): never => {
 };
 
 const NO_DOC = 0xffffffff;
+/** Blocks a one-term search scores first, best bound first, to start with a high threshold. */
+const FIRST_BLOCKS = 4;
 const TWO32 = 4294967296;
 
 /** Test hooks: work counters of this thread's searches (reset by tests). */
@@ -107,10 +109,56 @@ function impactsBound(u: Uint32Array, imp: number, idf: number, avgdl: number): 
   return best * BOUND_INFLATION;
 }
 
+/**
+ * The best single-term score (f32, as search() rounds a one-term sum) of any posting an
+ * impacts block covers: BM25's weight grows with tf and shrinks with dl in double precision
+ * too (integer tf steps change it by far more than the rounding), so no inflation is needed.
+ */
+function impactsExact(u: Uint32Array, imp: number, idf: number, avgdl: number): number {
+  let best = 0;
+  const n = u[imp]!;
+  for (let i = 0; i < n; i++) {
+    const w = termWeight(idf, u[imp + 1 + 2 * i]!, u[imp + 2 + 2 * i]!, avgdl);
+    if (w > best) best = w;
+  }
+  return Math.fround(best);
+}
+
+/**
+ * Thrown by a read that meets an offset past its views: the memory grew after the read
+ * re-made them, and a block published since is what it found. The read starts over with
+ * fresh views (search(), termStats()); the snapshot is the same, so is the answer.
+ */
+const REGROW = new Error('text memory grew during a read');
+const within = (u: Uint32Array, at: number, words: number): void => {
+  if (at + words > u.length) throw REGROW;
+};
+
+/** Reader: block j of a directory, checked to lie inside the views. */
+function blockAt(u: Uint32Array, dir: number, j: number, postingWords: number): number {
+  const blk = Atomics.load(u, dir + j);
+  within(u, blk, B_HEADER);
+  within(u, blk, B_HEADER + u[blk + B_CAP]! * postingWords);
+  return blk;
+}
+
+/** Reader: a block's impacts (0: none), checked to lie inside the views. */
+function impactsOf(u: Uint32Array, word: number): number {
+  const imp = Atomics.load(u, word);
+  if (imp === 0) return 0;
+  within(u, imp, 1);
+  within(u, imp, impactsWords(u[imp]!));
+  return imp;
+}
+
 /** Stats chain: the first node with epoch <= s (0: none), following links with acquires. */
-function nodeAt(u: Uint32Array, headWord: number, s: number): number {
+function nodeAt(u: Uint32Array, headWord: number, s: number, words: number): number {
   let node = Atomics.load(u, headWord);
-  while (node !== 0 && u[node + S_EPOCH]! > s) node = Atomics.load(u, node + S_NEXT);
+  if (node !== 0) within(u, node, words);
+  while (node !== 0 && u[node + S_EPOCH]! > s) {
+    node = Atomics.load(u, node + S_NEXT);
+    if (node !== 0) within(u, node, words);
+  }
   return node;
 }
 
@@ -132,9 +180,14 @@ class Scratch {
   blkUb = new Float64Array(0); // bound of the current block
   avgdl = 0;
   order = new Int32Array(0);
+  prime = new Float64Array(0); // the threshold's min-heap
+  first = new Int32Array(FIRST_BLOCKS); // a one-term search's most promising blocks
   heapScore = new Float64Array(0);
   heapElem = new Uint32Array(0);
   heapCap = 0;
+  ensurePrime(k: number): void {
+    if (k > this.prime.length) this.prime = new Float64Array(Math.max(k, 2 * this.prime.length, 16));
+  }
   ensure(terms: number, k: number): void {
     if (terms > this.cap) {
       const n = Math.max(terms, 2 * this.cap, 8);
@@ -404,31 +457,57 @@ export class TextPartition {
     for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
     const now = impactsAdd(had, tf, dl);
     if (now >= 0) {
-      const imp = this.writeImpacts(now);
+      const imp = this.writeImpacts(now, 0);
       u = tm.u32;
       Atomics.store(u, list + L_IMPACTS, imp);
       if (limp !== 0) tm.retire(limp, impactsWords(had));
     }
     if (off + 1 === BLOCK_POSTINGS) {
       // The block is full and never changes again: its impacts, before the count that covers them.
-      let n = 0;
+      let n = 0, minElement = 0xffffffff;
       for (let i = 0; i < BLOCK_POSTINGS; i++) {
-        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[docAt(u, this.root, u[blk + B_HEADER + i]!) + D_LENGTH]!);
+        const rec = docAt(u, this.root, u[blk + B_HEADER + i]!);
+        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!);
         if (r >= 0) n = r;
+        if (u[rec + D_ELEMENT]! < minElement) minElement = u[rec + D_ELEMENT]!;
       }
-      const imp = this.writeImpacts(n);
+      const imp = this.writeImpacts(n, minElement);
       u = tm.u32;
       Atomics.store(u, blk + B_IMPACTS, imp);
+      this.rankBlock(list, j, imp);
     }
     Atomics.store(u, list + L_COUNT, count + 1);
   }
 
+  /**
+   * Writer: keep block j among the list's L_TOP blocks if its bound beats theirs (bounds at
+   * today's average length; the idf scales every block of a list alike).
+   */
+  private rankBlock(list: number, j: number, imp: number): void {
+    const u = this.tm.u32;
+    const node = u[this.root + P_STATS]!;
+    const docs = node === 0 ? 0 : u[node + S_DOCS]!;
+    const avgdl = docs === 0 ? 1 : (u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]!) / docs || 1;
+    const dir = u[list + L_DIR]!;
+    const key = impactsBound(u, imp, 1, avgdl);
+    let at = L_TOP_COUNT;
+    for (let i = L_TOP_COUNT - 1; i >= 0; i--) {
+      const v = u[list + L_TOP + i]!;
+      if (v !== 0 && impactsBound(u, u[u[dir + v - 1]! + B_IMPACTS]!, 1, avgdl) >= key) break;
+      at = i;
+    }
+    if (at === L_TOP_COUNT) return;
+    for (let i = L_TOP_COUNT - 1; i > at; i--) u[list + L_TOP + i] = u[list + L_TOP + i - 1]!;
+    u[list + L_TOP + at] = j + 1;
+  }
+
   /** Writer: a new impacts block holding the n pairs in impTf/impDl. */
-  private writeImpacts(n: number): number {
+  private writeImpacts(n: number, minElement: number): number {
     const imp = this.tm.allocate(impactsWords(n));
     const u = this.tm.u32;
     u[imp] = n;
     for (let i = 0; i < n; i++) { u[imp + 1 + 2 * i] = impTf[i]!; u[imp + 2 + 2 * i] = impDl[i]!; }
+    u[imp + 1 + 2 * n] = minElement;
     return imp;
   }
 
@@ -732,12 +811,16 @@ export class TextPartition {
   private lookup(u: Uint32Array, u16: Uint16Array, term: string): number {
     const hash = termHash(term);
     const dict = Atomics.load(u, this.root + P_DICT);
+    within(u, dict, H_SLOTS);
+    within(u, dict, H_SLOTS + u[dict + H_CAP]!);
     const mask = u[dict + H_CAP]! - 1;
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const s = Atomics.load(u, dict + H_SLOTS + i);
       if (s === 0) return -1;
       const rec = termAt(u, this.root, s - 1);
+      within(u, rec, T_WORDS);
       if (u[rec + T_HASH] !== hash || u[rec + T_LEN] !== term.length) continue;
+      within(u, u[rec + T_TEXT]!, (term.length + 1) >> 1);
       const text = 2 * u[rec + T_TEXT]!;
       let same = true;
       for (let c = 0; c < term.length; c++) if (u16[text + c] !== term.charCodeAt(c)) { same = false; break; }
@@ -761,14 +844,14 @@ export class TextPartition {
   private statsIn(terms: readonly string[], snapshot: number): TermStats {
     const tm = this.tm;
     const u = tm.u32, u16 = tm.u16;
-    const node = nodeAt(u, this.root + P_STATS, snapshot);
+    const node = nodeAt(u, this.root + P_STATS, snapshot, S_PART_WORDS);
     const docs = node === 0 ? 0 : u[node + S_DOCS]!;
     const totalLength = node === 0 ? 0 : u[node + S_LEN_HI]! * TWO32 + u[node + S_LEN_LO]!;
     const df: number[] = [];
     for (const term of terms) {
       const t = this.lookup(u, u16, term);
       if (t < 0) { df.push(0); continue; }
-      const n = nodeAt(u, termAt(u, this.root, t) + T_STATS, snapshot);
+      const n = nodeAt(u, termAt(u, this.root, t) + T_STATS, snapshot, S_TERM_WORDS);
       df.push(n === 0 ? 0 : u[n + S_DF]!);
     }
     return { docs, totalLength, df };
@@ -777,10 +860,16 @@ export class TextPartition {
   /** Statistics at a snapshot for `*_within` and tests: visible doc count, total length of visible docs, and df per given term. */
   termStats(terms: readonly string[], snapshot: number): TermStats {
     const tm = this.tm;
-    tm.cover();
     const slot = tm.beginRead();
     try {
-      return this.statsIn(terms, snapshot);
+      for (;;) {
+        tm.cover();
+        try {
+          return this.statsIn(terms, snapshot);
+        } catch (err) {
+          if (err !== REGROW) throw err;
+        }
+      }
     } finally {
       tm.endRead(slot);
     }
@@ -797,8 +886,14 @@ export class TextPartition {
     const tm = this.tm;
     const slot = tm.beginRead();
     try {
-      tm.cover();
-      return this.searchIn(terms, k, snapshot, outElements, outScores);
+      for (;;) {
+        tm.cover();
+        try {
+          return this.searchIn(terms, k, snapshot, outElements, outScores);
+        } catch (err) {
+          if (err !== REGROW) throw err;
+        }
+      }
     } finally {
       tm.endRead(slot);
     }
@@ -808,7 +903,7 @@ export class TextPartition {
     const tm = this.tm, root = this.root;
     const u = tm.u32, u16 = tm.u16;
     textSearchCounters.searches++;
-    const pnode = nodeAt(u, root + P_STATS, snapshot);
+    const pnode = nodeAt(u, root + P_STATS, snapshot, S_PART_WORDS);
     if (pnode === 0) return 0;
     const docsVisible = u[pnode + S_DOCS]!;
     const totalLength = u[pnode + S_LEN_HI]! * TWO32 + u[pnode + S_LEN_LO]!;
@@ -824,32 +919,100 @@ export class TextPartition {
       const t = this.lookup(u, u16, term);
       if (t < 0) continue;
       const trec = termAt(u, root, t);
-      const snode = nodeAt(u, trec + T_STATS, snapshot);
+      const snode = nodeAt(u, trec + T_STATS, snapshot, S_TERM_WORDS);
       const df = snode === 0 ? 0 : u[snode + S_DF]!;
       if (df === 0) continue;
       const list = Atomics.load(u, trec + T_LIST);
+      within(u, list, L_WORDS);
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;
       sc.list[m] = list;
       sc.count[m] = count;
       sc.dir[m] = Atomics.load(u, list + L_DIR);
+      within(u, sc.dir[m]!, ((count - 1) >>> BLOCK_SHIFT) + 1);
       const idf = idfOf(docsVisible, df);
       sc.idf[m] = idf;
       // Impacts loaded after the count: they cover at least the postings below it.
-      sc.ub[m] = impactsBound(u, Atomics.load(u, list + L_IMPACTS), idf, avgdl);
-      sc.blkIdx[m] = -1;
-      sc.pos[m] = 0;
-      this.loadBlock(u, m, 0);
-      sc.doc[m] = u[sc.blk[m]! + B_HEADER]!;
+      sc.ub[m] = impactsBound(u, impactsOf(u, list + L_IMPACTS), idf, avgdl);
       sc.order[m] = m;
       m++;
     }
     if (m === 0) return 0;
+    // Every document record and block below the counts just loaded was allocated before
+    // they were published: covered by the heap top loaded now. (Blocks grown since and
+    // impacts sealed since are checked where they are loaded.)
+    if (tm.cover()) throw REGROW;
     const pruning = textSearchOptions.pruning;
+    const pw = this.positions ? 3 : 2;
+    let scored = 0;
+    // Pruning starts from a threshold: the k-th best single-term weight among the visible
+    // documents of each list's most promising block (its best-ranked full block). Every
+    // document scores at least the weight of any one of its terms, and a list's documents are
+    // distinct, so k documents score at least theta0 and nothing below it can enter the top k.
+    let theta0 = 0;
+    if (pruning) {
+      sc.ensurePrime(kk);
+      for (let c = 0; c < m; c++) {
+        const count = sc.count[c]!, dir = sc.dir[c]!, idf = sc.idf[c]!;
+        // The list's best-ranked full block (L_TOP, a hint checked against the count), else its first block.
+        let bestJ = 0, best = -1;
+        for (let i = 0; i < L_TOP_COUNT; i++) {
+          const v = u[sc.list[c]! + L_TOP + i]!;
+          if (v === 0 || v << BLOCK_SHIFT > count) continue;
+          const imp = impactsOf(u, blockAt(u, dir, v - 1, pw) + B_IMPACTS);
+          if (imp === 0) continue;
+          const b = impactsBound(u, imp, idf, avgdl);
+          if (b > best) { best = b; bestJ = v - 1; }
+        }
+        if (best < 0) {
+          // No full block ranked yet (a short list): its first block, by its running maxima.
+          const blk = blockAt(u, dir, 0, pw);
+          best = termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl) * BOUND_INFLATION;
+        }
+        if (m === 1 || best <= theta0 || count < kk) continue;
+        // The block's visible documents' weights, the k best kept in a min-heap.
+        const blk = blockAt(u, dir, bestJ, pw), cap = u[blk + B_CAP]!;
+        const end = Math.min(count - (bestJ << BLOCK_SHIFT), BLOCK_POSTINGS);
+        const prime = sc.prime;
+        let n = 0;
+        for (let i = 0; i < end; i++) {
+          const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+          if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
+          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+          scored++;
+          if (n < kk) {
+            let x = n++;
+            while (x > 0 && prime[(x - 1) >> 1]! > w) { prime[x] = prime[(x - 1) >> 1]!; x = (x - 1) >> 1; }
+            prime[x] = w;
+          } else if (w > prime[0]!) {
+            let x = 0;
+            for (;;) {
+              let ch = 2 * x + 1;
+              if (ch >= n) break;
+              if (ch + 1 < n && prime[ch + 1]! < prime[ch]!) ch++;
+              if (prime[ch]! >= w) break;
+              prime[x] = prime[ch]!; x = ch;
+            }
+            prime[x] = w;
+          }
+        }
+        // fround of one weight <= fround of the whole sum (rounding is monotone).
+        if (n === kk && prime[0]! > theta0) theta0 = prime[0]!;
+      }
+    }
+    if (m === 1 && pruning) {
+      textSearchCounters.scoredPostings += scored;
+      return this.searchOne(u, kk, snapshot, avgdl, theta0, outElements, outScores);
+    }
+    for (let c = 0; c < m; c++) {
+      sc.blkIdx[c] = -1;
+      sc.pos[c] = 0;
+      this.loadBlock(u, c, 0, pruning);
+      sc.doc[c] = u[sc.blk[c]! + B_HEADER]!;
+    }
     const order = sc.order, cdoc = sc.doc, ub = sc.ub;
     const heapScore = sc.heapScore, heapElem = sc.heapElem;
     let size = 0;
-    let scored = 0;
     for (;;) {
       // Cursors by current doc (few terms: insertion sort).
       for (let i = 1; i < m; i++) {
@@ -858,10 +1021,10 @@ export class TextPartition {
         while (j >= 0 && cdoc[order[j]!]! > dc) { order[j + 1] = order[j]!; j--; }
         order[j + 1] = c;
       }
-      const theta = size === kk ? heapScore[0]! : 0;
+      const theta = size === kk && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
       // Pivot: the first cursor at which the bounds of it and all before it reach theta.
       let p = -1;
-      if (pruning && size === kk) {
+      if (pruning && theta > 0) {
         let acc = 0;
         for (let i = 0; i < m; i++) {
           acc += ub[order[i]!]!;
@@ -880,7 +1043,7 @@ export class TextPartition {
       }
       let last = p;
       while (last + 1 < m && cdoc[order[last + 1]!]! === pivotDoc) last++;
-      if (pruning && size === kk) {
+      if (pruning && theta > 0) {
         // Block-max bound of pivotDoc: the current blocks of the cursors on it.
         let bound = 0;
         let next = last + 1 < m ? cdoc[order[last + 1]!]! : NO_DOC;
@@ -890,7 +1053,18 @@ export class TextPartition {
           const after = sc.blkLast[c]! + 1;
           if (after < next) next = after;
         }
-        if (bound < theta) {
+        let skip = bound < theta;
+        if (!skip && last === 0) {
+          // One list alone can hold documents in [pivotDoc, next): their score is the f32 of
+          // one weight, so the block's best pair gives the exact best score (no inflation), and
+          // a tie with the k-th result loses when every element in the block is larger.
+          const c = order[0]!, blk = sc.blk[c]!;
+          const imp = impactsOf(u, blk + B_IMPACTS);
+          const exact = imp !== 0 ? impactsExact(u, imp, sc.idf[c]!, avgdl) : Math.fround(termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl));
+          skip = exact < theta ||
+            (exact === theta && size === kk && theta === heapScore[0]! && imp !== 0 && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!);
+        }
+        if (skip) {
           // Nothing in [pivotDoc, next) can reach theta: every list that may hold such a doc is
           // bounded there by its current block.
           for (let i = 0; i <= last; i++) this.advance(u, order[i]!, next);
@@ -940,20 +1114,96 @@ export class TextPartition {
     return n;
   }
 
+  /**
+   * Reader, a one-term query: block at a time, the most promising blocks first (so the
+   * threshold starts high), then the others in order, each skipped when its exact best
+   * score cannot beat the k-th result (or only ties it with larger elements).
+   */
+  private searchOne(u: Uint32Array, kk: number, snapshot: number, avgdl: number, theta0: number, outElements: Uint32Array, outScores: Float32Array): number {
+    const sc = scratch, root = this.root;
+    const count = sc.count[0]!, dir = sc.dir[0]!, idf = sc.idf[0]!, list = sc.list[0]!;
+    const nb = ((count - 1) >>> BLOCK_SHIFT) + 1;
+    const heapScore = sc.heapScore, heapElem = sc.heapElem;
+    let size = 0, scored = 0;
+    // The list's best-ranked blocks first (L_TOP: a hint, checked against the count), then all in order.
+    const first = sc.first;
+    let nFirst = 0;
+    for (let i = 0; i < L_TOP_COUNT; i++) {
+      const v = u[list + L_TOP + i]!;
+      if (v !== 0 && v << BLOCK_SHIFT <= count) first[nFirst++] = v - 1;
+    }
+    for (let step = 0; step < nFirst + nb; step++) {
+      let j: number;
+      if (step < nFirst) j = first[step]!;
+      else {
+        j = step - nFirst;
+        let done = false;
+        for (let i = 0; i < nFirst; i++) if (first[i] === j) { done = true; break; }
+        if (done) continue;
+      }
+      const full = size === kk;
+      const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
+      const blk = blockAt(u, dir, j, this.positions ? 3 : 2);
+      if (theta > 0) {
+        // The block's (max tf, min length) first: one weight, a looser but exact bound.
+        if (Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl)) < theta) continue;
+        const imp = impactsOf(u, blk + B_IMPACTS);
+        if (imp !== 0) {
+          const exact = impactsExact(u, imp, idf, avgdl);
+          if (exact < theta) continue;
+          if (exact === theta && full && theta === heapScore[0]! && u[imp + 1 + 2 * u[imp]!]! > heapElem[0]!) continue;
+        }
+      }
+      const cap = u[blk + B_CAP]!;
+      const end = Math.min(count - (j << BLOCK_SHIFT), BLOCK_POSTINGS);
+      for (let i = 0; i < end; i++) {
+        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+        const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+        if (!visibleAt(created, deleted, snapshot)) continue;
+        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+        scored++;
+        const element = u[rec + D_ELEMENT]!;
+        if (size < kk) {
+          let x = size++;
+          while (x > 0) {
+            const parent = (x - 1) >> 1;
+            const ps = heapScore[parent]!, pe = heapElem[parent]!;
+            if (ps < score || (ps === score && pe > element)) break;
+            heapScore[x] = ps; heapElem[x] = pe; x = parent;
+          }
+          heapScore[x] = score; heapElem[x] = element;
+        } else if (score > heapScore[0]! || (score === heapScore[0]! && element < heapElem[0]!)) {
+          siftDown(heapScore, heapElem, size, score, element);
+        }
+      }
+    }
+    textSearchCounters.scoredPostings += scored;
+    const n = size;
+    for (let i = n - 1; i >= 0; i--) {
+      outScores[i] = heapScore[0]!;
+      outElements[i] = heapElem[0]!;
+      size--;
+      if (size > 0) siftDown(heapScore, heapElem, size, heapScore[size]!, heapElem[size]!);
+    }
+    return n;
+  }
+
   /** Reader: make block j of cursor c current. */
-  private loadBlock(u: Uint32Array, c: number, j: number): void {
+  private loadBlock(u: Uint32Array, c: number, j: number, pruning: boolean): void {
     const sc = scratch;
-    const blk = Atomics.load(u, sc.dir[c]! + j);
+    const blk = blockAt(u, sc.dir[c]!, j, this.positions ? 3 : 2);
     sc.blk[c] = blk;
     sc.blkIdx[c] = j;
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
     sc.blkEnd[c] = end;
     sc.blkLast[c] = u[blk + B_HEADER + (end - 1 - (j << BLOCK_SHIFT))]!;
-    // A full block's impacts, else its running maxima (both cover the postings below the count).
-    const imp = Atomics.load(u, blk + B_IMPACTS);
-    sc.blkUb[c] = imp !== 0
-      ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
-      : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
+    if (pruning) {
+      // A full block's impacts, else its running maxima (both cover the postings below the count).
+      const imp = impactsOf(u, blk + B_IMPACTS);
+      sc.blkUb[c] = imp !== 0
+        ? impactsBound(u, imp, sc.idf[c]!, sc.avgdl)
+        : termWeight(sc.idf[c]!, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, sc.avgdl) * BOUND_INFLATION;
+    }
   }
 
   /** Reader: move cursor c to its first posting with doc >= target (NO_DOC past the end). */
@@ -962,12 +1212,18 @@ export class TextPartition {
     if (sc.doc[c]! >= target) return;
     const count = sc.count[c]!;
     if (sc.blkLast[c]! < target) {
-      // Find the first block whose last doc reaches target (blocks after the current one).
+      // Find the first block whose last doc reaches target (blocks after the current one):
+      // the next block first (most moves are short), then a binary search.
       let lo = sc.blkIdx[c]! + 1, hi = ((count - 1) >>> BLOCK_SHIFT) + 1;
       const dir = sc.dir[c]!;
+      if (lo < hi) {
+        const end = Math.min(count, (lo + 1) << BLOCK_SHIFT);
+        if (u[blockAt(u, dir, lo, this.positions ? 3 : 2) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
+        else lo++;
+      }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        const blk = Atomics.load(u, dir + mid);
+        const blk = blockAt(u, dir, mid, this.positions ? 3 : 2);
         const end = Math.min(count, (mid + 1) << BLOCK_SHIFT);
         if (u[blk + B_HEADER + (end - 1 - (mid << BLOCK_SHIFT))]! < target) lo = mid + 1;
         else hi = mid;
@@ -977,12 +1233,20 @@ export class TextPartition {
         sc.doc[c] = NO_DOC;
         return;
       }
-      this.loadBlock(u, c, lo);
+      this.loadBlock(u, c, lo, textSearchOptions.pruning);
       sc.pos[c] = lo << BLOCK_SHIFT;
+      const firstDoc = u[sc.blk[c]! + B_HEADER]!;
+      if (firstDoc >= target) { sc.doc[c] = firstDoc; return; }
     }
-    // Within the current block: binary search for the first doc >= target.
+    // Within the current block (its last doc is >= target): the next posting first (the
+    // usual step of one), then a binary search.
     const blk = sc.blk[c]!, base = sc.blkIdx[c]! << BLOCK_SHIFT;
-    let lo = sc.pos[c]!, hi = sc.blkEnd[c]! - 1; // the block's last doc is >= target
+    let lo = sc.pos[c]!, hi = sc.blkEnd[c]! - 1;
+    if (lo < hi && u[blk + B_HEADER + (lo + 1 - base)]! >= target) {
+      sc.pos[c] = lo + 1;
+      sc.doc[c] = u[blk + B_HEADER + (lo + 1 - base)]!;
+      return;
+    }
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (u[blk + B_HEADER + (mid - base)]! < target) lo = mid + 1;

@@ -1,0 +1,259 @@
+// `npm run bench -- text [--quick] [--docs N] [--corpus man|zipf] [--seconds S]`: the text
+// engine (issue 12 item 6), in-process on one thread, against minisearch and flexsearch on
+// the same documents, all in one run so that the ratios hold even when the machine is busy:
+//   * corpus: N (default 100k) paragraphs of the Debian manual pages installed on the machine
+//     (/usr/share/man/man{1..8}/*.gz, troff stripped; real English), in path order. Without
+//     them (CI installs none) a message says so and a seeded Zipf corpus of the same size
+//     stands in (`--corpus zipf` forces it).
+//   * build: time to index every document (svcdb: one TextPartition, analyzer `standard`,
+//     positions off, 1000 documents per epoch); memory: svcdb's TextMemory.usedBytes(), the
+//     peers' JS heap growth after a forced collection.
+//   * 1-, 2- and 4-term top-10 QPS: queries drawn from the corpus vocabulary with mixed
+//     frequencies (each term from the 100 most frequent, ranks 100-5000, or rarer with df >= 2,
+//     one third each). svcdb: BM25 top-10 with dynamic pruning; minisearch: its BM25 over OR,
+//     sorted, first 10 (it scores every match); flexsearch: `suggest: true` (its OR-like
+//     mode, its own ranking), limit 10.
+//   * a check: on 300 queries, svcdb's pruned top-10 equals its exhaustive top-10 (pruning
+//     is exact), and the postings scored per query with and without pruning.
+// Prints a table of ratios; writes dist/bench/text.json.
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import MiniSearch from 'minisearch';
+import FlexSearch from 'flexsearch';
+import { analyze, TextMemory, TextPartition, textSearchCounters, textSearchOptions } from '../src/text/index.js';
+import { fmtMs, fmtOps, fmtRatio, log, table } from './util.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    text: { type: 'boolean', default: true },
+    quick: { type: 'boolean', default: false },
+    docs: { type: 'string' },
+    corpus: { type: 'string' },
+    seconds: { type: 'string' },
+  },
+  allowPositionals: true,
+});
+const quick = opt.quick!;
+const DOCS = Number(opt.docs ?? 100_000);
+const SECONDS = Number(opt.seconds ?? (quick ? 1 : 3));
+const QUERIES_PER_CLASS = 1000;
+const MAN_ROOT = '/usr/share/man';
+
+// ------------------------------------------------------------------ corpus
+
+/** Plain text of a troff manual page: requests dropped, escapes blanked, paragraphs split. */
+function manParagraphs(troff: string, out: string[], max: number): void {
+  let para: string[] = [];
+  const flush = (): void => {
+    const text = para.join(' ').replace(/\s+/g, ' ').trim();
+    para = [];
+    if (text.length > 0 && (text.match(/\p{L}+/gu)?.length ?? 0) >= 5) out.push(text);
+  };
+  for (const raw of troff.split('\n')) {
+    if (out.length >= max) return;
+    if (raw.startsWith('.\\"') || raw.startsWith('\'\\"')) continue;
+    let line = raw;
+    if (line.startsWith('.') || line.startsWith('\'')) {
+      const m = /^[.'](\S+)\s*(.*)$/.exec(line);
+      const req = m?.[1] ?? '';
+      if (/^(PP|P|LP|SH|SS|TP|IP|sp|br|HP|RS|RE|TH|nf|fi|in|ti|ne|ad|na|hy|nh|de|ds|if|ie|el|so|ft|ps|vs|TS|TE|EX|EE|UR|UE|ME|MT)$/.test(req)) flush();
+      if (/^(SH|SS|TH|B|I|BR|RB|IR|RI|BI|IB|SM|SB|IP|TP|UR|MT|OP)$/.test(req)) line = m?.[2] ?? '';
+      else continue;
+    }
+    line = line.replace(/\\(\(..|\[[^\]]*\]|\*\(..|\*\[[^\]]*\]|\*.|f\[[^\]]*\]|f\(..|f.|s[-+]?\d+|[nkgw]\S|.)/g, (e) => (e === '\\-' ? '-' : ' ')).replace(/"/g, ' ');
+    if (line.trim().length === 0) { flush(); continue; }
+    para.push(line);
+  }
+  flush();
+}
+
+function manCorpus(max: number): string[] | null {
+  if (!existsSync(MAN_ROOT)) return null;
+  const out: string[] = [];
+  for (const section of ['man1', 'man2', 'man3', 'man4', 'man5', 'man6', 'man7', 'man8']) {
+    const dir = join(MAN_ROOT, section);
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir).sort()) {
+      if (out.length >= max) return out;
+      if (!f.endsWith('.gz')) continue;
+      let text: string;
+      try {
+        text = gunzipSync(readFileSync(join(dir, f))).toString('utf8');
+      } catch {
+        continue; // a symlink to a missing page, a damaged file
+      }
+      if (text.startsWith('.so ')) continue; // an alias page
+      manParagraphs(text, out, max);
+    }
+  }
+  return out.length >= max ? out : null;
+}
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Seeded Zipf(1) corpus over a 50k-word vocabulary, 5-80 words per document. */
+function zipfCorpus(n: number): string[] {
+  const random = rng(20261126);
+  const vocab = 50_000;
+  const words = Array.from({ length: vocab }, (_, i) => `w${i.toString(36)}`);
+  const out: string[] = [];
+  for (let d = 0; d < n; d++) {
+    const len = 5 + Math.floor(random() * 76);
+    const parts: string[] = [];
+    for (let i = 0; i < len; i++) parts.push(words[Math.min(vocab - 1, Math.floor(Math.exp(random() * Math.log(vocab + 1)) - 1))]!);
+    out.push(parts.join(' '));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ queries
+
+function makeQueries(docs: string[], terms: number, seed: number): string[] {
+  const df = new Map<string, number>();
+  for (const d of docs) for (const t of new Set(analyze(d, 'standard'))) df.set(t, (df.get(t) ?? 0) + 1);
+  const ranked = [...df.entries()].filter(([, n]) => n >= 2).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t]) => t);
+  const random = rng(seed);
+  const pick = (): string => {
+    const c = Math.floor(random() * 3);
+    const [lo, hi] = c === 0 ? [0, 100] : c === 1 ? [100, 5000] : [5000, ranked.length];
+    return ranked[Math.min(ranked.length - 1, lo + Math.floor(random() * Math.max(1, hi - lo)))]!;
+  };
+  const out: string[] = [];
+  for (let q = 0; q < QUERIES_PER_CLASS; q++) {
+    const parts: string[] = [];
+    while (parts.length < terms) {
+      const t = pick();
+      if (!parts.includes(t)) parts.push(t);
+    }
+    out.push(parts.join(' '));
+  }
+  return out;
+}
+
+/** Queries per second of `run` over `queries`, cycling for SECONDS (after a short warm-up). */
+function qps(queries: string[], run: (q: string) => number): number {
+  let sink = 0;
+  for (let i = 0; i < Math.min(200, queries.length); i++) sink += run(queries[i]!);
+  const until = performance.now() + SECONDS * 1000;
+  let n = 0;
+  const started = performance.now();
+  while (performance.now() < until) {
+    for (let i = 0; i < 50; i++) sink += run(queries[(n + i) % queries.length]!);
+    n += 50;
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  if (sink === -1) log('');
+  return n / elapsed;
+}
+
+const gc = (): void => {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (g) { g(); g(); }
+};
+const heapUsed = (): number => { gc(); return process.memoryUsage().heapUsed; };
+
+// ------------------------------------------------------------------ main
+
+let corpusName = `${DOCS} paragraphs of the Debian manual pages in ${MAN_ROOT}`;
+let docs = opt.corpus === 'zipf' ? null : manCorpus(DOCS);
+if (docs === null) {
+  if (opt.corpus !== 'zipf') log(`text bench: no manual pages at ${MAN_ROOT} with ${DOCS} paragraphs (install e.g. the 'manpages' and 'man-db' Debian packages); using the seeded Zipf corpus instead`);
+  corpusName = `${DOCS} documents of a seeded Zipf corpus`;
+  docs = zipfCorpus(DOCS);
+}
+const totalTerms = docs.reduce((a, d) => a + analyze(d, 'standard').length, 0);
+log(`text bench: ${corpusName}, ${(totalTerms / docs.length).toFixed(1)} terms per document on average`);
+
+// svcdb build
+gc();
+const tm = TextMemory.create();
+let t0 = performance.now();
+const part = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+for (let i = 0; i < docs.length; i++) part.insert(i, docs[i]!, 1 + Math.floor(i / 1000));
+const svcBuildMs = performance.now() - t0;
+const snapshot = 1 + Math.floor((docs.length - 1) / 1000);
+const svcBytes = tm.usedBytes();
+
+// minisearch build
+let h0 = heapUsed();
+t0 = performance.now();
+const mini = new MiniSearch<{ id: number; text: string }>({ fields: ['text'], storeFields: [] });
+mini.addAll(docs.map((text, id) => ({ id, text })));
+const miniBuildMs = performance.now() - t0;
+const miniBytes = heapUsed() - h0;
+
+// flexsearch build
+h0 = heapUsed();
+t0 = performance.now();
+const flex = new FlexSearch.Index({ tokenize: 'strict' });
+for (let i = 0; i < docs.length; i++) flex.add(i, docs[i]!);
+const flexBuildMs = performance.now() - t0;
+const flexBytes = heapUsed() - h0;
+
+const outE = new Uint32Array(10), outS = new Float32Array(10);
+const svc = (q: string): number => part.search(q, 10, snapshot, outE, outS);
+const miniRun = (q: string): number => mini.search(q, { combineWith: 'OR' }).slice(0, 10).length;
+const flexRun = (q: string): number => (flex.search(q, { limit: 10, suggest: true }) as unknown[]).length;
+
+// Exactness of pruning on this corpus, and the work it saves.
+const check = makeQueries(docs, 2, 7).slice(0, 300).concat(makeQueries(docs, 1, 8).slice(0, 100), makeQueries(docs, 4, 9).slice(0, 100));
+let mismatches = 0, prunedPostings = 0, fullPostings = 0;
+const e2 = new Uint32Array(10), s2 = new Float32Array(10);
+for (const q of check) {
+  textSearchCounters.scoredPostings = 0;
+  const n = part.search(q, 10, snapshot, outE, outS);
+  prunedPostings += textSearchCounters.scoredPostings;
+  textSearchOptions.pruning = false;
+  textSearchCounters.scoredPostings = 0;
+  const n2 = part.search(q, 10, snapshot, e2, s2);
+  fullPostings += textSearchCounters.scoredPostings;
+  textSearchOptions.pruning = true;
+  let same = n === n2;
+  for (let i = 0; same && i < n; i++) same = outE[i] === e2[i] && outS[i] === s2[i];
+  if (!same) mismatches++;
+}
+
+const rows: { terms: number; svc: number; mini: number; flex: number }[] = [];
+for (const terms of [1, 2, 4]) {
+  const queries = makeQueries(docs, terms, 100 + terms);
+  // Alternate the engines in one run; each gets the same queries.
+  const s = qps(queries, svc);
+  const m = qps(queries, miniRun);
+  const f = qps(queries, flexRun);
+  rows.push({ terms, svc: s, mini: m, flex: f });
+}
+
+log('');
+log(table(['measure', 'svcdb', 'minisearch', 'flexsearch', 'svcdb / minisearch', 'svcdb / flexsearch'], [
+  ['build (ms)', fmtMs(svcBuildMs), fmtMs(miniBuildMs), fmtMs(flexBuildMs), fmtRatio(miniBuildMs / svcBuildMs) + ' faster', fmtRatio(flexBuildMs / svcBuildMs) + ' faster'],
+  ['memory (MiB)', (svcBytes / 2 ** 20).toFixed(1), (miniBytes / 2 ** 20).toFixed(1), (flexBytes / 2 ** 20).toFixed(1), fmtRatio(svcBytes / miniBytes), fmtRatio(svcBytes / flexBytes)],
+  ...rows.map((r) => [`${r.terms}-term top-10 QPS`, fmtOps(r.svc), fmtOps(r.mini), fmtOps(r.flex), fmtRatio(r.svc / r.mini), fmtRatio(r.svc / r.flex)]),
+]));
+log('');
+log(`pruning: ${check.length} queries, ${mismatches} differ from the exhaustive search; postings scored per query ${(prunedPostings / check.length).toFixed(0)} with pruning vs ${(fullPostings / check.length).toFixed(0)} without (${fmtRatio(fullPostings / Math.max(1, prunedPostings))} fewer)`);
+const two = rows.find((r) => r.terms === 2)!;
+log(`goals: 2-term top-10 ${fmtOps(two.svc)} QPS (goal >= 5k: ${two.svc >= 5000 ? 'met' : 'NOT met'}), ${fmtRatio(two.svc / two.mini)} minisearch (goal >= 100x: ${two.svc >= 100 * two.mini ? 'met' : 'NOT met'}); build ${fmtMs(svcBuildMs)} (goal <= 3 s: ${svcBuildMs <= 3000 ? 'met' : 'NOT met'})`);
+if ((globalThis as { gc?: unknown }).gc === undefined) log('(peer memory without --expose-gc is approximate)');
+
+const out = fileURLToPath(new URL('./text.json', import.meta.url));
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, JSON.stringify({
+  corpus: corpusName, docs: docs.length, termsPerDoc: totalTerms / docs.length, seconds: SECONDS,
+  build: { svcdbMs: svcBuildMs, minisearchMs: miniBuildMs, flexsearchMs: flexBuildMs },
+  memory: { svcdbBytes: svcBytes, minisearchHeapBytes: miniBytes, flexsearchHeapBytes: flexBytes },
+  qps: rows, pruning: { queries: check.length, mismatches, prunedPostingsPerQuery: prunedPostings / check.length, fullPostingsPerQuery: fullPostings / check.length },
+}, null, 2));
+log(`wrote ${out}`);
+if (mismatches > 0) process.exit(1);
