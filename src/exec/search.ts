@@ -230,7 +230,7 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
   }
   if (fast > 0) {
     const near = new Float32Array(fast);
-    graphOf(wanted).distancesTo(query, points, fast, near);
+    graphOf(wanted).distances(query, points, fast, near);
     for (let i = 0; i < fast; i++) distance[fastAt[i]!] = near[i]!;
   }
   return rankedRows(input, rowOf, ids, distance, '$distance', (c) => distance[c]!, k, edges);

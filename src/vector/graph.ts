@@ -324,24 +324,6 @@ export class VectorGraph {
     return created !== 0 && created !== NEVER && created <= snapshot && (deleted === 0 || snapshot < deleted);
   }
 
-  /** Reader: distances from `query` to `points[0..n)` (published points) into `out`, with the kernels' arithmetic. */
-  distancesTo(query: Float32Array, points: Uint32Array, n: number, out: Float32Array): void {
-    if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
-    const vm = this.vm;
-    vm.cover();
-    const s = vm.scratch().ensure(0, 1, this.dimension, 0);
-    const q = vm.u32[s + S_QUERY]!;
-    vm.f32.set(query, q);
-    const k = kernelsFor(vm);
-    const metric = metricCode(this.metric);
-    const queryNorm = metric === METRIC_COSINE ? k.norm(q, this.dimension) : 0;
-    const u = vm.u32, f = vm.f32;
-    for (let i = 0; i < n; i++) {
-      const rec = recordAt(u, this.root, points[i]!);
-      out[i] = k.distance(metric, q, queryNorm, rec - this.vecOffset, f[rec + R_NORM]!, this.dimension);
-    }
-  }
-
   /**
    * Writer (compaction): point `point`'s element, created and deleted epochs into `info`
    * and its vector into `vector` (length = dimension).
@@ -352,8 +334,7 @@ export class VectorGraph {
     info[0] = u[rec + R_ELEMENT]!;
     info[1] = u[rec + R_CREATED]!;
     info[2] = u[rec + R_DELETED]!;
-    const at = rec - this.vecOffset;
-    vector.set(this.vm.f32.subarray(at, at + this.dimension));
+    this.readVector(point, vector);
   }
 
   /** The blocks this graph holds, [word offset, words] (to free when it is dropped). */
