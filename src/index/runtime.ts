@@ -467,10 +467,10 @@ export class IndexRuntime implements IndexHooks {
     const store = this.store;
     if (p.record.definition.element === 'edge') {
       if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== p.labelId) return undefined;
-      return recordGet(store.recordOnce(true, slot, at), p.propertyId);
+      return store.propertyOnce(true, slot, at, p.propertyId);
     }
     if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== p.labelId) return undefined;
-    return recordGet(store.recordOnce(false, slot, at), p.propertyId);
+    return store.propertyOnce(false, slot, at, p.propertyId);
   }
 
   /** The catalog for a snapshot (msgpack), taken between batches. */

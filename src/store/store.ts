@@ -47,7 +47,8 @@ import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
-import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
+import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
+import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 
 export const NODE_WORDS = 5;
@@ -417,12 +418,20 @@ export class Store {
   }
 
   /**
-   * A node's or edge's record at `at`, not added to the record cache: for scans that read
-   * each record once (index builds), which would only churn it.
+   * One property (`keyId`) of a node's or edge's record at `at`, or undefined: for scans
+   * that read one property of each element once (index builds). Reads it out of the
+   * encoded record in place; only a value that is not a scalar or a short string decodes
+   * the record (uncached), so a build allocates nothing per element but the value.
    */
-  recordOnce(edge: boolean, slot: number, at: number): PropertyRecord {
+  propertyOnce(edge: boolean, slot: number, at: number, keyId: number): Value | undefined {
     const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
-    return this.recordAt(newest, at, false);
+    const ptr = this.versionAt(newest, at);
+    if (ptr === 0) return undefined;
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const start = ptr + HEAP_HEADER_BYTES;
+    const value = propertyOfEncoded(this.heap, start, start + length, keyId);
+    return value !== DECODE_WHOLE ? value : recordGet(this.recordAt(newest, at, false), keyId);
   }
 
   /** The record visible at `at` in the chain from `newest`; `remember`: keep it in the record cache. */
