@@ -45,10 +45,8 @@ interface Physical {
   cursor: number;
   /** Build only: slots holding values the index cannot accept, to re-check at validation. */
   readonly invalidSlots: Set<number>;
-  /** Build only (unique): keys seen with more than one element, to re-check at validation. */
+  /** Build only (unique): keys that may be held by more than one element, to re-check at validation. */
   readonly duplicateKeys: Map<string, IndexKey>;
-  /** Build only (unique): high key words scanned so far (a cheap duplicate filter). */
-  seen: Set<number> | null;
 }
 
 const keyName = (k: IndexKey) => `${k.k0}:${k.k1}`;
@@ -87,6 +85,8 @@ export class IndexRuntime implements IndexHooks {
   private viewBlock: ViewBlock | null = null;
   private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
   private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
+  /** checkUnique's candidates (it does not re-enter itself). */
+  private readonly scratchFound: number[] = [];
 
   constructor(private readonly store: Store) {}
 
@@ -266,7 +266,7 @@ export class IndexRuntime implements IndexHooks {
     const physical: Physical = {
       record, entries: IndexEntries.create(this.store.topology),
       labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique && cursor === 0 ? new Set() : null,
+      cursor, invalidSlots: new Set(), duplicateKeys: new Map(),
     };
     this.physical.set(record.id, physical);
     const key = watchKey(physical.labelId, d.element === 'edge');
@@ -379,7 +379,10 @@ export class IndexRuntime implements IndexHooks {
 
   /** Another element holding an equal value under a unique index (at the batch's epoch). */
   private checkUnique(p: Physical, value: Value, k0: number, k1: number, slot: number, epoch: number, building: boolean): void {
-    const found: number[] = [];
+    // A key no entry has (almost every insert of a fresh value) needs no lookup.
+    if (!p.entries.mayContain(k0, k1)) return;
+    const found = this.scratchFound;
+    found.length = 0;
     p.entries.scan(k0, k1, k0, k1, epoch, found);
     for (const other of found) {
       if (other === slot) continue;
@@ -574,11 +577,9 @@ export class IndexRuntime implements IndexHooks {
         inputBytes += approximateBytes(value);
         const k = this.keyOf(p, value, slot, key, true);
         if (k === null) continue;
-        if (p.seen !== null) {
-          // Equal values have equal keys: a high word met before marks a key to re-check.
-          if (!p.seen.has(k.k0)) p.seen.add(k.k0);
-          else p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
-        }
+        // Equal values have equal keys: a key the index may hold already is re-checked at
+        // validation (the filter's false positives, ~1 %, cost one lookup each there).
+        if (d.unique && p.entries.mayContain(k.k0, k.k1)) p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
         p.entries.appendBuild(k.k0, k.k1, slot, 1);
         outputs++;
         outputBytes += 20;
@@ -597,7 +598,6 @@ export class IndexRuntime implements IndexHooks {
     // validate) has not scanned anything of this process: scan again first.
     if (p.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
     // validate + activate: one step, so no write slips in between.
-    p.seen = null;
     for (const slot of p.invalidSlots) {
       const value = this.sourceValue(p, slot, at);
       try {
