@@ -148,6 +148,17 @@ describe('plan cache: one query text, other parameter values', () => {
     expect(look(6)).toEqual({ forward: 'pool' });
   });
 
+  it('a `parameters` member first, with an inner member of that name later in the query, answers for each value', () => {
+    const { ok } = onStore();
+    // The last `"parameters":` in these texts is inside the query (an object constant).
+    const text = (id: number) => JSON.stringify({ parameters: { id: [id] }, ...write([q('r', { id: { input: { set_property: {
+      input: { nodes: { reference: { param: 'id' } } }, name: 'o', value: { value: { object: { parameters: { i64: 7 } } } } } } } })], ['r']) });
+    ok(write([q(null, addN('P')), q(null, addN('P')), q(null, addN('P'))], []));
+    for (const id of [0, 2, 1, 2]) expect(ok(text(id))['r']).toEqual([id]);
+    const objects = ok(read([q('r', { values: { input: { nodes: { reference: 'all' } }, properties: ['o'] } })], ['r']))['r'];
+    expect(objects).toEqual([{ o: { parameters: 7 } }, { o: { parameters: 7 } }, { o: { parameters: 7 } }]);
+  });
+
   it('an escaped `parameters` member name keys on the whole text (each value its own entry)', async () => {
     const db = await openDatabase();
     await db.query(write([q(null, addN('P', [['email', str('a')]])), q(null, addN('P', [['email', str('b')]]))], []));

@@ -4,7 +4,7 @@
 import type { Request } from '../protocol/ast.js';
 import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
-import { parametersSpan } from '../protocol/request-text.js';
+import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
 import type { Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
@@ -118,18 +118,16 @@ function cacheText(body: Uint8Array | string): string | null {
   }
 }
 
-/** The `parameters` JSON parsed by the last planKey() that returned a parameterized key. */
+/** The `parameters` JSON parsed by the last keyAt() that returned a key. */
 let keyParameters: JsonValue | undefined;
 
 /**
- * The cache key of a body's text: 'T' + the text, or for a body with a `parameters`
- * member 'P' + where that member's value starts, the parameter kinds (length-prefixed) and
- * the text around the value (so two keys are equal only for the same text around a value
- * in the same place). null when the parameters do not parse (decoding reports it).
+ * The cache key of a body's text with its `parameters` value at `span`: 'P' + where the
+ * value starts, the parameter kinds (length-prefixed) and the text around the value (so
+ * two keys are equal only for the same text around a value in the same place). null when
+ * the value does not parse.
  */
-function planKey(text: string): string | null {
-  const span = parametersSpan(text);
-  if (span === null) return 'T' + text;
+function keyAt(text: string, span: [number, number]): string | null {
   try {
     // One level below the top: the depth limit counts as in the whole body.
     keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
@@ -138,6 +136,34 @@ function planKey(text: string): string | null {
   }
   const kinds = parameterKinds(keyParameters);
   return `P${span[0]}:${kinds.length}:${kinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+}
+
+/**
+ * The cache key of a body's text, exact (what a plan is stored under): keyAt() the top-level
+ * `parameters` value, or 'T' + the text when there is none. null when the parameters do not
+ * parse (decoding reports it).
+ */
+function exactKey(text: string): string | null {
+  const span = parametersSpan(text);
+  return span === null ? 'T' + text : keyAt(text, span);
+}
+
+/**
+ * The cached plan of a body's text and the key it was found under, or the exact key to
+ * store a plan under. Clients put `parameters` last, so the cheap candidate span comes
+ * first; the exact scan only on a miss.
+ */
+function lookUp(text: string): { key: string | null; cached: CachedPlan | undefined } {
+  const candidate = lastParametersSpan(text);
+  let first: string | null = null;
+  if (candidate !== null) {
+    first = keyAt(text, candidate);
+    const cached = first === null ? undefined : planCache.get(first);
+    if (cached !== undefined) return { key: first, cached };
+  }
+  const key = exactKey(text);
+  if (key === null || key === first) return { key, cached: undefined };
+  return { key, cached: planCache.get(key) };
 }
 
 /** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
@@ -185,8 +211,9 @@ export function executeRequest(
     // planning. A cached plan already passed decoding and planning of its query, and its
     // parameters are decoded here, before the option checks, as a fresh body's are.
     const text = cacheText(body);
-    const key = text === null ? null : planKey(text);
-    let cached = key === null ? undefined : planCache.get(key);
+    const found = text === null ? null : lookUp(text);
+    const key = found === null ? null : found.key;
+    let cached = found === null ? undefined : found.cached;
     let request: Request;
     let parameters: Map<string, Value>;
     let parameterTypes: JsonValue | undefined;

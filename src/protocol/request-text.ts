@@ -4,6 +4,13 @@
 // query. Only structure is read here (strings, nesting, separators); validity is left to
 // the parser: a body whose text around the span equals a body that decoded, and whose span
 // parses as one JSON value, is that body with another value in the same place.
+//
+// Two finders: parametersSpan scans the whole text and is exact (the cache stores only
+// keys made with it); lastParametersSpan only looks at the last `"parameters":` in the
+// text, which is cheap, and may be wrong (an inner member of that name, a string). Its
+// span is good for looking up: a key made from it equals a stored key only if the text
+// up to the span equals a text whose top-level member starts there, and a text's structure
+// up to a point is fixed by the text up to that point.
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, COLON = 0x3a, COMMA = 0x2c;
 const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
@@ -47,6 +54,20 @@ function valueEnd(s: string, i: number): number {
     } else j++;
   }
   return depth === 0 ? s.length : -1;
+}
+
+/**
+ * [start, end) of the value after the last `"parameters"` followed by `:` in the text, as
+ * far as its structure goes; null when there is none. A candidate only (see above).
+ */
+export function lastParametersSpan(s: string): [number, number] | null {
+  const name = s.lastIndexOf('"parameters"');
+  if (name < 0) return null;
+  const colon = skipWs(s, name + 12);
+  if (s.charCodeAt(colon) !== COLON) return null;
+  const start = skipWs(s, colon + 1);
+  const end = valueEnd(s, start);
+  return end > start ? [start, end] : null;
 }
 
 /**
