@@ -329,13 +329,12 @@ export class IndexRuntime implements IndexHooks {
    * index cannot accept and on unique violations.
    */
   elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
-    const lists = oldLabel === newLabel || oldLabel < 0 ? [this.watching.get(watchKey(newLabel, edge))]
-      : newLabel < 0 ? [this.watching.get(watchKey(oldLabel, edge))]
-      : [this.watching.get(watchKey(oldLabel, edge)), this.watching.get(watchKey(newLabel, edge))];
-    for (const list of lists) {
-      if (list === undefined) continue;
-      for (const p of list) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
-    }
+    // Runs per written element: no arrays made here.
+    const first = this.watching.get(watchKey(oldLabel < 0 ? newLabel : oldLabel, edge));
+    if (first !== undefined) for (const p of first) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+    if (oldLabel === newLabel || oldLabel < 0 || newLabel < 0) return;
+    const second = this.watching.get(watchKey(newLabel, edge));
+    if (second !== undefined) for (const p of second) this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
   }
 
   private maintain(p: Physical, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
