@@ -217,7 +217,7 @@ describe('index entries', () => {
   });
 
   it('rollback of a failed re-insert keeps the older entry of the same (key, element) until its deletion is undone', () => {
-    const index = IndexEntries.create(topo);
+    const index = IndexEntries.create(topo, 8); // a first delta block of 16 entries
     const undo: (() => void)[] = [];
     const insert = (k1: number, element: number) => {
       undo.push(() => index.undoInsert(7, k1, element));
