@@ -514,22 +514,20 @@ export class IndexEntries {
     return { block, length, purged };
   }
 
-  /** Writer: the merge of two runs into a new one, without entries deleted at or before `purgeBefore`. */
+  /**
+   * Writer: the merge of two runs into a new one, without entries deleted at or before
+   * `purgeBefore`. One pass: the block is sized for both runs whole (purges are rare) and
+   * replaced by an exact one only when the dropped entries change its size class (a run's
+   * block is retired by the class of its length). A counting pass first read every entry
+   * twice, and the large merges are bound by memory traffic.
+   */
   private mergeRuns(older: Run, newer: Run, purgeBefore: number, made: [number, number][]): { block: number; length: number; purged: number } {
     const topo = this.topology;
-    let words = topo.words;
-    let length = 0, purged = 0;
-    for (const run of [older, newer]) {
-      for (let p = run.block, stop = run.block + run.length * ENTRY_WORDS; p < stop; p += ENTRY_WORDS) {
-        const deleted = words[p + X_DELETED]!;
-        if (deleted !== 0 && deleted <= purgeBefore) purged = Math.max(purged, deleted);
-        else length++;
-      }
-    }
-    if (length === 0) return { block: 0, length, purged };
-    const block = topo.allocateWords(length * ENTRY_WORDS);
-    made.push([block, length * ENTRY_WORDS]);
-    words = topo.words;
+    const most = older.length + newer.length;
+    const block = topo.allocateWords(most * ENTRY_WORDS);
+    made.push([block, most * ENTRY_WORDS]);
+    const words = topo.words;
+    let purged = 0;
     let a = older.block, b = newer.block, w = block;
     const aStop = older.block + older.length * ENTRY_WORDS, bStop = newer.block + newer.length * ENTRY_WORDS;
     while (a < aStop || b < bStop) {
@@ -541,10 +539,37 @@ export class IndexEntries {
         p = b;
         b += ENTRY_WORDS;
       }
-      w = copyKept(words, p, w, purgeBefore);
+      const deleted = words[p + X_DELETED]!;
+      if (deleted !== 0 && deleted <= purgeBefore) {
+        if (deleted > purged) purged = deleted;
+        continue;
+      }
+      words[w] = words[p]!;
+      words[w + 1] = words[p + 1]!;
+      words[w + 2] = words[p + 2]!;
+      words[w + 3] = words[p + 3]!;
+      words[w + 4] = deleted;
+      w += ENTRY_WORDS;
     }
-    if (w !== block + length * ENTRY_WORDS) fail(`merge wrote ${(w - block) / ENTRY_WORDS} entries, expected ${length}`);
-    return { block, length, purged };
+    const length = (w - block) / ENTRY_WORDS;
+    if (length === most) return { block, length, purged };
+    // Entries were dropped: the block must be of the class of the run's length.
+    made.pop();
+    if (length > 0 && wordBlockWords(length * ENTRY_WORDS) === wordBlockWords(most * ENTRY_WORDS)) {
+      made.push([block, length * ENTRY_WORDS]); // the same class: retired alike
+      return { block, length, purged };
+    }
+    let exact = 0;
+    try {
+      if (length > 0) {
+        exact = topo.allocateWords(length * ENTRY_WORDS);
+        topo.words.copyWithin(exact, block, block + length * ENTRY_WORDS);
+        made.push([exact, length * ENTRY_WORDS]);
+      }
+    } finally {
+      topo.retireWords(block, most * ENTRY_WORDS); // never published
+    }
+    return { block: exact, length, purged };
   }
 
   /**
