@@ -568,6 +568,7 @@ export class IndexRuntime implements IndexHooks {
     if (op.stage === 'scan' || op.stage === 'catch_up') {
       const stop = Math.min(slots, p.cursor + limits.indexBuildSliceElements);
       const key: IndexKey = { k0: 0, k1: 0 };
+      const flagged: string[] = [];
       for (let slot = p.cursor; slot < stop; slot++) {
         entities++;
         const value = this.sourceValue(p, slot, at);
@@ -576,15 +577,28 @@ export class IndexRuntime implements IndexHooks {
         inputBytes += approximateBytes(value);
         const k = this.keyOf(p, value, slot, key, true);
         if (k === null) continue;
-        // Equal values have equal keys: a key the index may hold already is re-checked at
-        // validation (the filter's false positives, ~1 %, cost one lookup each there).
-        if (d.unique && p.entries.mayContain(k.k0, k.k1)) p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
+        // Equal values have equal keys: a key the index may hold already is checked once
+        // this slice's entries are published (below).
+        if (d.unique && p.entries.mayContain(k.k0, k.k1)) {
+          const name = keyName(k);
+          if (!p.duplicateKeys.has(name)) {
+            p.duplicateKeys.set(name, { k0: k.k0, k1: k.k1 });
+            flagged.push(name);
+          }
+        }
         p.entries.appendBuild(k.k0, k.k1, slot, 1);
         outputs++;
         outputBytes += 20;
       }
       // The slice's entries become one sorted run, found by later writes' maintenance.
       p.entries.finishBuild(0);
+      // The keys this slice flagged are checked now, a few hundred per slice (the filter's
+      // false positives, ~2 %), rather than all at validation, which runs in one slice. A key
+      // dropped here that gains a duplicate later is flagged again then: by the scan (the
+      // filter holds the key) or by the write's own check (checkUnique while building).
+      for (const name of flagged) {
+        if (!this.holdsDuplicate(p, p.duplicateKeys.get(name)!, at)) p.duplicateKeys.delete(name);
+      }
       const progress: [number, number, number, number] = [entities, inputBytes, outputs, outputBytes];
       if (p.cursor < slots) return { ...op, progress };
       // Scanned up to the slots of now: elements made during the build were the catch-up.
@@ -607,16 +621,19 @@ export class IndexRuntime implements IndexHooks {
       }
     }
     for (const [name, key] of p.duplicateKeys) {
-      const found: number[] = [];
-      p.entries.scan(key.k0, key.k1, key.k0, key.k1, at, found);
-      const values = found.map((slot) => this.sourceValue(p, slot, at)).filter((v): v is Value => v !== undefined);
-      if (values.some((v, i) => values.some((w, j) => j > i && valuesEqual(v, w)))) {
-        return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
-      }
+      if (this.holdsDuplicate(p, key, at)) return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
       p.duplicateKeys.delete(name);
     }
     this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
+  }
+
+  /** Whether two elements hold equal values under `key` at `at` (a unique build's re-check). */
+  private holdsDuplicate(p: Physical, key: IndexKey, at: number): boolean {
+    const found: number[] = [];
+    p.entries.scan(key.k0, key.k1, key.k0, key.k1, at, found);
+    const values = found.map((slot) => this.sourceValue(p, slot, at)).filter((v): v is Value => v !== undefined);
+    return values.some((v, i) => values.some((w, j) => j > i && valuesEqual(v, w)));
   }
 
   /**
