@@ -105,7 +105,7 @@ export const limits = {
    * bound alone would let the cache outgrow a thread's heap).
    */
   recordCacheBytesMax: 64 * 1024 * 1024,
-  /** Planned requests cached per thread, keyed by exact body text (oldest evicted). */
+  /** Planned queries cached per thread, keyed by query text and parameter kinds, not values (oldest evicted). */
   planCacheEntriesMax: 1024,
   /** Bodies longer than this are not cached. */
   planCacheBodyBytesMax: 4096,

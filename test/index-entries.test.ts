@@ -217,7 +217,7 @@ describe('index entries', () => {
   });
 
   it('rollback of a failed re-insert keeps the older entry of the same (key, element) until its deletion is undone', () => {
-    const index = IndexEntries.create(topo);
+    const index = IndexEntries.create(topo, 8); // a first delta block of 16 entries
     const undo: (() => void)[] = [];
     const insert = (k1: number, element: number) => {
       undo.push(() => index.undoInsert(7, k1, element));
@@ -280,6 +280,31 @@ describe('index entries', () => {
     }
     viaDelta.free();
     viaBuild.free();
+  });
+
+  it('the key filter never misses a key held (runs, delta, build entries, before and after it grows) and rarely claims a fresh one', () => {
+    const index = IndexEntries.create(topo, 16);
+    const key = (i: number): [number, number] => [Math.imul(i, 0x9e3779b1) >>> 0, Math.imul(i ^ 0x5bd1e995, 0x85ebca6b) >>> 0];
+    let held = 0;
+    // Entries before the filter exists: a sorted run, a delta, and collected build entries.
+    for (; held < 3000; held++) index.insert(...key(held), held, 1);
+    index.maintain(0);
+    for (; held < 3010; held++) index.insert(...key(held), held, 1);
+    for (; held < 3100; held++) index.appendBuild(...key(held), held, 1);
+    const allHeld = () => { for (let i = 0; i < held; i++) if (!index.mayContain(...key(i))) throw new Error(`key ${i} missed`); };
+    allHeld(); // the first call makes the filter from everything held
+    // Then through growth (the filter is re-made several times) by both insert paths.
+    for (; held < 200_000; held++) {
+      if (held % 2 === 0) index.insert(...key(held), held, 2);
+      else index.appendBuild(...key(held), held, 2);
+      if (held % 1000 === 0) index.maintain(0);
+    }
+    index.finishBuild(0);
+    allHeld();
+    let claimed = 0;
+    for (let i = 1_000_000; i < 1_100_000; i++) if (index.mayContain(...key(i))) claimed++;
+    expect(claimed / 100_000).toBeLessThan(0.03); // ~2 % at the fullest, less after growing
+    index.free();
   });
 
   it('builds 1 M entries into one run and finds them (time and words per entry reported)', () => {

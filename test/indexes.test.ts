@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/index.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { limits } from '../src/limits.js';
+import { executeRequest, noFlags } from '../src/exec/request.js';
+import type { IndexRuntime } from '../src/index/runtime.js';
+import { Store } from '../src/store/store.js';
 import { q, read, str, i64, write } from './helpers/requests.js';
 
 const newDir = tempDirs('indexes');
@@ -142,6 +145,35 @@ describe('index DDL and lifecycle', () => {
     const re = (await ok(db, create(spec('node_range', { label: 'Person', property: 'age' }))))['r'] as Record<string, string>;
     expect(re).toMatchObject({ kind: 'accepted', index_id: rr['index_id'], generation: '2' });
     await db.close();
+  });
+
+  it('a unique build blocks over a duplicate written behind its cursor while it scans', () => {
+    // Driven slice by slice on a bare store, so the write lands between two known slices.
+    const store = Store.create();
+    const run = (request: unknown): Record<string, unknown> => {
+      const out = executeRequest(store, JSON.stringify(request), noFlags, 'writer');
+      if (!('status' in out) || out.status !== 200) throw new Error(JSON.stringify(out));
+      return JSON.parse(out.body) as Record<string, unknown>;
+    };
+    const step = (): string => {
+      store.beginWrite();
+      const result = (store.indexes as IndexRuntime).step();
+      store.commit();
+      return result;
+    };
+    const slice = limits.indexBuildSliceElements;
+    (limits as { indexBuildSliceElements: number }).indexBuildSliceElements = 20;
+    try {
+      run(people(100, (i) => [['email', str(`p${i}@x`)]]));
+      const id = ((run(create(spec('node_equality', { label: 'Person', property: 'email', unique: true }))))['r'] as Record<string, string>)['operation_id']!;
+      expect(step()).toBe('progress'); // slots 0..19 scanned
+      // Slot 5 is behind the cursor (maintained by the write), slot 90 not scanned yet.
+      run(write([q(null, { set_property: { input: { nodes: { reference: { ids: [5] } } }, name: 'email', value: str('p90@x') } })], []));
+      while (step() === 'progress') { /* scan, catch up, validate */ }
+      expect(run(control('get_index_operation', id))['r']).toMatchObject({ status: 'blocked', blocker_code: 'uniqueness_violation' });
+    } finally {
+      (limits as { indexBuildSliceElements: number }).indexBuildSliceElements = slice;
+    }
   });
 
   it('dropping a building index aborts it and answers existing_operation', async () => {

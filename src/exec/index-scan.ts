@@ -97,12 +97,14 @@ export function indexScan(ctx: ExecCtx, op: SourceOp, path: AccessPath, rowsMax 
   const candidateBytes = candidates.length * 12;
   guard.charge(candidateBytes);
   guard.step(candidates.length);
-  const sorted = Uint32Array.from(candidates).sort();
-  candidates.length = 0;
+  // One candidate (a unique lookup, the common case) needs no copy and no sort.
+  const sorted: ArrayLike<number> = candidates.length <= 1 ? candidates : Uint32Array.from(candidates).sort();
+  if (sorted !== candidates) candidates.length = 0;
   const edges = op.op === 'edges_where';
   const out = new RowSet();
   let previous = -1;
-  for (const id of sorted) {
+  for (let i = 0; i < sorted.length; i++) {
+    const id = sorted[i]!;
     if (id === previous) continue; // is_in members may share a key
     previous = id;
     if (!(edges ? ctx.store.edgeVisible(id, ctx.at) : ctx.store.nodeVisible(id, ctx.at))) continue;

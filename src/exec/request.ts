@@ -1,7 +1,11 @@
 // One request end to end on one thread: decode -> check options -> plan -> execute ->
 // render (envelope.md §6 stages 3-10). Used by reader workers, the writer thread and
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
-import { decodeRequest } from '../protocol/decode.js';
+import type { Request } from '../protocol/ast.js';
+import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
+import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
+import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
+import type { Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
 import { currentView, type CatalogView } from '../index/view.js';
@@ -76,15 +80,35 @@ export const defaultExecOptions: ExecOptions = execOptions({ queryTimeoutMs: 30_
 export type QueryBounds = Pick<ExecOptions, 'queryTimeoutMs' | 'queryMemoryBytes'>;
 
 /**
- * Decoded and planned requests by exact body text, per thread. Read-heavy clients (and
- * benchmarks) repeat identical bodies; a hit skips parsing, decoding and planning. Plans
- * are never mutated by execution, so sharing one across requests is exact.
+ * Decoded and planned queries, per thread. Clients send one query text with the values
+ * that change in `parameters` (src/client, the corpus), so a body is keyed on its text
+ * around the `parameters` member plus the JSON kind of each parameter, not on their
+ * values: a hit skips parsing, decoding and planning the query and decodes only the
+ * parameters, with the request's `parameter_types`. Planning reads no parameter (access
+ * paths keep the parameter expression and evaluate it when the scan starts,
+ * exec/index-scan.ts), so one plan is exact for every value; the kinds in the key keep it
+ * exact should planning ever depend on them. A body without a plain `parameters` member is
+ * keyed on its exact text. Plans are never mutated by execution, so sharing one across
+ * requests is exact; a plan made under another index catalog is made again.
  */
-const planCache = new Map<string, Plan>();
+interface CachedPlan {
+  readonly plan: Plan;
+  /** Keyed without the parameter values: decode them per request (else plan.request's are the body's). */
+  readonly parameterized: boolean;
+  /** The JSON of the request's `parameter_types` member (undefined: untyped), for decodeParameterValues. */
+  readonly parameterTypes: JsonValue | undefined;
+  /**
+   * The catalog it was planned under. Compared by identity, not by version: versions count
+   * per store, and one thread may serve several stores (embedded handles in one process),
+   * whose catalogs share version numbers. One object per store and version (planningCatalog).
+   */
+  readonly catalog: PlanningCatalog;
+}
+const planCache = new Map<string, CachedPlan>();
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
-/** Cache key of a body, or null when it is too large (or not UTF-8: the parser reports that). */
-function cacheKey(body: Uint8Array | string): string | null {
+/** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
+function cacheText(body: Uint8Array | string): string | null {
   if (body.length > limits.planCacheBodyBytesMax) return null;
   if (typeof body === 'string') return body;
   try {
@@ -94,9 +118,70 @@ function cacheKey(body: Uint8Array | string): string | null {
   }
 }
 
-function remember(key: string, plan: Plan): void {
+/** The `parameters` JSON parsed by the last keyAt() that returned a key. */
+let keyParameters: JsonValue | undefined;
+
+/**
+ * The cache key of a body's text with its `parameters` value at `span`: 'P' + where the
+ * value starts, the parameter kinds (length-prefixed) and the text around the value (so
+ * two keys are equal only for the same text around a value in the same place). null when
+ * the value does not parse.
+ */
+function keyAt(text: string, span: [number, number]): string | null {
+  try {
+    // One level below the top: the depth limit counts as in the whole body.
+    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
+  } catch {
+    return null;
+  }
+  const kinds = parameterKinds(keyParameters);
+  return `P${span[0]}:${kinds.length}:${kinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+}
+
+/**
+ * The cache key of a body's text, exact (what a plan is stored under): keyAt() the top-level
+ * `parameters` value, or 'T' + the text when there is none. null when the parameters do not
+ * parse (decoding reports it).
+ */
+function exactKey(text: string): string | null {
+  const span = parametersSpan(text);
+  return span === null ? 'T' + text : keyAt(text, span);
+}
+
+/**
+ * The cached plan of a body's text and the key it was found under, or the exact key to
+ * store a plan under. Clients put `parameters` last, so the cheap candidate span comes
+ * first; the exact scan only on a miss.
+ */
+function lookUp(text: string): { key: string | null; cached: CachedPlan | undefined } {
+  const candidate = lastParametersSpan(text);
+  let first: string | null = null;
+  if (candidate !== null) {
+    first = keyAt(text, candidate);
+    const cached = first === null ? undefined : planCache.get(first);
+    if (cached !== undefined) return { key: first, cached };
+  }
+  const key = exactKey(text);
+  if (key === null || key === first) return { key, cached: undefined };
+  return { key, cached: planCache.get(key) };
+}
+
+/** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
+function parameterKinds(params: JsonValue): string {
+  if (params === null) return '';
+  if (!(params instanceof Map)) return '!';
+  let kinds = '';
+  for (const [name, v] of params) {
+    const kind = v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
+      : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
+    kinds += `${name.length}:${name}${kind}`;
+  }
+  return kinds;
+}
+
+function remember(key: string, entry: CachedPlan): void {
   if (planCache.size >= limits.planCacheEntriesMax) planCache.delete(planCache.keys().next().value!);
-  planCache.set(key, plan);
+  planCache.set(key, entry);
 }
 
 /** Planning's part of a catalog view: its version and the definitions of indexes that are active. */
@@ -122,11 +207,36 @@ export function executeRequest(
   options: ExecOptions = defaultExecOptions,
 ): ExecOutcome {
   try {
-    // Stage order (envelope.md §6): decode, option checks, then planning. A cached plan
-    // already passed decoding and planning, so it cannot change which stage fails first.
-    const key = cacheKey(body);
-    const cached = key === null ? undefined : planCache.get(key);
-    const request = cached?.request ?? decodeRequest(key ?? body);
+    // Stage order (envelope.md §6): decode (with the parameters), option checks, then
+    // planning. A cached plan already passed decoding and planning of its query, and its
+    // parameters are decoded here, before the option checks, as a fresh body's are.
+    const text = cacheText(body);
+    const found = text === null ? null : lookUp(text);
+    const key = found === null ? null : found.key;
+    let cached = found === null ? undefined : found.cached;
+    let request: Request;
+    let parameters: Map<string, Value>;
+    let parameterTypes: JsonValue | undefined;
+    if (cached !== undefined) {
+      request = cached.plan.request;
+      parameterTypes = cached.parameterTypes;
+      if (!cached.parameterized) parameters = request.parameters;
+      else {
+        try {
+          parameters = decodeParameterValues(keyParameters, parameterTypes);
+        } catch {
+          // The whole body's decoding reports the error exactly (message and position).
+          cached = undefined;
+          request = decodeRequest(text!);
+          parameters = request.parameters;
+        }
+      }
+    } else {
+      const parts: { parameterTypes?: JsonValue } = {};
+      request = decodeRequest(text ?? body, parts);
+      parameters = request.parameters;
+      parameterTypes = parts.parameterTypes;
+    }
     const write = request.request_type === 'write';
     if (write && flags.warm === true) throw optionError('x-svc-warm is only valid for read requests');
     if (!write && flags.awaitDurable === true) throw optionError('x-svc-await-durable is only valid for write requests');
@@ -135,27 +245,29 @@ export function executeRequest(
       throw optionError('request requires a writer but this server is read-only', 503);
     }
     if (role === 'replica' && write) throw new SvcError('writer_mode_required', 'writer mode required: this server is read-only');
+    // Whether an inline run may take the plan is known once the plan is checked against the
+    // catalog of now (below): a cached scan may have become an index lookup.
     const inline = options.inlineWorkMax !== undefined;
-    if (inline && cached !== undefined && !cached.inlineSafe) return { forward: 'pool' };
     const nowMs = Date.now();
     // Begun before planning: the catalog view a plan is chosen under is read inside the read.
     const at = write ? store.beginWrite() : store.beginRead();
     let plan: Plan;
+    let catalog: PlanningCatalog;
     try {
-      const view = currentView(store);
-      plan = cached !== undefined && cached.catalogVersion === view.version ? cached : planRequest(request, planningCatalog(view));
+      catalog = planningCatalog(currentView(store));
+      plan = cached !== undefined && cached.catalog === catalog ? cached.plan : planRequest(request, catalog);
     } catch (err) {
       if (write) store.rollback(); else store.endRead();
       throw err;
     }
-    if (plan !== cached && key !== null) remember(key, plan);
+    if (plan !== cached?.plan && key !== null) remember(key, { plan, parameterized: key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog });
     if (inline && !plan.inlineSafe) {
       if (write) store.rollback(); else store.endRead();
       return { forward: 'pool' };
     }
     const ctx: ExecCtx = {
       store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,
-      paramFrames: [request.parameters], vars: new Map(),
+      paramFrames: [parameters], vars: new Map(),
       trackPath: plan.trackPath, nowMs, deadlineMs: (options.receivedAtMs || nowMs) + options.queryTimeoutMs,
     };
     if (write && plan.hasBarrier) {

@@ -56,10 +56,8 @@ interface Physical {
   cursor: number;
   /** Build only: slots holding values the index cannot accept, to re-check at validation. */
   readonly invalidSlots: Set<number>;
-  /** Build only (unique): keys seen with more than one element, to re-check at validation. */
+  /** Build only (unique): keys that may be held by more than one element, to re-check at validation. */
   readonly duplicateKeys: Map<string, IndexKey>;
-  /** Build only (unique): high key words scanned so far (a cheap duplicate filter). */
-  seen: Set<number> | null;
 }
 
 const keyName = (k: IndexKey) => `${k.k0}:${k.k1}`;
@@ -112,6 +110,8 @@ export class IndexRuntime implements IndexHooks {
   private viewBlock: ViewBlock | null = null;
   private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
   private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
+  /** checkUnique's candidates (it does not re-enter itself). */
+  private readonly scratchFound: number[] = [];
 
   /**
    * The analyzer and positions setting of text indexes created on this store: `standard`
@@ -299,7 +299,7 @@ export class IndexRuntime implements IndexHooks {
     const physical: Physical = {
       kind: 'secondary', record, entries: IndexEntries.create(this.store.topology),
       labelId: this.store.names.idOf(d.label), propertyId: this.store.names.idOf(d.property),
-      cursor, invalidSlots: new Set(), duplicateKeys: new Map(), seen: d.unique && cursor === 0 ? new Set() : null,
+      cursor, invalidSlots: new Set(), duplicateKeys: new Map(),
     };
     this.physical.set(record.id, physical);
     this.watch(physical);
@@ -385,16 +385,17 @@ export class IndexRuntime implements IndexHooks {
    * index cannot accept and on unique violations.
    */
   elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
-    const lists = oldLabel === newLabel || oldLabel < 0 ? [this.watching.get(watchKey(newLabel, edge))]
-      : newLabel < 0 ? [this.watching.get(watchKey(oldLabel, edge))]
-      : [this.watching.get(watchKey(oldLabel, edge)), this.watching.get(watchKey(newLabel, edge))];
-    for (const list of lists) {
-      if (list === undefined) continue;
-      for (const p of list) {
-        if (p.kind !== 'secondary') p.maintain(slot, oldLabel, oldRecord, newLabel, newRecord, this.recordsById.get(p.record.id)?.state !== 'active');
-        else this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
-      }
-    }
+    // Runs per written element: no arrays made here.
+    const first = this.watching.get(watchKey(oldLabel < 0 ? newLabel : oldLabel, edge));
+    if (first !== undefined) for (const p of first) this.maintainAny(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+    if (oldLabel === newLabel || oldLabel < 0 || newLabel < 0) return;
+    const second = this.watching.get(watchKey(newLabel, edge));
+    if (second !== undefined) for (const p of second) this.maintainAny(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+  }
+
+  private maintainAny(p: Physical | SearchPhysical, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
+    if (p.kind === 'secondary') this.maintain(p, slot, oldLabel, oldRecord, newLabel, newRecord);
+    else p.maintain(slot, oldLabel, oldRecord, newLabel, newRecord, this.recordsById.get(p.record.id)?.state !== 'active');
   }
 
   private maintain(p: Physical, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void {
@@ -438,7 +439,10 @@ export class IndexRuntime implements IndexHooks {
 
   /** Another element holding an equal value under a unique index (at the batch's epoch). */
   private checkUnique(p: Physical, value: Value, k0: number, k1: number, slot: number, epoch: number, building: boolean): void {
-    const found: number[] = [];
+    // A key no entry has (almost every insert of a fresh value) needs no lookup.
+    if (!p.entries.mayContain(k0, k1)) return;
+    const found = this.scratchFound;
+    found.length = 0;
     p.entries.scan(k0, k1, k0, k1, epoch, found);
     for (const other of found) {
       if (other === slot) continue;
@@ -582,10 +586,10 @@ export class IndexRuntime implements IndexHooks {
     const store = this.store;
     if (p.record.definition.element === 'edge') {
       if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== p.labelId) return undefined;
-      return recordGet(store.recordOnce(true, slot, at), p.propertyId);
+      return store.propertyOnce(true, slot, at, p.propertyId);
     }
     if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== p.labelId) return undefined;
-    return recordGet(store.recordOnce(false, slot, at), p.propertyId);
+    return store.propertyOnce(false, slot, at, p.propertyId);
   }
 
   /** The catalog for a snapshot (msgpack), taken between batches. */
@@ -729,6 +733,7 @@ export class IndexRuntime implements IndexHooks {
     if (op.stage === 'scan' || op.stage === 'catch_up') {
       const stop = Math.min(slots, p.cursor + limits.indexBuildSliceElements);
       const key: IndexKey = { k0: 0, k1: 0 };
+      const flagged: string[] = [];
       for (let slot = p.cursor; slot < stop; slot++) {
         entities++;
         const value = this.sourceValue(p, slot, at);
@@ -737,10 +742,14 @@ export class IndexRuntime implements IndexHooks {
         inputBytes += approximateBytes(value);
         const k = this.keyOf(p, value, slot, key, true);
         if (k === null) continue;
-        if (p.seen !== null) {
-          // Equal values have equal keys: a high word met before marks a key to re-check.
-          if (!p.seen.has(k.k0)) p.seen.add(k.k0);
-          else p.duplicateKeys.set(keyName(k), { k0: k.k0, k1: k.k1 });
+        // Equal values have equal keys: a key the index may hold already is checked once
+        // this slice's entries are published (below).
+        if (d.unique && p.entries.mayContain(k.k0, k.k1)) {
+          const name = keyName(k);
+          if (!p.duplicateKeys.has(name)) {
+            p.duplicateKeys.set(name, { k0: k.k0, k1: k.k1 });
+            flagged.push(name);
+          }
         }
         p.entries.appendBuild(k.k0, k.k1, slot, 1);
         outputs++;
@@ -748,6 +757,13 @@ export class IndexRuntime implements IndexHooks {
       }
       // The slice's entries become one sorted run, found by later writes' maintenance.
       p.entries.finishBuild(0);
+      // The keys this slice flagged are checked now, a few hundred per slice (the filter's
+      // false positives, ~2 %), rather than all at validation, which runs in one slice. A key
+      // dropped here that gains a duplicate later is flagged again then: by the scan (the
+      // filter holds the key) or by the write's own check (checkUnique while building).
+      for (const name of flagged) {
+        if (!this.holdsDuplicate(p, p.duplicateKeys.get(name)!, at)) p.duplicateKeys.delete(name);
+      }
       const progress: [number, number, number, number] = [entities, inputBytes, outputs, outputBytes];
       if (p.cursor < slots) return { ...op, progress };
       // Scanned up to the slots of now: elements made during the build were the catch-up.
@@ -760,7 +776,6 @@ export class IndexRuntime implements IndexHooks {
     // validate) has not scanned anything of this process: scan again first.
     if (p.cursor !== Infinity) return { ...op, stage: 'scan', stageEpoch: epoch };
     // validate + activate: one step, so no write slips in between.
-    p.seen = null;
     for (const slot of p.invalidSlots) {
       const value = this.sourceValue(p, slot, at);
       try {
@@ -771,16 +786,19 @@ export class IndexRuntime implements IndexHooks {
       }
     }
     for (const [name, key] of p.duplicateKeys) {
-      const found: number[] = [];
-      p.entries.scan(key.k0, key.k1, key.k0, key.k1, at, found);
-      const values = found.map((slot) => this.sourceValue(p, slot, at)).filter((v): v is Value => v !== undefined);
-      if (values.some((v, i) => values.some((w, j) => j > i && valuesEqual(v, w)))) {
-        return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
-      }
+      if (this.holdsDuplicate(p, key, at)) return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
       p.duplicateKeys.delete(name);
     }
     this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
+  }
+
+  /** Whether two elements hold equal values under `key` at `at` (a unique build's re-check). */
+  private holdsDuplicate(p: Physical, key: IndexKey, at: number): boolean {
+    const found: number[] = [];
+    p.entries.scan(key.k0, key.k1, key.k0, key.k1, at, found);
+    const values = found.map((slot) => this.sourceValue(p, slot, at)).filter((v): v is Value => v !== undefined);
+    return values.some((v, i) => values.some((w, j) => j > i && valuesEqual(v, w)));
   }
 
   /**

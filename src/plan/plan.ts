@@ -13,6 +13,11 @@ import { predicateMayThrow } from './may-throw.js';
 export type ShapeClass = 'scalar' | 'list' | 'object';
 
 export interface Plan {
+  /**
+   * The request planned. Its `parameters` are those of the body it was planned for: the
+   * plan cache reuses a plan for other parameter values (exec/request.ts), so execution
+   * takes the parameters from the request at hand, never from here.
+   */
   readonly request: Request;
   /** Shape class of every query entry's root. */
   readonly classOf: Map<Op, ShapeClass>;

@@ -686,7 +686,21 @@ function decodeParameters(params: JsonValue | undefined, types: JsonValue | unde
 
 // ---------------------------------------------------------------- request
 
-export function decodeRequest(body: Uint8Array | string): Request {
+/**
+ * The values of a request's `parameters` member (its JSON, undefined when absent) under its
+ * `parameter_types` member (likewise): what decodeRequest puts in Request.parameters, with
+ * the same errors. The plan cache (exec/request.ts) decodes only this part of a request
+ * whose query it planned before.
+ */
+export function decodeParameterValues(params: JsonValue | undefined, types: JsonValue | undefined): Map<string, Value> {
+  return decodeParameters(params, types).values;
+}
+
+/**
+ * Stage 3: the request in `body`. `parts`, when given, receives the JSON of its
+ * `parameter_types` member (undefined when absent), for decodeParameterValues later.
+ */
+export function decodeRequest(body: Uint8Array | string, parts?: { parameterTypes?: JsonValue }): Request {
   const root = parseJson(body);
   const o = expectObject(root, 'request');
   const requestType = field(o, 'request_type', 'request');
@@ -700,6 +714,7 @@ export function decodeRequest(body: Uint8Array | string): Request {
   const batch = decodeBatch(batchJson, `query.${batchKind}`);
   if (requestType === 'read') checkReadOnly(batch.entries, '');
   const { values, typed } = decodeParameters(o.get('parameters'), o.get('parameter_types'));
+  if (parts !== undefined) parts.parameterTypes = o.get('parameter_types');
   return {
     request_type: requestType,
     query_name: queryName === undefined ? null : expectString(queryName, 'query_name'),

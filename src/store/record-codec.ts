@@ -116,3 +116,198 @@ export function recordGet(record: PropertyRecord, keyId: number): Value | undefi
   for (let i = 0; i < keys.length; i++) if (keys[i] === keyId) return record.values[i];
   return undefined;
 }
+
+// ---------------------------------------------------------------- one property, undecoded
+
+/**
+ * Returned by propertyOfEncoded when it cannot read the value itself (a payload other than
+ * a scalar or a short string, or bytes it does not expect): decode the whole record instead.
+ */
+export const DECODE_WHOLE: unique symbol = Symbol('decode the whole record');
+
+/** Strings longer than this (in bytes) are left to the whole-record decoder. */
+const SHORT_STRING_BYTES = 1024;
+const units = new Uint16Array(SHORT_STRING_BYTES);
+const f64 = new Float64Array(1);
+const f64Bytes = new Uint8Array(f64.buffer);
+const f32 = new Float32Array(1);
+const f32Bytes = new Uint8Array(f32.buffer);
+
+/** Where the last readScalar stopped, and what it read. */
+let at = 0;
+/** A scalar read by readScalar; NOT_SCALAR when the item is a container, bin or ext. */
+const NOT_SCALAR: unique symbol = Symbol('not a scalar');
+type Scalar = number | bigint | string | boolean | null | typeof NOT_SCALAR;
+
+/** The i64 of 8 big-endian bytes at p. */
+function readI64(b: Uint8Array, p: number, signed: boolean): bigint {
+  const hi = ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
+  const lo = ((b[p + 4]! << 24) | (b[p + 5]! << 16) | (b[p + 6]! << 8) | b[p + 7]!) >>> 0;
+  const v = (BigInt(hi) << 32n) | BigInt(lo);
+  return signed ? BigInt.asIntN(64, v) : v;
+}
+
+/**
+ * UTF-8 bytes [p, end) as a string, or NOT_SCALAR when they are not well-formed or encode a
+ * surrogate (msgpackr and this reader could then disagree: the whole decoder decides).
+ */
+function readUtf8(b: Uint8Array, p: number, end: number): string | typeof NOT_SCALAR {
+  let n = 0;
+  while (p < end) {
+    const c = b[p]!;
+    if (c < 0x80) { units[n++] = c; p++; continue; }
+    if (c >= 0xc2 && c < 0xe0 && p + 1 < end) {
+      const d = b[p + 1]!;
+      if ((d & 0xc0) !== 0x80) return NOT_SCALAR;
+      units[n++] = ((c & 0x1f) << 6) | (d & 0x3f);
+      p += 2;
+    } else if (c >= 0xe0 && c < 0xf0 && p + 2 < end) {
+      const d = b[p + 1]!, e = b[p + 2]!;
+      if ((d & 0xc0) !== 0x80 || (e & 0xc0) !== 0x80) return NOT_SCALAR;
+      const u = ((c & 0x0f) << 12) | ((d & 0x3f) << 6) | (e & 0x3f);
+      if (u < 0x800 || (u >= 0xd800 && u < 0xe000)) return NOT_SCALAR;
+      units[n++] = u;
+      p += 3;
+    } else if (c >= 0xf0 && c < 0xf5 && p + 3 < end) {
+      const d = b[p + 1]!, e = b[p + 2]!, f = b[p + 3]!;
+      if ((d & 0xc0) !== 0x80 || (e & 0xc0) !== 0x80 || (f & 0xc0) !== 0x80) return NOT_SCALAR;
+      const u = ((c & 0x07) << 18) | ((d & 0x3f) << 12) | ((e & 0x3f) << 6) | (f & 0x3f);
+      if (u < 0x10000 || u > 0x10ffff) return NOT_SCALAR;
+      units[n++] = 0xd800 + ((u - 0x10000) >> 10);
+      units[n++] = 0xdc00 + ((u - 0x10000) & 0x3ff);
+      p += 4;
+    } else return NOT_SCALAR;
+  }
+  return String.fromCharCode.apply(null, units.subarray(0, n) as unknown as number[]);
+}
+
+/**
+ * The msgpack item at b[p] if it is a scalar (nil, bool, int, float, short str), setting
+ * `at` past it; NOT_SCALAR otherwise (`at` then undefined). 64-bit ints are bigints, the
+ * other ints numbers, as msgpackr with int64AsType 'bigint' reads them.
+ */
+function readScalar(b: Uint8Array, p: number, end: number): Scalar {
+  if (p >= end) return NOT_SCALAR;
+  const c = b[p]!;
+  if (c < 0x80) { at = p + 1; return c; }
+  if (c >= 0xe0) { at = p + 1; return c - 0x100; }
+  if (c >= 0xa0 && c < 0xc0) return readStr(b, p + 1, c & 0x1f, end);
+  let need = 0;
+  switch (c) {
+    case 0xc0: at = p + 1; return null;
+    case 0xc2: at = p + 1; return false;
+    case 0xc3: at = p + 1; return true;
+    case 0xcc: case 0xd0: need = 1; break;
+    case 0xcd: case 0xd1: need = 2; break;
+    case 0xce: case 0xd2: case 0xca: need = 4; break;
+    case 0xcf: case 0xd3: case 0xcb: need = 8; break;
+    case 0xd9: return p + 1 < end ? readStr(b, p + 2, b[p + 1]!, end) : NOT_SCALAR;
+    case 0xda: return p + 2 < end ? readStr(b, p + 3, (b[p + 1]! << 8) | b[p + 2]!, end) : NOT_SCALAR;
+    default: return NOT_SCALAR; // str32 (longer than SHORT_STRING_BYTES), bin, ext, containers
+  }
+  const q = p + 1;
+  if (q + need > end) return NOT_SCALAR;
+  at = q + need;
+  switch (c) {
+    case 0xcc: return b[q]!;
+    case 0xcd: return (b[q]! << 8) | b[q + 1]!;
+    case 0xce: return ((b[q]! << 24) | (b[q + 1]! << 16) | (b[q + 2]! << 8) | b[q + 3]!) >>> 0;
+    case 0xd0: return (b[q]! << 24) >> 24;
+    case 0xd1: return (((b[q]! << 8) | b[q + 1]!) << 16) >> 16;
+    case 0xd2: return (b[q]! << 24) | (b[q + 1]! << 16) | (b[q + 2]! << 8) | b[q + 3]!;
+    case 0xcf: return readI64(b, q, false);
+    case 0xd3: return readI64(b, q, true);
+    case 0xca: for (let i = 0; i < 4; i++) f32Bytes[3 - i] = b[q + i]!; return f32[0]!;
+    default: for (let i = 0; i < 8; i++) f64Bytes[7 - i] = b[q + i]!; return f64[0]!; // 0xcb
+  }
+}
+
+function readStr(b: Uint8Array, p: number, length: number, end: number): string | typeof NOT_SCALAR {
+  if (length > SHORT_STRING_BYTES || p + length > end) return NOT_SCALAR;
+  at = p + length;
+  return readUtf8(b, p, at);
+}
+
+/** The end of the msgpack item at b[p] (any kind), or -1 when it runs past `end` or is unknown. */
+function skipItem(b: Uint8Array, p: number, end: number): number {
+  let pending = 1; // items still to skip (containers add their children)
+  while (pending > 0) {
+    if (p >= end) return -1;
+    const c = b[p]!;
+    pending--;
+    if (c < 0x80 || c >= 0xe0 || c === 0xc0 || c === 0xc2 || c === 0xc3) { p += 1; continue; }
+    if (c >= 0xa0 && c < 0xc0) { p += 1 + (c & 0x1f); continue; }
+    if (c >= 0x90 && c < 0xa0) { pending += c & 0x0f; p += 1; continue; }
+    if (c >= 0x80 && c < 0x90) { pending += 2 * (c & 0x0f); p += 1; continue; }
+    const u8 = () => b[p + 1]!, u16 = () => (b[p + 1]! << 8) | b[p + 2]!;
+    const u32 = () => ((b[p + 1]! << 24) | (b[p + 2]! << 16) | (b[p + 3]! << 8) | b[p + 4]!) >>> 0;
+    switch (c) {
+      case 0xcc: case 0xd0: p += 2; break;
+      case 0xcd: case 0xd1: p += 3; break;
+      case 0xce: case 0xd2: case 0xca: p += 5; break;
+      case 0xcf: case 0xd3: case 0xcb: p += 9; break;
+      case 0xd9: case 0xc4: p += 2 + u8(); break;
+      case 0xda: case 0xc5: p += 3 + u16(); break;
+      case 0xdb: case 0xc6: p += 5 + u32(); break;
+      case 0xdc: pending += u16(); p += 3; break;
+      case 0xdd: pending += u32(); p += 5; break;
+      case 0xde: pending += 2 * u16(); p += 3; break;
+      case 0xdf: pending += 2 * u32(); p += 5; break;
+      case 0xd4: p += 3; break;
+      case 0xd5: p += 4; break;
+      case 0xd6: p += 6; break;
+      case 0xd7: p += 10; break;
+      case 0xd8: p += 18; break;
+      case 0xc7: p += 3 + u8(); break;
+      case 0xc8: p += 4 + u16(); break;
+      case 0xc9: p += 6 + u32(); break;
+      default: return -1;
+    }
+  }
+  return p <= end ? p : -1;
+}
+
+/**
+ * The value of key `keyId` in the encoded record b[start, end) (encodeRecord's bytes), or
+ * undefined when absent, without decoding the rest: an index build reads one property of
+ * every element, and decoding whole records was most of its time. DECODE_WHOLE when the
+ * value is not a scalar or a short string, or anything is unexpected; the caller then
+ * decodes the record (decodeRecord), which is the reference for every value. Reads the
+ * bytes in place (shared memory is fine: nothing is handed to msgpackr).
+ */
+export function propertyOfEncoded(b: Uint8Array, start: number, end: number, keyId: number): Value | undefined | typeof DECODE_WHOLE {
+  if (start === end) return undefined;
+  let p = start;
+  const c = b[p]!;
+  let count: number;
+  if (c >= 0x90 && c < 0xa0) { count = c & 0x0f; p += 1; }
+  else if (c === 0xdc && p + 2 < end) { count = (b[p + 1]! << 8) | b[p + 2]!; p += 3; }
+  else if (c === 0xdd && p + 4 < end) { count = ((b[p + 1]! << 24) | (b[p + 2]! << 16) | (b[p + 3]! << 8) | b[p + 4]!) >>> 0; p += 5; }
+  else return DECODE_WHOLE;
+  if (count % 3 !== 0) return DECODE_WHOLE;
+  for (let i = 0; i < count; i += 3) {
+    const key = readScalar(b, p, end);
+    if (typeof key !== 'number') return DECODE_WHOLE;
+    const tag = readScalar(b, at, end);
+    if (typeof tag !== 'number') return DECODE_WHOLE;
+    p = at;
+    if (key !== keyId) {
+      p = skipItem(b, p, end);
+      if (p < 0) return DECODE_WHOLE;
+      continue;
+    }
+    switch (tag) {
+      case Tag.Null: case Tag.Bool: case Tag.I64: case Tag.F64: case Tag.F32: case Tag.DateTime: case Tag.String: {
+        const payload = readScalar(b, p, end);
+        if (payload === NOT_SCALAR) return DECODE_WHOLE;
+        // The same conversions as readValue, on what msgpackr would have read.
+        if (tag === Tag.I64 && typeof payload !== 'bigint' && typeof payload !== 'number') return DECODE_WHOLE;
+        if (tag === Tag.String && typeof payload !== 'string') return DECODE_WHOLE;
+        if (tag === Tag.Bool && typeof payload !== 'boolean') return DECODE_WHOLE;
+        return readValue(tag, payload);
+      }
+      default: return DECODE_WHOLE;
+    }
+  }
+  return undefined;
+}

@@ -47,7 +47,8 @@ import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
-import { decodeRecord, emptyRecord, encodeRecord, type PropertyRecord } from './record-codec.js';
+import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
+import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 import { VectorMemory } from '../vector/memory.js';
 import { TextMemory, type TextMemoryShared } from '../text/memory.js';
@@ -456,8 +457,26 @@ export class Store {
   }
 
   /**
-   * A node's or edge's record at `at`, not added to the record cache: for scans that read
-   * each record once (index builds), which would only churn it.
+   * One property (`keyId`) of a node's or edge's record at `at`, or undefined: for scans
+   * that read one property of each element once (index builds). Reads it out of the
+   * encoded record in place; only a value that is not a scalar or a short string decodes
+   * the record (uncached), so a build allocates nothing per element but the value.
+   */
+  propertyOnce(edge: boolean, slot: number, at: number, keyId: number): Value | undefined {
+    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    const ptr = this.versionAt(newest, at);
+    if (ptr === 0) return undefined;
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const start = ptr + HEAP_HEADER_BYTES;
+    const value = propertyOfEncoded(this.heap, start, start + length, keyId);
+    return value !== DECODE_WHOLE ? value : recordGet(this.recordAt(newest, at, false), keyId);
+  }
+
+  /**
+   * A node's or edge's whole record at `at`, not added to the record cache: for scans that
+   * read several properties of each element once (vector and text index builds: the value
+   * and the tenant), which would only churn the cache.
    */
   recordOnce(edge: boolean, slot: number, at: number): PropertyRecord {
     const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);

@@ -1,0 +1,71 @@
+// propertyOfEncoded (index builds read one property without decoding the record) must
+// answer exactly what decodeRecord + recordGet answer, for every value kind, also on
+// bytes in shared memory at an offset (where the store keeps records).
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DECODE_WHOLE, decodeRecord, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
+import { DateTime, F32, StringArray, type Value } from '../src/protocol/value.js';
+
+const scalar: fc.Arbitrary<Value> = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n }),
+  fc.constantFrom(0n, 1n, -1n, 127n, 128n, -32n, -33n, 255n, 256n, 65535n, 65536n, 2n ** 31n, -(2n ** 31n), 2n ** 32n),
+  fc.double(),
+  fc.constantFrom(0, -0, 1.5, 2 ** 40, -3, 127, 128, 65536, 2 ** 31, -(2 ** 31) - 1, Number.MAX_VALUE, NaN, Infinity),
+  fc.double().map((x) => new F32(Math.fround(x))),
+  fc.integer({ min: -8.64e15, max: 8.64e15 }).map((ms) => new DateTime(ms)),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 8 }), // lone surrogates included
+  fc.string({ minLength: 1000, maxLength: 1100 }), // around the short-string bound
+  fc.string({ minLength: 30, maxLength: 300 }),
+);
+const value: fc.Arbitrary<Value> = fc.oneof(
+  { weight: 6, arbitrary: scalar },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }) },
+  { weight: 1, arbitrary: fc.array(fc.double(), { maxLength: 4 }).map((xs) => Float64Array.from(xs)) },
+  { weight: 1, arbitrary: fc.array(fc.string({ maxLength: 5 }), { maxLength: 4 }).map((xs) => new StringArray(xs)) },
+  { weight: 1, arbitrary: fc.array(scalar, { maxLength: 4 }) },
+  { weight: 1, arbitrary: fc.array(fc.tuple(fc.string({ maxLength: 4 }), scalar), { maxLength: 3 }).map((kv) => new Map(kv)) },
+);
+/** A record: distinct key ids (some above one byte), each with a value. */
+const record = fc.uniqueArray(fc.oneof(fc.nat(130), fc.nat(70_000)), { maxLength: 20 }).chain((keys) =>
+  fc.array(value, { minLength: keys.length, maxLength: keys.length }).map((values) => ({ keys, values })));
+
+const same = (a: Value | undefined, b: Value | undefined): boolean => {
+  if (typeof a === 'number' && typeof b === 'number') return Object.is(a, b);
+  if (a instanceof F32 && b instanceof F32) return Object.is(a.value, b.value);
+  return fc.stringify(a) === fc.stringify(b) && (a === null ? b === null : a?.constructor === b?.constructor);
+};
+
+describe('propertyOfEncoded', () => {
+  it('reads every key (and absent keys) as decodeRecord + recordGet does, in shared memory at an offset', () => {
+    fc.assert(fc.property(record, fc.nat(64), (r, offset) => {
+      const bytes = encodeRecord(r);
+      const shared = new Uint8Array(new SharedArrayBuffer(bytes.length + offset + 8), 0);
+      shared.set(bytes, offset);
+      const decoded = decodeRecord(bytes);
+      for (const keyId of [...r.keys, 70_001, 131]) {
+        const got = propertyOfEncoded(shared, offset, offset + bytes.length, keyId);
+        const want = recordGet(decoded, keyId);
+        if (got === DECODE_WHOLE) continue; // the caller decodes; only scalars must be read here
+        if (!same(got, want)) throw new Error(`key ${keyId}: ${fc.stringify(got)} vs ${fc.stringify(want)}`);
+      }
+    }), { numRuns: 2000 });
+  });
+
+  it('reads scalars and short strings itself (the build path), and leaves the rest to the decoder', () => {
+    const r = { keys: [1, 300, 70_000, 5, 6, 7], values: [5n, 'u1@bench.io', 'é\u{1f600}', new Uint8Array([1]), 'a\ud800', 2.5] as Value[] };
+    const bytes = encodeRecord(r);
+    const at = (k: number) => propertyOfEncoded(bytes, 0, bytes.length, k);
+    expect(at(1)).toBe(5n);
+    expect(at(300)).toBe('u1@bench.io');
+    expect(at(70_000)).toBe('é\u{1f600}');
+    expect(at(5)).toBe(DECODE_WHOLE);
+    expect(at(6)).toBe(DECODE_WHOLE); // a lone surrogate: msgpackr decides what it reads back
+    expect(at(7)).toBe(2.5); // found past a value it does not decode
+    expect(at(8)).toBe(undefined);
+    expect(propertyOfEncoded(bytes, 0, 0, 1)).toBe(undefined); // the empty record
+    expect(propertyOfEncoded(bytes, 0, bytes.length - 1, 7)).toBe(DECODE_WHOLE); // cut short
+  });
+});
