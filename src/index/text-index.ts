@@ -9,14 +9,13 @@
 // otherwise rebuilt from the data.
 import { limits } from '../limits.js';
 import { dbError, queryError } from '../protocol/errors.js';
-import { valuesEqual } from '../protocol/compare.js';
 import { StringArray, tagOf, type Value } from '../protocol/value.js';
 import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { analyze, TextPartition, type Analyzer } from '../text/index.js';
 import type { IndexRecord } from './catalog.js';
 import { partitionIdentity, SlotMap, TenantPartitions, type PartitionView, type TenantPartition } from './partitions.js';
-import type { SliceProgress } from './vector-index.js';
+import { SearchIndex } from './search-index.js';
 
 interface Partition extends TenantPartition {
   readonly text: TextPartition;
@@ -40,35 +39,21 @@ export function distinctTerms(query: string, analyzer: Analyzer): string[] {
   return out;
 }
 
-export class TextPhysical {
+interface Entry { readonly text: string; readonly tenant: Value | undefined }
+
+export class TextPhysical extends SearchIndex<Entry> {
   readonly kind = 'text' as const;
   readonly analyzer: Analyzer;
   readonly positions: boolean;
-  /** -1: not partitioned. */
-  readonly tenantPropertyId: number;
-  /** Build only: element slots below it are scanned (and maintained by writes). Infinity once scanned. */
-  cursor: number;
-  /** Build only: slots holding values the index cannot accept, re-checked at validate_manifests. */
-  readonly invalidSlots = new Set<number>();
   private readonly partitions = new TenantPartitions<Partition>();
   private readonly docs = new SlotMap();
-  /** A partition was added since the view was last published. */
-  partitionsChanged = false;
   /** UTF-16 code units of text the open batch indexed (limits.textMutationCharsMax). */
   private batchChars = 0;
 
-  constructor(
-    private readonly store: Store,
-    public record: IndexRecord,
-    readonly labelId: number,
-    readonly propertyId: number,
-    cursor: number,
-  ) {
-    const d = record.definition;
-    this.analyzer = d.analyzer ?? 'standard';
-    this.positions = d.positions ?? false;
-    this.tenantPropertyId = d.tenantProperty === null ? -1 : store.names.intern(d.tenantProperty);
-    this.cursor = cursor;
+  constructor(store: Store, record: IndexRecord, labelId: number, propertyId: number, cursor: number) {
+    super(store, record, labelId, propertyId, cursor);
+    this.analyzer = record.definition.analyzer ?? 'standard';
+    this.positions = record.definition.positions ?? false;
   }
 
   private partitionFor(tenant: Value | undefined): number {
@@ -84,7 +69,7 @@ export class TextPhysical {
    * invalid_index_source_data for a value it cannot accept and, under a tenant property,
    * for an element without a tenant value (§8.4).
    */
-  private entryOf(record: PropertyRecord): { text: string; tenant: Value | undefined } | null {
+  protected entryOf(record: PropertyRecord): Entry | null {
     const value = recordGet(record, this.propertyId);
     if (value === undefined) return null;
     const text = storedText(value);
@@ -98,10 +83,26 @@ export class TextPhysical {
     return { text, tenant };
   }
 
-  private add(slot: number, text: string, tenant: Value | undefined, created: number, undoable: boolean): void {
-    const partition = this.partitionFor(tenant);
+  protected itemOf(slot: number): number {
+    return this.docs.get(slot);
+  }
+
+  protected sizes(entry: Entry): readonly [number, number] {
+    return [Buffer.byteLength(entry.text, 'utf8'), 16 + 2 * entry.text.length];
+  }
+
+  /** The texts one batch indexes are bounded (limits.textMutationCharsMax). */
+  protected override admit(entry: Entry): void {
+    this.batchChars += entry.text.length;
+    if (this.batchChars > limits.textMutationCharsMax) {
+      throw dbError('active_text_mutation_limit_exceeded', `Active text mutation limit exceeded: one write may index at most ${limits.textMutationCharsMax} characters of text per text index`);
+    }
+  }
+
+  protected insert(slot: number, entry: Entry, created: number, undoable: boolean): void {
+    const partition = this.partitionFor(entry.tenant);
     const p = this.partitions.list[partition]!;
-    const doc = p.text.insert(slot, text, created);
+    const doc = p.text.insert(slot, entry.text, created);
     const before = this.docs.get(slot), beforePartition = this.docs.partition(slot);
     this.docs.set(slot, doc, partition);
     if (undoable) {
@@ -112,118 +113,23 @@ export class TextPhysical {
     }
   }
 
-  // ---------------------------------------------------------------- maintenance (inside a write batch)
-
-  /** Like VectorPhysical.maintain: the element's document moves when its text or tenant changed. */
-  maintain(slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null, building: boolean): void {
-    if (slot >= this.cursor) return;
-    const oldDoc = this.docs.get(slot);
-    const hasNew = newLabel === this.labelId && newRecord !== null;
-    if (oldDoc >= 0 && hasNew && oldLabel === this.labelId && oldRecord !== null && this.sameEntry(oldRecord, newRecord!)) return;
-    let entry: { text: string; tenant: Value | undefined } | null = null;
-    if (hasNew) {
-      try {
-        entry = this.entryOf(newRecord!);
-        this.invalidSlots.delete(slot);
-      } catch (err) {
-        if (!building) throw err;
-        this.invalidSlots.add(slot);
-      }
-    }
-    if (entry !== null) {
-      this.batchChars += entry.text.length;
-      if (this.batchChars > limits.textMutationCharsMax) {
-        throw dbError('active_text_mutation_limit_exceeded', `Active text mutation limit exceeded: one write may index at most ${limits.textMutationCharsMax} characters of text per text index`);
-      }
-    }
-    const epoch = this.store.pendingEpoch();
-    if (oldDoc >= 0) {
-      const partition = this.docs.partition(slot);
-      const p = this.partitions.list[partition]!;
-      const text = p.text;
-      text.remove(oldDoc, epoch);
-      // Its postings are dead now: the lists may need merging (settled() runs a step).
-      p.merging = true;
-      this.docs.set(slot, -1, partition);
-      this.store.joinBatch(() => {
-        text.undoRemove(oldDoc);
-        this.docs.set(slot, oldDoc, partition);
-      }, null);
-    }
-    if (entry !== null) this.add(slot, entry.text, entry.tenant, epoch, true);
-  }
-
-  private sameEntry(a: PropertyRecord, b: PropertyRecord): boolean {
-    const va = recordGet(a, this.propertyId), vb = recordGet(b, this.propertyId);
-    if (va === undefined || vb === undefined || !valuesEqual(va, vb)) return false;
-    if (this.tenantPropertyId < 0) return true;
-    const ta = recordGet(a, this.tenantPropertyId), tb = recordGet(b, this.tenantPropertyId);
-    return ta !== undefined && tb !== undefined && valuesEqual(ta, tb);
+  /** The document goes at `epoch` (inside the open batch); its postings are dead, so the lists may need merging. */
+  protected remove(slot: number, doc: number, epoch: number): void {
+    const partition = this.docs.partition(slot);
+    const p = this.partitions.list[partition]!;
+    const text = p.text;
+    text.remove(doc, epoch);
+    p.merging = true;
+    this.docs.set(slot, -1, partition);
+    this.store.joinBatch(() => {
+      text.undoRemove(doc);
+      this.docs.set(slot, doc, partition);
+    }, null);
   }
 
   /** The batch settled: the per-batch text count starts again. */
   batchSettled(): void {
     this.batchChars = 0;
-  }
-
-  // ---------------------------------------------------------------- builds
-
-  private sourceRecord(slot: number, at: number): PropertyRecord | null {
-    const store = this.store;
-    if (this.record.definition.element === 'edge') {
-      if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== this.labelId) return null;
-      return store.recordOnce(true, slot, at);
-    }
-    if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== this.labelId) return null;
-    return store.recordOnce(false, slot, at);
-  }
-
-  /** Like VectorPhysical.scan: documents created at epoch 1, values it cannot accept remembered. */
-  scan(slots: number, at: number, deadlineMs: number, progress: SliceProgress): void {
-    const stop = Math.min(slots, this.cursor + limits.indexBuildSliceElements);
-    let slot = this.cursor;
-    for (; slot < stop; slot++) {
-      if ((slot & 63) === 0 && slot !== this.cursor && performance.now() >= deadlineMs) break;
-      progress.entities++;
-      const record = this.sourceRecord(slot, at);
-      if (record === null) continue;
-      let entry: { text: string; tenant: Value | undefined } | null;
-      try {
-        entry = this.entryOf(record);
-      } catch {
-        this.invalidSlots.add(slot);
-        continue;
-      }
-      if (entry === null) continue;
-      progress.inputBytes += Buffer.byteLength(entry.text, 'utf8');
-      this.add(slot, entry.text, entry.tenant, 1, false);
-      progress.outputs++;
-      progress.outputBytes += 16 + 2 * entry.text.length;
-    }
-    this.cursor = slot;
-  }
-
-  /** validate_manifests: the slots that held unacceptable values, on the current data. */
-  invalidSourceData(at: number): boolean {
-    for (const slot of this.invalidSlots) {
-      const record = this.sourceRecord(slot, at);
-      try {
-        if (record !== null) this.entryOf(record);
-        this.invalidSlots.delete(slot);
-      } catch {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Build whole from the data at `at`. */
-  materialize(slots: number, at: number): void {
-    this.cursor = 0;
-    const progress: SliceProgress = { entities: 0, inputBytes: 0, outputs: 0, outputBytes: 0 };
-    while (this.cursor < slots) this.scan(slots, at, Infinity, progress);
-    this.cursor = Infinity;
-    this.invalidSlots.clear();
   }
 
   // ---------------------------------------------------------------- merges (between batches)

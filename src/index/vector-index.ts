@@ -8,10 +8,9 @@
 // may keep it as a routing node, nothing reads it as a result); the graph itself is derived
 // from the data, carried whole by snapshots and otherwise rebuilt from the data.
 import { limits } from '../limits.js';
-import { valuesEqual } from '../protocol/compare.js';
 import type { Metric } from '../protocol/index-spec.js';
 import type { Value } from '../protocol/value.js';
-import { decodeRecord, encodeRecord, recordGet, type PropertyRecord } from '../store/record-codec.js';
+import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { VectorGraph } from '../vector/graph.js';
 import { NEVER } from '../vector/layout.js';
@@ -19,6 +18,7 @@ import type { IndexRecord } from './catalog.js';
 import { partitionIdentity, TenantPartitions, type PartitionView, type TenantPartition } from './partitions.js';
 import { storedVector } from './vector-values.js';
 import { ElementPoints } from './vector-elements.js';
+import { SearchIndex } from './search-index.js';
 
 
 interface Partition extends TenantPartition {
@@ -48,40 +48,23 @@ interface Compaction {
   live: number;
 }
 
-/** Progress of one build slice (the counters of indexes.md §5.3). */
-export interface SliceProgress { entities: number; inputBytes: number; outputs: number; outputBytes: number }
+interface Entry { readonly vector: Float32Array; readonly tenant: Value | undefined }
 
-export class VectorPhysical {
+export class VectorPhysical extends SearchIndex<Entry> {
   readonly kind = 'vector' as const;
   readonly dimension: number;
   readonly metric: Metric;
-  /** -1: not partitioned. */
-  readonly tenantPropertyId: number;
-  /** Build only: element slots below it are scanned (and maintained by writes). Infinity once scanned. */
-  cursor: number;
-  /** Build only: slots holding values the index cannot accept, re-checked at validate_descriptor. */
-  readonly invalidSlots = new Set<number>();
   private readonly partitions = new TenantPartitions<Partition>();
   /** Element slot -> its live point (-1: none) and that point's partition, readable by readers. */
   readonly elements: ElementPoints;
-  /** A partition was added or replaced its graph since the view was last published. */
-  partitionsChanged = false;
   /** Partitions whose graph is half dead or more, or being compacted. */
   private readonly compactable = new Set<number>();
   private readonly pointInfo = new Uint32Array(3);
 
-  constructor(
-    private readonly store: Store,
-    public record: IndexRecord,
-    readonly labelId: number,
-    readonly propertyId: number,
-    cursor: number,
-  ) {
-    const d = record.definition;
-    this.dimension = d.dimension!;
-    this.metric = d.metric!;
-    this.tenantPropertyId = d.tenantProperty === null ? -1 : store.names.intern(d.tenantProperty);
-    this.cursor = cursor;
+  constructor(store: Store, record: IndexRecord, labelId: number, propertyId: number, cursor: number) {
+    super(store, record, labelId, propertyId, cursor);
+    this.dimension = record.definition.dimension!;
+    this.metric = record.definition.metric!;
     this.elements = ElementPoints.create(store.vectorMemory());
   }
 
@@ -99,8 +82,13 @@ export class VectorPhysical {
     this.elements.set(slot, point, partition);
   }
 
-  private pointAt(slot: number): number {
+  protected itemOf(slot: number): number {
     return this.elements.point(slot);
+  }
+
+  protected sizes(entry: Entry): readonly [number, number] {
+    // The vector, and its neighbour lists (about 128 bytes).
+    return [entry.vector.byteLength, entry.vector.byteLength + 128];
   }
 
   /**
@@ -108,7 +96,7 @@ export class VectorPhysical {
    * when it is not indexed: no property, or a partitioned index and no tenant value. Throws
    * the §8.3 errors for a value the index cannot accept.
    */
-  private entryOf(record: PropertyRecord): { vector: Float32Array; tenant: Value | undefined } | null {
+  protected entryOf(record: PropertyRecord): Entry | null {
     const value = recordGet(record, this.propertyId);
     if (value === undefined) return null;
     let tenant: Value | undefined;
@@ -121,12 +109,12 @@ export class VectorPhysical {
   }
 
   /** Insert a point for `slot` (inside the open batch when `undoable`). */
-  private add(slot: number, vector: Float32Array, tenant: Value | undefined, created: number, undoable: boolean): void {
-    const partition = this.partitionFor(tenant);
+  protected insert(slot: number, entry: Entry, created: number, undoable: boolean): void {
+    const partition = this.partitionFor(entry.tenant);
     const p = this.partitions.list[partition]!;
     const graph = p.graph;
-    const point = graph.insert(slot, vector, created);
-    const before = this.pointAt(slot), beforePartition = this.elements.partition(slot);
+    const point = graph.insert(slot, entry.vector, created);
+    const before = this.itemOf(slot), beforePartition = this.elements.partition(slot);
     this.setPoint(slot, point, partition);
     p.live++;
     if (undoable) {
@@ -139,7 +127,7 @@ export class VectorPhysical {
   }
 
   /** Tombstone element `slot`'s point at `epoch` (inside the open batch), mirrored into a compaction's copy. */
-  private removePoint(slot: number, point: number, epoch: number): void {
+  protected remove(slot: number, point: number, epoch: number): void {
     const partition = this.elements.partition(slot);
     const p = this.partitions.list[partition]!;
     const graph = p.graph;
@@ -157,113 +145,6 @@ export class VectorPhysical {
       p.live++;
       this.setPoint(slot, point, partition);
     }, null);
-  }
-
-  // ---------------------------------------------------------------- maintenance (inside a write batch)
-
-  /**
-   * Element `slot` changed from (oldLabel, oldRecord) to (newLabel, newRecord) in the open
-   * batch. Its point (if any) is tombstoned and a new one inserted, unless the indexed value
-   * and tenant stayed equal. An active index fails the write on a value it cannot accept; a
-   * building one remembers the slot for validate_descriptor.
-   */
-  maintain(slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null, building: boolean): void {
-    // A building index learns slots at or past its cursor from its scan.
-    if (slot >= this.cursor) return;
-    const oldPoint = this.pointAt(slot);
-    const hasNew = newLabel === this.labelId && newRecord !== null;
-    if (oldPoint >= 0 && hasNew && oldLabel === this.labelId && oldRecord !== null && this.sameEntry(oldRecord, newRecord!)) return;
-    let entry: { vector: Float32Array; tenant: Value | undefined } | null = null;
-    if (hasNew) {
-      try {
-        entry = this.entryOf(newRecord!);
-        this.invalidSlots.delete(slot);
-      } catch (err) {
-        if (!building) throw err;
-        this.invalidSlots.add(slot);
-      }
-    }
-    const epoch = this.store.pendingEpoch();
-    if (oldPoint >= 0) this.removePoint(slot, oldPoint, epoch);
-    if (entry !== null) this.add(slot, entry.vector, entry.tenant, epoch, true);
-  }
-
-  /** The indexed value and tenant are equal in both records. */
-  private sameEntry(a: PropertyRecord, b: PropertyRecord): boolean {
-    const va = recordGet(a, this.propertyId), vb = recordGet(b, this.propertyId);
-    if (va === undefined || vb === undefined || !valuesEqual(va, vb)) return false;
-    if (this.tenantPropertyId < 0) return true;
-    const ta = recordGet(a, this.tenantPropertyId), tb = recordGet(b, this.tenantPropertyId);
-    return ta !== undefined && tb !== undefined && valuesEqual(ta, tb);
-  }
-
-  // ---------------------------------------------------------------- builds
-
-  /** The record of element `slot` at `at` if it has the index's label, else null. */
-  private sourceRecord(slot: number, at: number): PropertyRecord | null {
-    const store = this.store;
-    if (this.record.definition.element === 'edge') {
-      if (!store.edgeVisible(slot, at) || store.edgeLabel(slot) !== this.labelId) return null;
-      return store.recordOnce(true, slot, at);
-    }
-    if (!store.nodeVisible(slot, at) || store.nodeLabel(slot, at) !== this.labelId) return null;
-    return store.recordOnce(false, slot, at);
-  }
-
-  /**
-   * Scan from the cursor up to `slots` (the element slots of now), for at most
-   * limits.indexBuildSliceElements elements or until `deadlineMs` (performance.now()):
-   * each element with a vector gets a point created at epoch 1 (every reader that may use
-   * the index holds it; later writes are maintained at their own epochs). Values the index
-   * cannot accept are remembered for validate_descriptor.
-   */
-  scan(slots: number, at: number, deadlineMs: number, progress: SliceProgress): void {
-    const stop = Math.min(slots, this.cursor + limits.indexBuildSliceElements);
-    let slot = this.cursor;
-    for (; slot < stop; slot++) {
-      // The clock every 8 elements: an insert costs ~0.1-1 ms.
-      if ((slot & 7) === 0 && slot !== this.cursor && performance.now() >= deadlineMs) break;
-      progress.entities++;
-      const record = this.sourceRecord(slot, at);
-      if (record === null) continue;
-      let entry: { vector: Float32Array; tenant: Value | undefined } | null;
-      try {
-        entry = this.entryOf(record);
-      } catch {
-        this.invalidSlots.add(slot);
-        continue;
-      }
-      if (entry === null) continue;
-      progress.inputBytes += entry.vector.byteLength;
-      this.add(slot, entry.vector, entry.tenant, 1, false);
-      progress.outputs++;
-      progress.outputBytes += entry.vector.byteLength + 4 * 2 * 16;
-    }
-    this.cursor = slot;
-  }
-
-  /** validate_descriptor: the slots that held unacceptable values, on the current data. */
-  invalidSourceData(at: number): boolean {
-    for (const slot of this.invalidSlots) {
-      const record = this.sourceRecord(slot, at);
-      try {
-        if (record !== null) this.entryOf(record);
-        this.invalidSlots.delete(slot);
-      } catch {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Build whole from the data at `at` (a replayed activation, a snapshot without the graphs): no deadline. */
-  materialize(slots: number, at: number): void {
-    this.cursor = 0;
-    const progress: SliceProgress = { entities: 0, inputBytes: 0, outputs: 0, outputBytes: 0 };
-    while (this.cursor < slots) this.scan(slots, at, Infinity, progress);
-    this.cursor = Infinity;
-    // Committed data satisfied the index when it was written.
-    this.invalidSlots.clear();
   }
 
   // ---------------------------------------------------------------- readers, snapshots, memory
