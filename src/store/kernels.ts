@@ -1,11 +1,9 @@
 // The AssemblyScript kernels (assembly/kernels.ts, built to build/kernels.wasm), one
 // instance per thread and topology memory. Loaded lazily, so a thread that never runs a
 // kernel never compiles the module.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SvcError } from '../protocol/errors.js';
 import { DIR_OUT, type DirWord } from './topology.js';
+import { instantiateOnSharedMemory } from './wasm-module.js';
 
 export interface TraversalKernels {
   expandLayer(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, side: number, mark: number): number;
@@ -26,40 +24,6 @@ export function setTraversalKernel(on: boolean): void {
   kernelsOn = on;
 }
 
-let compiled: WebAssembly.Module | null = null;
-
-/** build/kernels.wasm of the package (this file runs from src/store or dist/src/store). */
-function wasmBytes(): Uint8Array {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let up = 0; up < 4; up++) {
-    const file = join(dir, 'build', 'kernels.wasm');
-    if (existsSync(file)) return readFileSync(file);
-    dir = dirname(dir);
-  }
-  throw new SvcError('internal_error', 'internal error: build/kernels.wasm is missing (run npm run build)');
-}
-
-/** A module that would write data segments into the shared memory must never be instantiated. */
-function hasDataSegments(bytes: Uint8Array): boolean {
-  // Sections follow the 8-byte header as [id u8][size LEB128][payload]; id 11 = data.
-  let at = 8;
-  while (at < bytes.length) {
-    const id = bytes[at++]!;
-    let size = 0, shift = 0, byte: number;
-    do { byte = bytes[at++]!; size |= (byte & 0x7f) << shift; shift += 7; } while (byte & 0x80);
-    if (id === 11 && size > 1) return true;
-    at += size;
-  }
-  return false;
-}
-
 export function instantiateKernels(memory: WebAssembly.Memory): TraversalKernels {
-  if (compiled === null) {
-    const bytes = wasmBytes();
-    if (hasDataSegments(bytes)) throw new SvcError('internal_error', 'internal error: kernels.wasm has data segments');
-    compiled = new WebAssembly.Module(bytes);
-  }
-  const abort = (): never => { throw new SvcError('internal_error', 'internal error: kernel abort'); };
-  const instance = new WebAssembly.Instance(compiled, { env: { memory, abort } });
-  return instance.exports as unknown as TraversalKernels;
+  return instantiateOnSharedMemory<TraversalKernels>('kernels.wasm', memory);
 }

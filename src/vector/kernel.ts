@@ -2,10 +2,7 @@
 // thread and vector memory (VectorMemory.kernelInstance), loaded lazily. Every kernel has a
 // JS twin (twin.ts) with the same arithmetic; SVCDB_VECTOR_KERNEL=js or setVectorKernel(false)
 // runs the twins.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SvcError } from '../protocol/errors.js';
+import { instantiateOnSharedMemory } from '../store/wasm-module.js';
 import type { VectorMemory } from './memory.js';
 import * as twin from './twin.js';
 
@@ -29,40 +26,8 @@ export function setVectorKernel(on: boolean): void {
 
 const twins: VectorKernels = twin;
 
-let compiled: WebAssembly.Module | null = null;
-
-function wasmBytes(): Uint8Array {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let up = 0; up < 4; up++) {
-    const file = join(dir, 'build', 'vector.wasm');
-    if (existsSync(file)) return readFileSync(file);
-    dir = dirname(dir);
-  }
-  throw new SvcError('internal_error', 'internal error: build/vector.wasm is missing (run npm run build)');
-}
-
-/** A module that would write data segments into the shared memory must never be instantiated. */
-function hasDataSegments(bytes: Uint8Array): boolean {
-  let at = 8;
-  while (at < bytes.length) {
-    const id = bytes[at++]!;
-    let size = 0, shift = 0, byte: number;
-    do { byte = bytes[at++]!; size |= (byte & 0x7f) << shift; shift += 7; } while (byte & 0x80);
-    if (id === 11 && size > 1) return true;
-    at += size;
-  }
-  return false;
-}
-
 function instantiate(memory: WebAssembly.Memory): VectorKernels {
-  if (compiled === null) {
-    const bytes = wasmBytes();
-    if (hasDataSegments(bytes)) throw new SvcError('internal_error', 'internal error: vector.wasm has data segments');
-    compiled = new WebAssembly.Module(bytes);
-  }
-  const abort = (): never => { throw new SvcError('internal_error', 'internal error: vector kernel abort'); };
-  const instance = new WebAssembly.Instance(compiled, { env: { memory, abort } });
-  const exports = instance.exports as unknown as Partial<VectorKernels>;
+  const exports = instantiateOnSharedMemory<Partial<VectorKernels>>('vector.wasm', memory);
   // Kernels the module does not have yet run as twins.
   return { ...twins, ...exports } as VectorKernels;
 }
