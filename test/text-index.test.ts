@@ -8,38 +8,19 @@ import { openDatabase, type Database } from '../src/index.js';
 import { TextPhysical } from '../src/index/text-index.js';
 import { limits } from '../src/limits.js';
 import { tempDirs } from './helpers/temp-dirs.js';
+import { buildIndex, createIndex, fails, ok, random, runOn, settleIndexWork } from './helpers/search-indexes.js';
 import { Store } from '../src/store/store.js';
-import { executeRequest, noFlags } from '../src/exec/request.js';
 import { loadSections, sectionsAt } from '../src/store/snapshot-sections.js';
-import type { IndexRuntime } from '../src/index/runtime.js';
 import { q, read, str, write } from './helpers/requests.js';
 
 const newDir = tempDirs('text-index');
 
 const textSpec = (fields: Record<string, unknown>, element: 'node' | 'edge' = 'node') => ({ [`${element}_text`]: fields });
-const create = (spec: unknown) => write([q('r', { create_index: { spec, if_not_exists: true } })], ['r']);
+const create = createIndex;
+const build = buildIndex;
 
-async function ok(db: Database, request: unknown): Promise<Record<string, unknown>> {
-  const { status, body } = await db.queryRaw(request);
-  if (status !== 200) throw new Error(`expected 200, got ${status} ${body}`);
-  return JSON.parse(body) as Record<string, unknown>;
-}
 
-async function fails(db: Database, request: unknown): Promise<{ status: number; error: string; msg: string }> {
-  const { status, body } = await db.queryRaw(request);
-  const parsed = JSON.parse(body) as { error: string; msg: string };
-  return { status, error: parsed.error, msg: parsed.msg };
-}
 
-async function build(db: Database, spec: unknown): Promise<Record<string, unknown>> {
-  const receipt = (await ok(db, create(spec)))['r'] as Record<string, string>;
-  for (let i = 0; i < 4000; i++) {
-    const s = (await ok(db, read([q('r', { get_index_operation: { operation_id: receipt['operation_id'] } })], ['r'])))['r'] as Record<string, unknown>;
-    if (s['status'] === 'succeeded' || s['status'] === 'aborted' || s['status'] === 'blocked') return s;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  throw new Error('index operation did not settle');
-}
 
 const doc = (body: unknown, extra: [string, unknown][] = []) => q(null, { add_n: { label: 'Doc', properties: [['body', body], ...extra] } });
 const search = (query: unknown, k: unknown = { literal: 10 }, more: Record<string, unknown> = {}) =>
@@ -47,17 +28,6 @@ const search = (query: unknown, k: unknown = { literal: 10 }, more: Record<strin
 const hits = async (db: Database, query: string, k = 10, more: Record<string, unknown> = {}) =>
   (await ok(db, read([q('r', search(str(query), { literal: k }, more))], ['r'])))['r'] as { $id: number; $score: number }[];
 
-/** A deterministic generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The test's own BM25 (k1 1.2, b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5))), from the
@@ -266,20 +236,8 @@ describe('text indexes on disk', () => {
 });
 
 describe('text partitions in snapshots', () => {
-  const run = (store: Store, request: unknown, role: 'writer' | 'reader' = 'writer') => {
-    const out = executeRequest(store, JSON.stringify(request), noFlags, role);
-    if (!('status' in out) || out.status !== 200) throw new Error(`request failed: ${JSON.stringify(out)}`);
-    return JSON.parse(out.body) as Record<string, unknown>;
-  };
-  const settleIndexes = (store: Store) => {
-    const runtime = store.indexes as IndexRuntime;
-    for (let i = 0; i < 10_000; i++) {
-      store.beginWrite();
-      if (runtime.step() !== 'progress') { store.rollback(); return; }
-      store.commit();
-    }
-    throw new Error('index work did not finish');
-  };
+  const run = runOn;
+  const settleIndexes = settleIndexWork;
   const everything = (store: Store, query: string) => run(store, read([q('r', { text_search_nodes: { label: 'Doc', property: 'body', tenant_value: { expr: { param: 't' } }, query_text: str(query), k: { literal: 1000 } } })], ['r'], { parameters: { t: 'a' } }), 'reader')['r'];
 
   it('a snapshot cut while the writer inserts, updates and deletes holds the partitions as of the cut, and loads without a rebuild', () => {
