@@ -394,6 +394,11 @@ describe('vector graphs in snapshots', () => {
     run(live, write(Array.from({ length: 300 }, (_, i) => article(`late${i}`, vec(), [['team', str('a')]])), []));
     run(live, write([q(null, { set_property: { input: { nodes: { reference: { ids: [1, 2, 4] } } }, name: 'embedding', value: vec() } })], []));
     run(live, write([q(null, { drop: { input: { nodes: { reference: { ids: [5, 7, 8] } } } } })], []));
+    // More than half dropped: the partition is compacted, and new points take memory; the
+    // graph the cut names must stay readable for its export.
+    run(live, write([q(null, { drop: { input: { nodes: { reference: { ids: Array.from({ length: 800 }, (_, i) => 100 + i) } } } } })], []));
+    settleIndexes(live);
+    run(live, write(Array.from({ length: 300 }, () => article('later', vec(), [['team', str('a')]])), []));
     const sections = sectionsAt(live.shared, cut);
     expect(sections.map((s) => s.name)).toContain('vectors');
     const materialize = vi.spyOn(VectorPhysical.prototype, 'materialize');

@@ -385,14 +385,18 @@ export class DiskWriter implements DurableStorage {
     if (epoch !== this.durableEpoch) throw new SvcError('internal_error', 'internal error: snapshot of a store that is not durable');
     const cut = this.store.cut();
     const job = (async () => {
-      if (this.wal.lastEpoch !== 0) {
-        // The new segment first: if it cannot be made, the old one goes on.
-        const next = new WalWriter(this.dir, epoch + 1);
-        this.wal.close();
-        this.wal = next;
+      try {
+        if (this.wal.lastEpoch !== 0) {
+          // The new segment first: if it cannot be made, the old one goes on.
+          const next = new WalWriter(this.dir, epoch + 1);
+          this.wal.close();
+          this.wal = next;
+        }
+        this.walBytesSinceSnapshot = 0;
+        await this.writeSnapshotFile(cut, join(this.dir, snapshotName(epoch)));
+      } finally {
+        this.store.releaseCut(cut);
       }
-      this.walBytesSinceSnapshot = 0;
-      await this.writeSnapshotFile(cut, join(this.dir, snapshotName(epoch)));
       const previous = this.lastSnapshotEpoch;
       this.lastSnapshotEpoch = epoch;
       this.prune(previous);

@@ -652,7 +652,11 @@ export class ObjectWriter implements DurableStorage {
     // Cut between batches; the snapshot thread writes it while writes go on.
     const cut = this.store.cut();
     const file = join(this.dir, snapshotName(cut.epoch));
-    await this.snapshotThread.write(this.store.shared, cut, file);
+    try {
+      await this.snapshotThread.write(this.store.shared, cut, file);
+    } finally {
+      this.store.releaseCut(cut);
+    }
     const key = this.bucket.snapshotKey(epoch);
     try {
       // The snapshot may hold batches whose group is not uploaded yet: once it is in the

@@ -216,7 +216,11 @@ export function readSnapshotFile(file: string): { store: Store; epoch: number } 
 /** Write a snapshot of `store` (writer thread, between batches) into `dir`; returns its epoch. */
 export function writeSnapshot(dir: string, store: Store): number {
   const cut = store.cut();
-  writeSnapshotFile(join(dir, snapshotName(cut.epoch)), cut.epoch, sectionsAt(store.shared, cut));
+  try {
+    writeSnapshotFile(join(dir, snapshotName(cut.epoch)), cut.epoch, sectionsAt(store.shared, cut));
+  } finally {
+    store.releaseCut(cut);
+  }
   return cut.epoch;
 }
 

@@ -500,8 +500,10 @@ export class IndexRuntime implements IndexHooks {
     this.blocksRetired.push({ blocks, sequence: this.store.topology.retireSequence(), free });
   }
 
-  /** Free the retired blocks that no running read can still hold. */
+  /** Free the retired blocks that no running read, and no snapshot export, can still hold. */
   private freeRetiredBlocks(): void {
+    // An export runs on another thread without a topology reader slot, from the roots of its cut.
+    if (this.store.oldestHeldCut() !== Infinity) return;
     const oldest = this.store.topology.oldestReadSequence();
     this.blocksRetired = this.blocksRetired.filter(({ blocks, sequence, free }) => {
       if (sequence >= oldest) return true;
@@ -525,7 +527,8 @@ export class IndexRuntime implements IndexHooks {
     while (samples.length > 0 && samples[0]!.sequence < oldest) horizon = samples.shift()!.epoch;
     // The last sample passed stays as the floor for the next call.
     if (horizon > 0) samples.unshift({ epoch: horizon, sequence: -1 });
-    return horizon;
+    // A snapshot export reads as of its cut, which may be older than every running read.
+    return Math.min(horizon, this.store.oldestHeldCut());
   }
 
   // ---------------------------------------------------------------- replay, snapshot

@@ -182,6 +182,8 @@ export class Store {
   private vectors: VectorMemory | null = null;
   private texts: TextMemory | null = null;
   private readonly recordCache = new Map<number, PropertyRecord>();
+  /** Epochs of the cuts taken and not released yet (snapshot exports that may be running). */
+  private readonly heldCuts: number[] = [];
   /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
   private recordCacheBytes = 0;
   /** Writer only: the epoch being written, or 0 outside a batch. */
@@ -234,6 +236,21 @@ export class Store {
     return store;
   }
 
+  /**
+   * The snapshot of `cut` was written (or given up): what its export reads may go. Every
+   * cut() must be released once, by whoever took it.
+   */
+  releaseCut(cut: StoreCut): void {
+    const at = this.heldCuts.indexOf(cut.epoch);
+    if (at < 0) throw new SvcError('internal_error', `internal error: release of a cut at epoch ${cut.epoch} that is not held`);
+    this.heldCuts.splice(at, 1);
+  }
+
+  /** The epoch of the oldest cut whose export may still run (Infinity: none). */
+  oldestHeldCut(): number {
+    return this.heldCuts.length === 0 ? Infinity : Math.min(...this.heldCuts);
+  }
+
   /** Writer side: allocate a fresh empty store. */
   static create(): Store {
     const shared: Omit<StoreShared, 'vectors' | 'texts'> = {
@@ -274,6 +291,8 @@ export class Store {
    */
   cut(): StoreCut {
     if (this.pending !== 0) throw new SvcError('internal_error', 'internal error: snapshot cut inside a write batch');
+    // Held until releaseCut: the index runtime keeps what an export as of this epoch reads.
+    this.heldCuts.push(this.committedEpoch());
     return {
       epoch: this.committedEpoch(), nodeSlots: this.nodeSlots(), edgeSlots: this.edgeSlots(), heapUsed: this.meta[M_HEAP_USED]!,
       names: this.names.size(), indexes: this.indexes?.exportCatalog() ?? null, partitions: this.indexes?.partitionsAtCut() ?? { vectors: [], texts: [] },
