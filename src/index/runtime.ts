@@ -467,8 +467,8 @@ export class IndexRuntime implements IndexHooks {
     for (const search of this.searches.values()) {
       if (search.kind === 'text') {
         search.batchSettled();
-        // Merges of the lists this batch killed postings in: one bounded step, then idle slices.
-        search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
+        // Merges of the lists batches killed postings in: one bounded step, then idle slices.
+        if (search.needsMerging()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
       }
       if (!search.partitionsChanged) continue;
       search.partitionsChanged = false;

@@ -19,8 +19,6 @@ import { SearchIndex } from './search-index.js';
 
 interface Partition extends TenantPartition {
   readonly text: TextPartition;
-  /** maintain() said more merging remains. */
-  merging: boolean;
 }
 
 /** The text a stored value gives a text index (§8.4): a string, or a string_array's items joined with newlines. */
@@ -47,6 +45,8 @@ export class TextPhysical extends SearchIndex<Entry> {
   readonly positions: boolean;
   private readonly partitions = new TenantPartitions<Partition>();
   private readonly docs = new SlotMap();
+  /** Partitions with dead postings to merge (maintain() said more remains, or a document went since). */
+  private readonly merging = new Set<number>();
   /** UTF-16 code units of text the open batch indexed (limits.textMutationCharsMax). */
   private batchChars = 0;
 
@@ -61,7 +61,7 @@ export class TextPhysical extends SearchIndex<Entry> {
     if (found >= 0) return found;
     const text = TextPartition.create(this.store.textMemory(), { analyzer: this.analyzer, positions: this.positions });
     this.partitionsChanged = true;
-    return this.partitions.add({ ...partitionIdentity(tenant), text, merging: false });
+    return this.partitions.add({ ...partitionIdentity(tenant), text });
   }
 
   /**
@@ -119,7 +119,7 @@ export class TextPhysical extends SearchIndex<Entry> {
     const p = this.partitions.list[partition]!;
     const text = p.text;
     text.remove(doc, epoch);
-    p.merging = true;
+    this.merging.add(partition);
     this.docs.set(slot, -1, partition);
     this.store.joinBatch(() => {
       text.undoRemove(doc);
@@ -134,24 +134,23 @@ export class TextPhysical extends SearchIndex<Entry> {
 
   // ---------------------------------------------------------------- merges (between batches)
 
-  /** Whether a partition has merges to do. */
+  /** Whether a partition has merges to do (per request: O(1)). */
   needsMerging(): boolean {
-    return this.partitions.list.some((p) => p.merging);
+    return this.merging.size > 0;
   }
 
   /**
-   * One bounded step of merges in every partition a batch touched (`force`: every one):
-   * documents deleted at or before `purgeBefore` (no running read can hold an older
-   * snapshot) leave the postings. Returns whether more remains.
+   * One bounded step of merges in every partition with dead postings (`force`: every
+   * partition): documents deleted at or before `purgeBefore` (no running read or export
+   * can hold an older snapshot) leave the postings. Returns whether more remains.
    */
   merge(visible: number, purgeBefore: number, force: boolean): boolean {
-    let more = false;
-    for (const p of this.partitions.list) {
-      if (!force && !p.merging) continue;
-      p.merging = p.text.maintain(visible, purgeBefore);
-      more ||= p.merging;
+    const which = force ? this.partitions.list.keys() : [...this.merging];
+    for (const i of which) {
+      if (this.partitions.list[i]!.text.maintain(visible, purgeBefore)) this.merging.add(i);
+      else this.merging.delete(i);
     }
-    return more;
+    return this.merging.size > 0;
   }
 
   // ---------------------------------------------------------------- readers, snapshots, memory
@@ -166,7 +165,8 @@ export class TextPhysical extends SearchIndex<Entry> {
 
   /** A partition whose documents a snapshot carried (restore): the element map back, no re-analysis. */
   adoptPartition(identity: TenantPartition, text: TextPartition): void {
-    const index = this.partitions.add({ ...identity, text, merging: true });
+    const index = this.partitions.add({ ...identity, text });
+    this.merging.add(index);
     text.forEachDoc((doc, element, created, deleted) => {
       if (deleted === 0 && created !== 0 && created !== 0xffffffff) this.docs.set(element, doc, index);
     });
