@@ -176,6 +176,37 @@ describe('index DDL and lifecycle', () => {
     }
   });
 
+  it('a build activates its entries as one run (built in many slices), and answers like a scan', () => {
+    const store = Store.create();
+    const run = (request: unknown): Record<string, unknown> => {
+      const out = executeRequest(store, JSON.stringify(request), noFlags, 'writer');
+      if (!('status' in out) || out.status !== 200) throw new Error(JSON.stringify(out));
+      return JSON.parse(out.body) as Record<string, unknown>;
+    };
+    const slice = limits.indexBuildSliceElements;
+    (limits as { indexBuildSliceElements: number }).indexBuildSliceElements = 20;
+    try {
+      run(people(300, (i) => [['email', str(`p${i}@x`)]]));
+      run(create(spec('node_equality', { label: 'Person', property: 'email', unique: true })));
+      const runtime = store.indexes as IndexRuntime;
+      for (;;) {
+        store.beginWrite();
+        const result = runtime.step();
+        store.commit();
+        if (result !== 'progress') break;
+      }
+      const physical = (runtime as unknown as { physical: Map<number, { entries: { stats(): { runs: number; entries: number } } }> }).physical;
+      expect([...physical.values()].map((p) => p.entries.stats())).toEqual([{ entries: 300, liveEntries: 300, words: expect.any(Number), runs: 1 }]);
+      for (const i of [0, 150, 299]) {
+        const predicate = whereEq('Person', 'email', { constant: { string: `p${i}@x` } });
+        expect(run(ids(predicate))['r']).toEqual([i]);
+        expect(run(ids(scanned(predicate)))['r']).toEqual([i]);
+      }
+    } finally {
+      (limits as { indexBuildSliceElements: number }).indexBuildSliceElements = slice;
+    }
+  });
+
   it('dropping a building index aborts it and answers existing_operation', async () => {
     const db = await openDatabase({ storage: 'memory' });
     await ok(db, people(2, () => [['age', { value: 'null' }]]));

@@ -434,8 +434,10 @@ export class IndexEntries {
    * entry of the index (a carry that reaches the oldest run), O(n) words copied
    * (measured ~50 ms for 1 M entries on Node 20); amortized each entry is copied O(log n) times. Work left over shows in
    * pendingMaintenance(). May throw storage_error (allocation): then nothing changed.
+   * `compact`: merge every run into one, newest pair first, whether due or not (a build's
+   * runs, before it activates: a lookup then makes one binary search instead of one per run).
    */
-  maintain(purgeBefore: number, budgetEntries: number = Infinity): void {
+  maintain(purgeBefore: number, budgetEntries: number = Infinity, compact = false): void {
     if (!isU32(purgeBefore)) fail(`purge before ${purgeBefore}`);
     const topo = this.topology;
     const header = this.header();
@@ -445,7 +447,8 @@ export class IndexEntries {
     let deltaLength = words[header + H_DELTA_LENGTH]!, deltaBlock = words[header + H_DELTA_BLOCK]!;
     let deltaCapacity = words[header + H_DELTA_CAPACITY]!;
     const deltaOverflows = deltaLength > words[this.root + R_DELTA_MAX]!;
-    if (!deltaOverflows && mergeDue(runs) < 0) return;
+    const due = compact ? (r: Run[]) => r.length - 2 : mergeDue;
+    if (!deltaOverflows && due(runs) < 0) return;
     const made: [number, number][] = []; // allocated here: retired again if a step fails
     const replaced: [number, number][] = []; // superseded: retired once the header is out
     try {
@@ -460,7 +463,7 @@ export class IndexEntries {
         spent += deltaLength;
         deltaLength = deltaBlock = deltaCapacity = 0;
       }
-      for (let i = mergeDue(runs); i >= 0; i = mergeDue(runs)) {
+      for (let i = due(runs); i >= 0; i = due(runs)) {
         const older = runs[i]!, newer = runs[i + 1]!;
         // The budget binds only while the runs are few, so that flushes alone cannot pile them up.
         if (spent > 0 && runs.length <= RUNS_BUDGETED_MAX && spent + newer.length + older.length > budgetEntries) break;

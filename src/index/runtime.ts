@@ -792,6 +792,15 @@ export class IndexRuntime implements IndexHooks {
       if (this.holdsDuplicate(p, key, at)) return { ...op, status: 'blocked', stage: 'validate', blocker: 'uniqueness_violation' };
       p.duplicateKeys.delete(name);
     }
+    // The build left one run per binary digit of its slice count (three for a million
+    // entries): merged into one now (~20 ms per million), each lookup of the new index
+    // makes one binary search instead of three, until writes add runs again.
+    try {
+      p.entries.maintain(this.store.visibleEpoch(), Infinity, true);
+    } catch {
+      // Out of topology memory: nothing changed (maintain's contract), and the index works
+      // with its runs as they are; the next write reports the exhaustion where it matters.
+    }
     this.putRecord({ ...record, state: 'active', revision: record.revision + 1, activeSince: epoch });
     return { ...op, status: 'succeeded', stage: 'activate', stageEpoch: epoch };
   }
