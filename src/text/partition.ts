@@ -454,8 +454,16 @@ export class TextPartition {
     // The list's impacts: replaced (immutable blocks) when the posting is not dominated.
     const limp = u[list + L_IMPACTS]!;
     const had = limp === 0 ? 0 : u[limp]!;
-    for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
-    const now = impactsAdd(had, tf, dl);
+    // Most postings are dominated by a pair already there: checked in place first.
+    let dominated = false;
+    for (let i = 0; i < had; i++) {
+      if (u[limp + 1 + 2 * i]! >= tf && u[limp + 2 + 2 * i]! <= dl) { dominated = true; break; }
+    }
+    let now = -1;
+    if (!dominated) {
+      for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
+      now = impactsAdd(had, tf, dl);
+    }
     if (now >= 0) {
       const imp = this.writeImpacts(now, 0);
       u = tm.u32;
