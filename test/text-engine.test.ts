@@ -388,3 +388,28 @@ describe('epochs out of order and positions', () => {
     expect(seen).toEqual({ b: [[0, 0, 2, 5]], a: [[0, 1, 4]], c: [[0, 3], [1, 0]] });
   });
 });
+
+describe('maintain', () => {
+  it('deletions newer than the horizon wait, and are compacted once it passes them, with no new deaths', () => {
+    const tm = TextMemory.create();
+    const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+    const docs: number[] = [];
+    for (let i = 0; i < 1000; i++) docs.push(p.insert(i, `common word${i % 10}`, 1));
+    for (let i = 0; i < 600; i++) p.remove(docs[i]!, 2);
+    const before = textMaintainCounters.postingsDropped;
+    // A reader still at snapshot 1: nothing may go.
+    while (p.maintain(2, 1));
+    expect(textMaintainCounters.postingsDropped).toBe(before);
+    expect(p.purgedBefore()).toBe(0);
+    const e = new Uint32Array(10), s = new Float32Array(10);
+    expect(p.search('common', 10, 1, e, s)).toBe(10);
+    expect(e[0]).toBe(0); // deleted at 2, visible at 1
+    // The horizon moves past 2 (no new deaths): the waiting lists are compacted.
+    while (p.maintain(3, 3));
+    expect(textMaintainCounters.postingsDropped - before).toBeGreaterThanOrEqual(600);
+    expect(p.purgedBefore()).toBe(2);
+    expect(p.search('common', 10, 3, e, s)).toBe(10);
+    expect(e[0]).toBe(600);
+    expect(p.termStats(['common'], 3)).toEqual({ docs: 400, totalLength: 800, df: [400] });
+  });
+});

@@ -238,7 +238,11 @@ export class TextPartition {
   private slot = new Int32Array(0); // per term id: its index among that insert's distinct terms
   private dead = new Int32Array(0); // per term id: postings of its current list whose doc is dead (removed or undone)
   private queued = new Uint8Array(0); // per term id: 1 while in `due`
+  private isParked = new Uint8Array(0); // per term id: 1 while in `parked`
   private readonly due: number[] = []; // terms whose lists maintain() should compact
+  private parked: number[] = []; // [term, horizon epoch it waits for] pairs
+  private parkedHorizon = 0; // the horizon parked terms were last looked at with
+  private pendingEpochs = new Uint32Array(0); // compact() scratch
   private stampNow = 0;
   private distinct = new Uint32Array(64);
   private tfs = new Uint32Array(64);
@@ -304,11 +308,13 @@ export class TextPartition {
   private growTermArrays(terms: number): void {
     if (terms <= this.stamp.length) return;
     const n = Math.max(terms, 2 * this.stamp.length, 64);
-    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n);
+    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n), isParked = new Uint8Array(n);
     stamp.set(this.stamp);
     slot.set(this.slot);
     dead.set(this.dead);
     queued.set(this.queued);
+    isParked.set(this.isParked);
+    this.isParked = isParked;
     this.stamp = stamp;
     this.slot = slot;
     this.dead = dead;
@@ -735,6 +741,21 @@ export class TextPartition {
     if (!(Number.isInteger(purgeBefore) && purgeBefore >= 0)) fail(`purge before ${purgeBefore}`);
     if (this.termIds === null) return false; // nothing written through this object yet
     const horizon = Math.min(purgeBefore, visibleEpoch);
+    // Lists waiting for the horizon to pass their deletions: due again once it has.
+    if (this.parked.length > 0 && horizon > this.parkedHorizon) {
+      this.parkedHorizon = horizon;
+      let w = 0;
+      for (let i = 0; i < this.parked.length; i += 2) {
+        const t = this.parked[i]!, epoch = this.parked[i + 1]!;
+        if (epoch <= horizon) {
+          this.isParked[t] = 0;
+          if (this.queued[t] === 0) { this.queued[t] = 1; this.due.push(t); }
+        } else {
+          this.parked[w++] = t; this.parked[w++] = epoch;
+        }
+      }
+      this.parked.length = w;
+    }
     let budget = limits.textMaintainPostingsPerStep;
     while (this.due.length > 0 && budget > 0) {
       const t = this.due.pop()!;
@@ -773,10 +794,26 @@ export class TextPartition {
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
       return created === 0 || (deleted !== 0 && deleted <= horizon);
     };
-    let drop = 0;
-    for (let p = 0; p < count; p++) if (dropped(u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!)) drop++;
-    // Not worth a copy yet (the deaths are newer than the horizon): looked at again on the next death.
-    if (drop === 0 || 8 * drop < count) return count;
+    let drop = 0, pending = 0;
+    if (this.pendingEpochs.length < count) this.pendingEpochs = new Uint32Array(Math.max(count, 2 * this.pendingEpochs.length));
+    const pendingEpochs = this.pendingEpochs;
+    for (let p = 0; p < count; p++) {
+      const rec = docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!);
+      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+      if (created === 0 || (deleted !== 0 && deleted <= horizon)) drop++;
+      else if (deleted !== 0) pendingEpochs[pending++] = deleted;
+    }
+    if (drop === 0 || 8 * drop < count) {
+      // Not worth a copy yet: the deaths are newer than the horizon. Parked until the horizon
+      // reaches the epoch at which an eighth of the list could go (or looked at again on
+      // the next death).
+      const need = Math.ceil(count / 8) - drop;
+      if (need >= 1 && need <= pending) {
+        const epochs = pendingEpochs.subarray(0, pending).sort();
+        if (this.isParked[t] === 0) { this.isParked[t] = 1; this.parked.push(t, epochs[need - 1]!); }
+      }
+      return count;
+    }
     const list = tm.allocate(L_WORDS);
     u = tm.u32;
     u[list + L_MIN_DL] = 0xffffffff;
