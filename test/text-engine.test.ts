@@ -400,12 +400,14 @@ describe('maintain', () => {
     // A reader still at snapshot 1: nothing may go.
     while (p.maintain(2, 1));
     expect(textMaintainCounters.postingsDropped).toBe(before);
+    expect(p.mergesWaiting()).toBe(true);
     expect(p.purgedBefore()).toBe(0);
     const e = new Uint32Array(10), s = new Float32Array(10);
     expect(p.search('common', 10, 1, e, s)).toBe(10);
     expect(e[0]).toBe(0); // deleted at 2, visible at 1
     // The horizon moves past 2 (no new deaths): the waiting lists are compacted.
     while (p.maintain(3, 3));
+    expect(p.mergesWaiting()).toBe(false);
     expect(textMaintainCounters.postingsDropped - before).toBeGreaterThanOrEqual(600);
     expect(p.purgedBefore()).toBe(2);
     expect(p.search('common', 10, 3, e, s)).toBe(10);

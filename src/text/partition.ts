@@ -765,6 +765,14 @@ export class TextPartition {
     return this.due.length > 0;
   }
 
+  /**
+   * Writer: lists wait for the purge horizon to pass their deletions (maintain() returned
+   * false for them): call maintain() again once the horizon has moved.
+   */
+  mergesWaiting(): boolean {
+    return this.parked.length > 0;
+  }
+
   /** Writer: `delta` more (or fewer) postings of dead documents in the lists of doc d's terms. */
   private markDead(d: number, delta: number): void {
     const tm = this.tm;
