@@ -390,6 +390,25 @@ describe('epochs out of order and positions', () => {
 });
 
 describe('maintain', () => {
+  it('statistics chains are cut below the purge horizon (memory stays bounded), and stay exact above it', () => {
+    const run = (withHorizon: boolean): { bytes: number; p: TextPartition } => {
+      const tm = TextMemory.create();
+      const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+      let prev = -1;
+      for (let e = 1; e <= 3000; e++) {
+        const d = p.insert(e, `common words ${e % 3}`, e);
+        if (prev >= 0 && e % 2 === 0) p.remove(prev, e);
+        prev = d;
+        if (withHorizon) while (p.maintain(e, Math.max(0, e - 2)));
+      }
+      return { bytes: tm.usedBytes(), p };
+    };
+    const kept = run(false), cut = run(true);
+    // Without a horizon every batch left a node in three chains.
+    expect(kept.bytes - cut.bytes).toBeGreaterThan(3000 * 3 * 8);
+    for (const s of [2998, 2999, 3000]) expect(cut.p.termStats(['common', 'words', '1'], s)).toEqual(kept.p.termStats(['common', 'words', '1'], s));
+  });
+
   it('deletions newer than the horizon wait, and are compacted once it passes them, with no new deaths', () => {
     const tm = TextMemory.create();
     const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });

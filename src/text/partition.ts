@@ -242,6 +242,7 @@ export class TextPartition {
   private readonly due: number[] = []; // terms whose lists maintain() should compact
   private parked: number[] = []; // [term, horizon epoch it waits for] pairs
   private parkedHorizon = 0; // the horizon parked terms were last looked at with
+  private trimHorizon = 0; // the newest purge horizon maintain() was given: chains are cut below it
   private pendingEpochs = new Uint32Array(0); // compact() scratch
   private stampNow = 0;
   private distinct = new Uint32Array(64);
@@ -552,6 +553,31 @@ export class TextPartition {
     u[fresh + S_DF] = (node !== 0 ? u[node + S_DF]! : 0) + delta;
     u[fresh + S_NEXT] = node;
     Atomics.store(u, linkNow, fresh);
+    if (link === headWord) this.trimChain(fresh, S_TERM_WORDS);
+  }
+
+  /**
+   * Writer: cut a statistics chain after its first node at or below the purge horizon the
+   * last maintain() was given (no read will take a snapshot below it, so older nodes are
+   * unreachable for every read to come); the cut nodes are retired (a read walking them now
+   * keeps them until it ends).
+   */
+  private trimChain(head: number, words: number): void {
+    const horizon = this.trimHorizon;
+    if (horizon === 0) return;
+    const tm = this.tm;
+    let u = tm.u32;
+    let node = head;
+    while (node !== 0 && u[node + S_EPOCH]! > horizon) node = u[node + S_NEXT]!;
+    if (node === 0 || u[node + S_NEXT] === 0) return;
+    let tail = u[node + S_NEXT]!;
+    Atomics.store(u, node + S_NEXT, 0);
+    while (tail !== 0) {
+      u = tm.u32;
+      const next = u[tail + S_NEXT]!;
+      tm.retire(tail, words);
+      tail = next;
+    }
   }
 
   /** Writer: add (docs, length) to the partition statistics from `epoch` on (as bumpTerm). */
@@ -583,6 +609,7 @@ export class TextPartition {
     add(fresh);
     u[fresh + S_NEXT] = node;
     Atomics.store(u, link, fresh);
+    if (link === this.root + P_STATS) this.trimChain(fresh, S_PART_WORDS);
   }
 
   /** Writer: index a document for `element` visible from `epoch`; returns its doc handle. */
@@ -741,6 +768,8 @@ export class TextPartition {
     if (!(Number.isInteger(purgeBefore) && purgeBefore >= 0)) fail(`purge before ${purgeBefore}`);
     if (this.termIds === null) return false; // nothing written through this object yet
     const horizon = Math.min(purgeBefore, visibleEpoch);
+    // Statistics chains are cut below the horizon from now on (as they grow).
+    if (horizon > this.trimHorizon) this.trimHorizon = horizon;
     // Lists waiting for the horizon to pass their deletions: due again once it has.
     if (this.parked.length > 0 && horizon > this.parkedHorizon) {
       this.parkedHorizon = horizon;
