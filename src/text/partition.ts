@@ -9,18 +9,21 @@
 //   * dictionary: P_DICT (table), then a slot (term id + 1): the term record, its text, its
 //     list header and its first stats node are written before the slot is stored.
 //   * postings: T_LIST (list header), then L_COUNT, then L_DIR, then the directory entry of
-//     a block. The writer writes a posting (and its document record before it) and then
-//     raises L_COUNT; a directory or a grown block is filled and published before the count
-//     that needs it, so whatever a reader loads after a count holds every posting below it.
-//     Replaced blocks and directories stay intact until every read announced before their
-//     retirement has ended (memory.ts reader slots).
+//     a block, then L_IMPACTS / B_IMPACTS. The writer writes a posting (and its document
+//     record before it) and then raises L_COUNT; a directory, a grown block or new impacts
+//     are filled and published before the count that needs them, so whatever a reader loads
+//     after a count holds (and bounds) every posting below it. Replaced blocks, directories,
+//     impacts and whole lists (maintain()) stay intact until every read announced before
+//     their retirement has ended (memory.ts reader slots).
 //   * statistics: T_STATS / P_STATS and every S_NEXT: a node is written whole before it is
-//     linked in.
+//     linked in; a chain is cut (S_NEXT stored 0) only below the purge horizon.
 // Words overwritten in place, read plainly, right with either value: a document's
 // created/deleted (0 or an epoch of the open batch, which no reader holds), a stats node's
-// value when its epoch is the open batch's (no reader takes it), block and list bounds
-// (they only grow looser while a list is current), and (build scans only, while the index
-// is not searchable) values of stats nodes newer than an out-of-order epoch.
+// value when its epoch is the open batch's (no reader takes it), block and list running
+// bounds (they only grow looser while a list is current), the L_TOP hint (checked by
+// readers), and (build scans only, while the index is not searchable) values of stats nodes
+// newer than an out-of-order epoch. Offsets a reader loads may be newer than its views:
+// see REGROW below.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
