@@ -242,6 +242,11 @@ export class TextPartition {
   private dead = new Int32Array(0); // per term id: postings of its current list whose doc is dead (removed or undone)
   private queued = new Uint8Array(0); // per term id: 1 while in `due`
   private isParked = new Uint8Array(0); // per term id: 1 while in `parked`
+  // Writer's copies per term id (0: not known, read from the memory): current list, its last
+  // block, the head of the term's statistics chain.
+  private wList = new Uint32Array(0);
+  private wBlk = new Uint32Array(0);
+  private wHead = new Uint32Array(0);
   private readonly due: number[] = []; // terms whose lists maintain() should compact
   private parked: number[] = []; // [term, horizon epoch it waits for] pairs
   private parkedHorizon = 0; // the horizon parked terms were last looked at with
@@ -319,6 +324,13 @@ export class TextPartition {
     queued.set(this.queued);
     isParked.set(this.isParked);
     this.isParked = isParked;
+    const wList = new Uint32Array(n), wBlk = new Uint32Array(n), wHead = new Uint32Array(n);
+    wList.set(this.wList);
+    wBlk.set(this.wBlk);
+    wHead.set(this.wHead);
+    this.wList = wList;
+    this.wBlk = wBlk;
+    this.wHead = wHead;
     this.stamp = stamp;
     this.slot = slot;
     this.dead = dead;
@@ -404,11 +416,15 @@ export class TextPartition {
 
   /** Writer: append (doc, tf, positions offset) to term t's current list. */
   private append(t: number, doc: number, tf: number, dl: number, posAt: number): void {
-    this.appendTo(this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!, doc, tf, dl, posAt);
+    // The writer's copies of the term's list and last block spare it two cache misses per
+    // posting (the term record and the directory) on large vocabularies.
+    let list = this.wList[t]!;
+    if (list === 0) list = this.wList[t] = this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!;
+    this.appendTo(list, doc, tf, dl, posAt, t);
   }
 
   /** Writer: append to the list at `list` (the current one, or one maintain() is building). */
-  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number): void {
+  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number, t = -1): void {
     const tm = this.tm, positions = this.positions;
     let u = tm.u32;
     const count = u[list + L_COUNT]!;
@@ -434,9 +450,10 @@ export class TextPartition {
       u[blk + B_CAP] = cap;
       u[blk + B_MIN_DL] = 0xffffffff;
       Atomics.store(u, dir + j, blk);
+      if (t >= 0) this.wBlk[t] = blk;
     } else {
       const dir = u[list + L_DIR]!;
-      blk = u[dir + j]!;
+      blk = t >= 0 && this.wBlk[t] !== 0 ? this.wBlk[t]! : u[dir + j]!;
       const cap = u[blk + B_CAP]!;
       if (off === cap) {
         // The growing first block is full: a copy twice as large replaces it.
@@ -451,6 +468,7 @@ export class TextPartition {
         Atomics.store(u, dir + j, grown);
         tm.retire(blk, blockWords(cap, positions));
         blk = grown;
+        if (t >= 0) this.wBlk[t] = blk;
       }
     }
     const cap = u[blk + B_CAP]!;
@@ -539,7 +557,8 @@ export class TextPartition {
     const tm = this.tm;
     const headWord = termAt(tm.u32, this.root, t) + T_STATS;
     let link = headWord;
-    let node = tm.u32[link]!;
+    // The writer's copy of the head (0: not known here) spares reading the term record.
+    let node = this.wHead[t]! !== 0 ? this.wHead[t]! : tm.u32[link]!;
     while (node !== 0 && tm.u32[node + S_EPOCH]! > epoch) {
       tm.u32[node + S_DF] = tm.u32[node + S_DF]! + delta;
       link = node + S_NEXT;
@@ -556,7 +575,10 @@ export class TextPartition {
     u[fresh + S_DF] = (node !== 0 ? u[node + S_DF]! : 0) + delta;
     u[fresh + S_NEXT] = node;
     Atomics.store(u, linkNow, fresh);
-    if (link === headWord) this.trimChain(fresh, S_TERM_WORDS);
+    if (link === headWord) {
+      this.wHead[t] = fresh;
+      this.trimChain(fresh, S_TERM_WORDS);
+    }
   }
 
   /**
@@ -875,6 +897,8 @@ export class TextPartition {
     textMaintainCounters.postingsDropped += drop;
     if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
     Atomics.store(u, trec + T_LIST, list);
+    this.wList[t] = 0;
+    this.wBlk[t] = 0;
     // The old list: retired whole (a reader that loaded it before the store above still reads it).
     tm.retire(old, L_WORDS);
     const limp = u[old + L_IMPACTS]!;
