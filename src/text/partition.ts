@@ -453,7 +453,12 @@ export class TextPartition {
       if (t >= 0) this.wBlk[t] = blk;
     } else {
       const dir = u[list + L_DIR]!;
-      blk = t >= 0 && this.wBlk[t] !== 0 ? this.wBlk[t]! : u[dir + j]!;
+      if (t >= 0) {
+        blk = this.wBlk[t]!;
+        if (blk === 0) blk = this.wBlk[t] = u[dir + j]!;
+      } else {
+        blk = u[dir + j]!;
+      }
       const cap = u[blk + B_CAP]!;
       if (off === cap) {
         // The growing first block is full: a copy twice as large replaces it.
