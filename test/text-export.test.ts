@@ -194,3 +194,20 @@ describe('text partition blocks', () => {
     expect(keep.search('partition', 2, 1, e, s)).toBe(1);
   });
 });
+
+describe('tiny partitions', () => {
+  it('a tenant partition is cheap: ~0.3 KiB empty, ~1 KiB with one short document', () => {
+    const tm = TextMemory.create();
+    const before = tm.usedBytes();
+    const parts: TextPartition[] = [];
+    for (let i = 0; i < 1000; i++) parts.push(TextPartition.create(tm, { analyzer: 'standard', positions: false }));
+    const empty = (tm.usedBytes() - before) / 1000;
+    for (let i = 0; i < 1000; i++) parts[i]!.insert(i, 'a short tenant document', 1);
+    const one = (tm.usedBytes() - before) / 1000;
+    expect(empty).toBeLessThanOrEqual(512);
+    expect(one).toBeLessThanOrEqual(2048);
+    const e = new Uint32Array(1), s = new Float32Array(1);
+    expect(parts[123]!.search('tenant', 1, 1, e, s)).toBe(1);
+    expect(e[0]).toBe(123);
+  });
+});
