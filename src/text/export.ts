@@ -22,7 +22,7 @@ import {
   P_ANALYZER, P_DOCS, P_MAGIC, P_POSITIONS, P_TERMS, PARTITION_MAGIC, T_LEN, T_LIST, T_TEXT,
 } from './layout.js';
 import type { TextMemory } from './memory.js';
-import { docAt, termAt, TextPartition, type PartitionImage } from './partition.js';
+import { docAt, postingWords, termAt, TextPartition, type PartitionImage } from './partition.js';
 
 export const EXPORT_MAGIC = 0x31585453; // 'STX1' read as little-endian bytes
 export const EXPORT_VERSION = 1;
@@ -107,7 +107,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     const blockAt = (dir: number, j: number): number => {
       const blk = Atomics.load(u, dir + j);
       need(blk, B_HEADER);
-      need(blk, B_HEADER + u[blk + B_CAP]! * (positions ? 3 : 2));
+      need(blk, B_HEADER + u[blk + B_CAP]! * postingWords(positions));
       return blk;
     };
     for (let t = 0; t < terms; t++) {
@@ -147,7 +147,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
         w.word(doc);
         w.word(tf);
         if (positions) {
-          const at = u[blk + B_HEADER + 2 * cap + off]!;
+          const at = u[blk + B_HEADER + 3 * cap + off]!;
           for (let i = 0; i < tf; i++) w.word(u[at + i]!);
         }
       }

@@ -61,7 +61,9 @@ const recordAt = (u: Uint32Array, root: number, chunk0: number, i: number, words
 };
 export const docAt = (u: Uint32Array, root: number, d: number): number => recordAt(u, root, P_DOC_CHUNK0, d, D_WORDS);
 export const termAt = (u: Uint32Array, root: number, t: number): number => recordAt(u, root, P_TERM_CHUNK0, t, T_WORDS);
-export const blockWords = (cap: number, positions: boolean): number => B_HEADER + cap * (positions ? 3 : 2);
+/** Words of a block: header, then docs, tfs, document lengths and (positions on) positions offsets, cap each. */
+export const postingWords = (positions: boolean): number => (positions ? 4 : 3);
+export const blockWords = (cap: number, positions: boolean): number => B_HEADER + cap * postingWords(positions);
 
 /** The visible-at-S rule of every MVCC record in the store. */
 const visibleAt = (created: number, deleted: number, s: number): boolean =>
@@ -469,7 +471,8 @@ export class TextPartition {
         u[grown + B_MIN_DL] = u[blk + B_MIN_DL]!;
         u.copyWithin(grown + B_HEADER, blk + B_HEADER, blk + B_HEADER + cap);
         u.copyWithin(grown + B_HEADER + 2 * cap, blk + B_HEADER + cap, blk + B_HEADER + 2 * cap);
-        if (positions) u.copyWithin(grown + B_HEADER + 4 * cap, blk + B_HEADER + 2 * cap, blk + B_HEADER + 3 * cap);
+        u.copyWithin(grown + B_HEADER + 4 * cap, blk + B_HEADER + 2 * cap, blk + B_HEADER + 3 * cap);
+        if (positions) u.copyWithin(grown + B_HEADER + 6 * cap, blk + B_HEADER + 3 * cap, blk + B_HEADER + 4 * cap);
         Atomics.store(u, dir + j, grown);
         tm.retire(blk, blockWords(cap, positions));
         blk = grown;
@@ -479,7 +482,10 @@ export class TextPartition {
     const cap = u[blk + B_CAP]!;
     u[blk + B_HEADER + off] = doc;
     u[blk + B_HEADER + cap + off] = tf;
-    if (positions) u[blk + B_HEADER + 2 * cap + off] = posAt;
+    // The document's length beside its tf: a search scores a posting without the document's
+    // record, which it reads only for a candidate that would enter the top k.
+    u[blk + B_HEADER + 2 * cap + off] = dl;
+    if (positions) u[blk + B_HEADER + 3 * cap + off] = posAt;
     if (tf > u[blk + B_MAX_TF]!) u[blk + B_MAX_TF] = tf;
     if (dl < u[blk + B_MIN_DL]!) u[blk + B_MIN_DL] = dl;
     if (tf > u[list + L_MAX_TF]!) u[list + L_MAX_TF] = tf;
@@ -508,7 +514,7 @@ export class TextPartition {
       let n = 0, minElement = 0xffffffff;
       for (let i = 0; i < BLOCK_POSTINGS; i++) {
         const rec = docAt(u, this.root, u[blk + B_HEADER + i]!);
-        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!);
+        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!);
         if (r >= 0) n = r;
         if (u[rec + D_ELEMENT]! < minElement) minElement = u[rec + D_ELEMENT]!;
       }
@@ -895,7 +901,7 @@ export class TextPartition {
         continue;
       }
       if (deleted !== 0) deadKept++;
-      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 2 * cap + off]! : 0);
+      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 3 * cap + off]! : 0);
       u = tm.u32;
     }
     textMaintainCounters.compactions++;
@@ -1057,7 +1063,7 @@ export class TextPartition {
     // impacts sealed since are checked where they are loaded.)
     if (tm.cover()) throw REGROW;
     const pruning = textSearchOptions.pruning;
-    const pw = this.positions ? 3 : 2;
+    const pw = postingWords(this.positions);
     let scored = 0;
     // Pruning starts from a threshold: the k-th best single-term weight among the visible
     // documents of each list's most promising block (its best-ranked full block). Every
@@ -1090,10 +1096,11 @@ export class TextPartition {
         const prime = sc.prime;
         let n = 0;
         for (let i = 0; i < end; i++) {
+          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!, avgdl));
+          scored++;
+          if (n === kk && w <= prime[0]!) continue;
           const rec = docAt(u, root, u[blk + B_HEADER + i]!);
           if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
-          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
-          scored++;
           if (n < kk) {
             let x = n++;
             while (x > 0 && prime[(x - 1) >> 1]! > w) { prime[x] = prime[(x - 1) >> 1]!; x = (x - 1) >> 1; }
@@ -1185,20 +1192,17 @@ export class TextPartition {
           continue;
         }
       }
-      // Score pivotDoc if visible.
-      const rec = docAt(u, root, pivotDoc);
-      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-      if (visibleAt(created, deleted, snapshot)) {
-        const dl = u[rec + D_LENGTH]!;
-        let sum = 0;
-        for (let c = 0; c < m; c++) {
-          if (cdoc[c] !== pivotDoc) continue;
-          const blk = sc.blk[c]!;
-          const tf = u[blk + B_HEADER + u[blk + B_CAP]! + (sc.pos[c]! & (BLOCK_POSTINGS - 1))]!;
-          sum += termWeight(sc.idf[c]!, tf, dl, avgdl);
-          scored++;
-        }
-        const score = Math.fround(sum);
+      // Score pivotDoc (tf and length from the postings); its record only if it could enter.
+      let sum = 0;
+      for (let c = 0; c < m; c++) {
+        if (cdoc[c] !== pivotDoc) continue;
+        const blk = sc.blk[c]!, cap = u[blk + B_CAP]!, off = sc.pos[c]! & (BLOCK_POSTINGS - 1);
+        sum += termWeight(sc.idf[c]!, u[blk + B_HEADER + cap + off]!, u[blk + B_HEADER + 2 * cap + off]!, avgdl);
+        scored++;
+      }
+      const score = Math.fround(sum);
+      const rec = size < kk || score >= heapScore[0]! ? docAt(u, root, pivotDoc) : -1;
+      if (rec >= 0 && visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) {
         const element = u[rec + D_ELEMENT]!;
         if (size < kk) {
           // Heap of the kept results, worst at the root: lower score, or equal score and higher element.
@@ -1257,7 +1261,7 @@ export class TextPartition {
       }
       const full = size === kk;
       const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
-      const blk = blockAt(u, dir, j, this.positions ? 3 : 2);
+      const blk = blockAt(u, dir, j, postingWords(this.positions));
       if (theta > 0) {
         // The block's (max tf, min length) first: one weight, a looser but exact bound.
         if (Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl)) < theta) continue;
@@ -1271,11 +1275,12 @@ export class TextPartition {
       const cap = u[blk + B_CAP]!;
       const end = Math.min(count - (j << BLOCK_SHIFT), BLOCK_POSTINGS);
       for (let i = 0; i < end; i++) {
-        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
-        const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-        if (!visibleAt(created, deleted, snapshot)) continue;
-        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!, avgdl));
         scored++;
+        // The document's record only for a score that could enter (equal: the element decides).
+        if (size === kk && score < heapScore[0]!) continue;
+        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+        if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
         const element = u[rec + D_ELEMENT]!;
         if (size < kk) {
           let x = size++;
@@ -1305,7 +1310,7 @@ export class TextPartition {
   /** Reader: make block j of cursor c current. */
   private loadBlock(u: Uint32Array, c: number, j: number, pruning: boolean): void {
     const sc = scratch;
-    const blk = blockAt(u, sc.dir[c]!, j, this.positions ? 3 : 2);
+    const blk = blockAt(u, sc.dir[c]!, j, postingWords(this.positions));
     sc.blk[c] = blk;
     sc.blkIdx[c] = j;
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
@@ -1332,12 +1337,12 @@ export class TextPartition {
       const dir = sc.dir[c]!;
       if (lo < hi) {
         const end = Math.min(count, (lo + 1) << BLOCK_SHIFT);
-        if (u[blockAt(u, dir, lo, this.positions ? 3 : 2) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
+        if (u[blockAt(u, dir, lo, postingWords(this.positions)) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
         else lo++;
       }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        const blk = blockAt(u, dir, mid, this.positions ? 3 : 2);
+        const blk = blockAt(u, dir, mid, postingWords(this.positions));
         const end = Math.min(count, (mid + 1) << BLOCK_SHIFT);
         if (u[blk + B_HEADER + (end - 1 - (mid << BLOCK_SHIFT))]! < target) lo = mid + 1;
         else hi = mid;
