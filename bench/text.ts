@@ -8,7 +8,7 @@
 //   * build: time to index every document (svcdb: one TextPartition, analyzer `standard`,
 //     positions off, 1000 documents per epoch); memory: svcdb's TextMemory.usedBytes(), the
 //     peers' JS heap growth after a forced collection.
-//   * 1-, 2- and 4-term top-10 QPS: queries drawn from the corpus vocabulary with mixed
+//   * 1-, 2- and 4-term top-10 QPS (median of 3 interleaved rounds per engine): queries drawn from the corpus vocabulary with mixed
 //     frequencies (each term from the 100 most frequent, ranks 100-5000, or rarer with df >= 2,
 //     one third each). svcdb: BM25 top-10 with dynamic pruning; minisearch: its BM25 over OR,
 //     sorted, first 10 (it scores every match); flexsearch: `suggest: true` (its OR-like
@@ -38,7 +38,9 @@ const { values: opt } = parseArgs({
 });
 const quick = opt.quick!;
 const DOCS = Number(opt.docs ?? 100_000);
-const SECONDS = Number(opt.seconds ?? (quick ? 1 : 3));
+/** Seconds per engine and round; ROUNDS interleaved rounds, medians reported. */
+const SECONDS = Number(opt.seconds ?? (quick ? 0.4 : 1));
+const ROUNDS = 3;
 const QUERIES_PER_CLASS = 1000;
 
 /** Queries per second of `run` over `queries`, cycling for SECONDS (after a short warm-up). */
@@ -125,13 +127,18 @@ for (const q of check) {
 }
 
 const rows: { terms: number; svc: number; mini: number; flex: number }[] = [];
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 for (const terms of [1, 2, 4]) {
   const queries = queriesOf(QUERIES_PER_CLASS, docs, terms, 100 + terms);
-  // Alternate the engines in one run; each gets the same queries.
-  const s = qps(queries, svc);
-  const m = qps(queries, miniRun);
-  const f = qps(queries, flexRun);
-  rows.push({ terms, svc: s, mini: m, flex: f });
+  // The engines alternate over ROUNDS rounds (the machine's load drifts; a ratio of medians
+  // of interleaved rounds holds better than one long run each); each gets the same queries.
+  const s: number[] = [], m: number[] = [], f: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    s.push(qps(queries, svc));
+    m.push(qps(queries, miniRun));
+    f.push(qps(queries, flexRun));
+  }
+  rows.push({ terms, svc: median(s), mini: median(m), flex: median(f) });
 }
 
 log('');

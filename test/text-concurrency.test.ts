@@ -73,6 +73,56 @@ describe('text partition across threads', () => {
   });
 });
 
+describe('text export on another thread', () => {
+  const bundleDir = mkdtempSync(join(tmpdir(), 'svcdb-text-export-'));
+  afterAll(() => rmSync(bundleDir, { recursive: true, force: true }));
+
+  it('an export taken by a worker while the writer inserts, removes, rolls back and compacts equals the export of the state at the cut', async () => {
+    const { exportPartition, joinChunks } = await import('../dist/src/text/index.js');
+    const seed = 77, batches = 600, vocab = 300;
+    const { docs, batches: history } = generate(seed, batches, vocab);
+    const tm = TextMemory.create();
+    const part = TextPartition.create(tm, { analyzer: 'standard', positions: true });
+    let epoch = 0;
+    const apply = (b: (typeof history)[number]): void => {
+      const handles: number[] = [];
+      for (const op of b.ops) {
+        if (op.kind === 'insert') handles.push(part.insert(docs[op.doc]!.element, docs[op.doc]!.text, b.epoch));
+        else { part.remove(op.doc, b.epoch); handles.push(-1 - op.doc); }
+      }
+      if (b.rollback) for (let i = handles.length - 1; i >= 0; i--) { const h = handles[i]!; if (h >= 0) part.undoInsert(h); else part.undoRemove(-1 - h); }
+      else epoch = b.epoch;
+      while (part.maintain(epoch, Math.max(0, epoch - 50)));
+    };
+    for (const b of history.slice(0, 300)) apply(b);
+    const docsAtCut = part.pointCount(), cutEpoch = epoch;
+    // The reference: the same cut exported here before anything else happens.
+    const want = Buffer.from(joinChunks(exportPartition(tm, part.root, docsAtCut, cutEpoch)));
+    const bundle = join(bundleDir, 'text-exporter.mjs');
+    buildSync({ entryPoints: [new URL('./fixtures/text-exporter.ts', import.meta.url).pathname], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: bundle, logLevel: 'error' });
+    const go = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(bundle, { workerData: { shared: tm.shared, root: part.root, docsAtCut, cutEpoch, go: go.buffer } });
+    const result = new Promise<Uint8Array[]>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
+    while (Atomics.load(go, 1) === 0) await new Promise((r) => setTimeout(r, 1));
+    Atomics.store(go, 0, 1);
+    // Purges stay below the cut (the export is a reader of snapshot cutEpoch).
+    for (const b of history.slice(300)) {
+      const handles: number[] = [];
+      for (const op of b.ops) {
+        if (op.kind === 'insert') handles.push(part.insert(docs[op.doc]!.element, docs[op.doc]!.text, b.epoch));
+        else { part.remove(op.doc, b.epoch); handles.push(-1 - op.doc); }
+      }
+      if (b.rollback) for (let i = handles.length - 1; i >= 0; i--) { const h = handles[i]!; if (h >= 0) part.undoInsert(h); else part.undoRemove(-1 - h); }
+      else epoch = b.epoch;
+      while (part.maintain(epoch, cutEpoch));
+    }
+    const got = Buffer.from(joinChunks(await result));
+    await worker.terminate();
+    expect(got.equals(want)).toBe(true);
+    expect(part.pointCount()).toBeGreaterThan(docsAtCut);
+  });
+});
+
 describe('text reads with views older than the memory', () => {
   it('a reader whose views predate the memory growth re-makes them (search, termStats, export)', async () => {
     const { exportPartition, importPartition, joinChunks } = await import('../dist/src/text/index.js');

@@ -388,3 +388,49 @@ describe('epochs out of order and positions', () => {
     expect(seen).toEqual({ b: [[0, 0, 2, 5]], a: [[0, 1, 4]], c: [[0, 3], [1, 0]] });
   });
 });
+
+describe('maintain', () => {
+  it('statistics chains are cut below the purge horizon (memory stays bounded), and stay exact above it', () => {
+    const run = (withHorizon: boolean): { bytes: number; p: TextPartition } => {
+      const tm = TextMemory.create();
+      const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+      let prev = -1;
+      for (let e = 1; e <= 3000; e++) {
+        const d = p.insert(e, `common words ${e % 3}`, e);
+        if (prev >= 0 && e % 2 === 0) p.remove(prev, e);
+        prev = d;
+        if (withHorizon) while (p.maintain(e, Math.max(0, e - 2)));
+      }
+      return { bytes: tm.usedBytes(), p };
+    };
+    const kept = run(false), cut = run(true);
+    // Without a horizon every batch left a node in three chains.
+    expect(kept.bytes - cut.bytes).toBeGreaterThan(3000 * 3 * 8);
+    for (const s of [2998, 2999, 3000]) expect(cut.p.termStats(['common', 'words', '1'], s)).toEqual(kept.p.termStats(['common', 'words', '1'], s));
+  });
+
+  it('deletions newer than the horizon wait, and are compacted once it passes them, with no new deaths', () => {
+    const tm = TextMemory.create();
+    const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+    const docs: number[] = [];
+    for (let i = 0; i < 1000; i++) docs.push(p.insert(i, `common word${i % 10}`, 1));
+    for (let i = 0; i < 600; i++) p.remove(docs[i]!, 2);
+    const before = textMaintainCounters.postingsDropped;
+    // A reader still at snapshot 1: nothing may go.
+    while (p.maintain(2, 1));
+    expect(textMaintainCounters.postingsDropped).toBe(before);
+    expect(p.mergesWaiting()).toBe(true);
+    expect(p.purgedBefore()).toBe(0);
+    const e = new Uint32Array(10), s = new Float32Array(10);
+    expect(p.search('common', 10, 1, e, s)).toBe(10);
+    expect(e[0]).toBe(0); // deleted at 2, visible at 1
+    // The horizon moves past 2 (no new deaths): the waiting lists are compacted.
+    while (p.maintain(3, 3));
+    expect(p.mergesWaiting()).toBe(false);
+    expect(textMaintainCounters.postingsDropped - before).toBeGreaterThanOrEqual(600);
+    expect(p.purgedBefore()).toBe(2);
+    expect(p.search('common', 10, 3, e, s)).toBe(10);
+    expect(e[0]).toBe(600);
+    expect(p.termStats(['common'], 3)).toEqual({ docs: 400, totalLength: 800, df: [400] });
+  });
+});

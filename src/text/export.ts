@@ -4,13 +4,14 @@
 //
 // Format (version EXPORT_VERSION), little-endian u32 words:
 //   header [magic 'STX1', version, header words (16), analyzer, positions (0/1), docs, 0 x 10]
-//   per doc  [created, deleted, element, length] (never visible at the cut: 0, 0, element, 0)
+//   per doc  [created, deleted, element, length] (an export writes deleted 0: a document not
+//            visible at the cut is written never visible: 0, 0, element, 0)
 //   per term [length in UTF-16 code units (>= 1), the code units two per word (low half
 //            first, a zero half pads), postings n, n x (doc, tf, positions: tf words)]
 //   [0]      (a term of length 0 ends the terms)
 //   trailer  [crc32 of every byte before it]
-// Terms appear in term-id order, only those with a posting of a document visible at some
-// snapshot up to the cut; postings of those documents only, by ascending doc. Chunks are at most limits.textExportChunkBytes; their concatenation is the
+// Terms appear in term-id order, only those with a posting of a document visible at the
+// cut; postings of those documents only, by ascending doc. Chunks are at most limits.textExportChunkBytes; their concatenation is the
 // export.
 import { crc32 } from 'node:zlib';
 import { limits } from '../limits.js';
@@ -21,7 +22,7 @@ import {
   P_ANALYZER, P_DOCS, P_MAGIC, P_POSITIONS, P_TERMS, PARTITION_MAGIC, T_LEN, T_LIST, T_TEXT,
 } from './layout.js';
 import type { TextMemory } from './memory.js';
-import { docAt, termAt, TextPartition, type PartitionImage } from './partition.js';
+import { docAt, postingWords, termAt, TextPartition, type PartitionImage } from './partition.js';
 
 export const EXPORT_MAGIC = 0x31585453; // 'STX1' read as little-endian bytes
 export const EXPORT_VERSION = 1;
@@ -58,8 +59,9 @@ class ChunkWriter {
 /**
  * The partition at `root` as of a cut (docsAtCut = pointCount() taken by the writer between
  * batches, cutEpoch = the store epoch then), from the live memory on any thread: docs >=
- * docsAtCut and their postings left out, deleted epochs > cutEpoch written as 0, docs created
- * > cutEpoch (or never) written never visible (created 0, deleted 0).
+ * docsAtCut left out, deletions after cutEpoch written as 0, docs not visible at the cut
+ * (created after it, never, or deleted at or before it) written never visible without
+ * postings. Purges (maintain's purgeBefore) must stay at or below cutEpoch while it runs.
  */
 export function exportPartition(memory: TextMemory, root: number, docsAtCut: number, cutEpoch: number): Uint8Array[] {
   const slot = memory.beginRead();
@@ -81,19 +83,21 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     w.word(EXPORT_MAGIC); w.word(EXPORT_VERSION); w.word(HEADER_WORDS);
     w.word(u[root + P_ANALYZER]!); w.word(positions ? 1 : 0); w.word(docsAtCut);
     for (let i = 6; i < HEADER_WORDS; i++) w.word(0);
-    // Documents never visible as of the cut keep their record (element, length 0) but no
-    // postings: they differ only in what no snapshot can see (and maintain() may have
-    // compacted them away), so leaving them out keeps the bytes a function of the cut.
+    // Only documents visible at the cut keep their postings; the others (created after it,
+    // rolled back, or deleted at or before it) keep their record as never visible (element,
+    // length 0). What they held is invisible at the cut and after it, and maintain() may
+    // have compacted it away meanwhile, so leaving it out keeps the bytes a function of the
+    // state at the cut. An import serves the cut and later snapshots.
     const kept = new Uint8Array(docsAtCut);
     for (let d = 0; d < docsAtCut; d++) {
       const rec = docAt(u, root, d);
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-      const visibleSomeTime = created !== 0 && created <= cutEpoch;
-      kept[d] = visibleSomeTime ? 1 : 0;
-      w.word(visibleSomeTime ? created : 0);
-      w.word(visibleSomeTime && deleted <= cutEpoch ? deleted : 0);
+      const live = created !== 0 && created <= cutEpoch && (deleted === 0 || deleted > cutEpoch);
+      kept[d] = live ? 1 : 0;
+      w.word(live ? created : 0);
+      w.word(0);
       w.word(u[rec + D_ELEMENT]!);
-      w.word(visibleSomeTime ? u[rec + D_LENGTH]! : 0);
+      w.word(live ? u[rec + D_LENGTH]! : 0);
     }
     // A list, directory or block published after the cover above (compaction, growth) may
     // lie past the views: re-made then (this loop keeps no view across a check).
@@ -103,7 +107,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     const blockAt = (dir: number, j: number): number => {
       const blk = Atomics.load(u, dir + j);
       need(blk, B_HEADER);
-      need(blk, B_HEADER + u[blk + B_CAP]! * (positions ? 3 : 2));
+      need(blk, B_HEADER + u[blk + B_CAP]! * postingWords(positions));
       return blk;
     };
     for (let t = 0; t < terms; t++) {
@@ -143,7 +147,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
         w.word(doc);
         w.word(tf);
         if (positions) {
-          const at = u[blk + B_HEADER + 2 * cap + off]!;
+          const at = u[blk + B_HEADER + 3 * cap + off]!;
           for (let i = 0; i < tf; i++) w.word(u[at + i]!);
         }
       }

@@ -9,18 +9,21 @@
 //   * dictionary: P_DICT (table), then a slot (term id + 1): the term record, its text, its
 //     list header and its first stats node are written before the slot is stored.
 //   * postings: T_LIST (list header), then L_COUNT, then L_DIR, then the directory entry of
-//     a block. The writer writes a posting (and its document record before it) and then
-//     raises L_COUNT; a directory or a grown block is filled and published before the count
-//     that needs it, so whatever a reader loads after a count holds every posting below it.
-//     Replaced blocks and directories stay intact until every read announced before their
-//     retirement has ended (memory.ts reader slots).
+//     a block, then L_IMPACTS / B_IMPACTS. The writer writes a posting (and its document
+//     record before it) and then raises L_COUNT; a directory, a grown block or new impacts
+//     are filled and published before the count that needs them, so whatever a reader loads
+//     after a count holds (and bounds) every posting below it. Replaced blocks, directories,
+//     impacts and whole lists (maintain()) stay intact until every read announced before
+//     their retirement has ended (memory.ts reader slots).
 //   * statistics: T_STATS / P_STATS and every S_NEXT: a node is written whole before it is
-//     linked in.
+//     linked in; a chain is cut (S_NEXT stored 0) only below the purge horizon.
 // Words overwritten in place, read plainly, right with either value: a document's
 // created/deleted (0 or an epoch of the open batch, which no reader holds), a stats node's
-// value when its epoch is the open batch's (no reader takes it), block and list bounds
-// (they only grow looser while a list is current), and (build scans only, while the index
-// is not searchable) values of stats nodes newer than an out-of-order epoch.
+// value when its epoch is the open batch's (no reader takes it), block and list running
+// bounds (they only grow looser while a list is current), the L_TOP hint (checked by
+// readers), and (build scans only, while the index is not searchable) values of stats nodes
+// newer than an out-of-order epoch. Offsets a reader loads may be newer than its views:
+// see REGROW below.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
@@ -58,7 +61,9 @@ const recordAt = (u: Uint32Array, root: number, chunk0: number, i: number, words
 };
 export const docAt = (u: Uint32Array, root: number, d: number): number => recordAt(u, root, P_DOC_CHUNK0, d, D_WORDS);
 export const termAt = (u: Uint32Array, root: number, t: number): number => recordAt(u, root, P_TERM_CHUNK0, t, T_WORDS);
-export const blockWords = (cap: number, positions: boolean): number => B_HEADER + cap * (positions ? 3 : 2);
+/** Words of a block: header, then docs, tfs, document lengths and (positions on) positions offsets, cap each. */
+export const postingWords = (positions: boolean): number => (positions ? 4 : 3);
+export const blockWords = (cap: number, positions: boolean): number => B_HEADER + cap * postingWords(positions);
 
 /** The visible-at-S rule of every MVCC record in the store. */
 const visibleAt = (created: number, deleted: number, s: number): boolean =>
@@ -238,7 +243,17 @@ export class TextPartition {
   private slot = new Int32Array(0); // per term id: its index among that insert's distinct terms
   private dead = new Int32Array(0); // per term id: postings of its current list whose doc is dead (removed or undone)
   private queued = new Uint8Array(0); // per term id: 1 while in `due`
+  private isParked = new Uint8Array(0); // per term id: 1 while in `parked`
+  // Writer's copies per term id (0: not known, read from the memory): current list, its last
+  // block, the head of the term's statistics chain.
+  private wList = new Uint32Array(0);
+  private wBlk = new Uint32Array(0);
+  private wHead = new Uint32Array(0);
   private readonly due: number[] = []; // terms whose lists maintain() should compact
+  private parked: number[] = []; // [term, horizon epoch it waits for] pairs
+  private parkedHorizon = 0; // the horizon parked terms were last looked at with
+  private trimHorizon = 0; // the newest purge horizon maintain() was given: chains are cut below it
+  private pendingEpochs = new Uint32Array(0); // compact() scratch
   private stampNow = 0;
   private distinct = new Uint32Array(64);
   private tfs = new Uint32Array(64);
@@ -304,11 +319,20 @@ export class TextPartition {
   private growTermArrays(terms: number): void {
     if (terms <= this.stamp.length) return;
     const n = Math.max(terms, 2 * this.stamp.length, 64);
-    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n);
+    const stamp = new Int32Array(n), slot = new Int32Array(n), dead = new Int32Array(n), queued = new Uint8Array(n), isParked = new Uint8Array(n);
     stamp.set(this.stamp);
     slot.set(this.slot);
     dead.set(this.dead);
     queued.set(this.queued);
+    isParked.set(this.isParked);
+    this.isParked = isParked;
+    const wList = new Uint32Array(n), wBlk = new Uint32Array(n), wHead = new Uint32Array(n);
+    wList.set(this.wList);
+    wBlk.set(this.wBlk);
+    wHead.set(this.wHead);
+    this.wList = wList;
+    this.wBlk = wBlk;
+    this.wHead = wHead;
     this.stamp = stamp;
     this.slot = slot;
     this.dead = dead;
@@ -394,11 +418,15 @@ export class TextPartition {
 
   /** Writer: append (doc, tf, positions offset) to term t's current list. */
   private append(t: number, doc: number, tf: number, dl: number, posAt: number): void {
-    this.appendTo(this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!, doc, tf, dl, posAt);
+    // The writer's copies of the term's list and last block spare it two cache misses per
+    // posting (the term record and the directory) on large vocabularies.
+    let list = this.wList[t]!;
+    if (list === 0) list = this.wList[t] = this.tm.u32[termAt(this.tm.u32, this.root, t) + T_LIST]!;
+    this.appendTo(list, doc, tf, dl, posAt, t);
   }
 
   /** Writer: append to the list at `list` (the current one, or one maintain() is building). */
-  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number): void {
+  private appendTo(list: number, doc: number, tf: number, dl: number, posAt: number, t = -1): void {
     const tm = this.tm, positions = this.positions;
     let u = tm.u32;
     const count = u[list + L_COUNT]!;
@@ -424,9 +452,15 @@ export class TextPartition {
       u[blk + B_CAP] = cap;
       u[blk + B_MIN_DL] = 0xffffffff;
       Atomics.store(u, dir + j, blk);
+      if (t >= 0) this.wBlk[t] = blk;
     } else {
       const dir = u[list + L_DIR]!;
-      blk = u[dir + j]!;
+      if (t >= 0) {
+        blk = this.wBlk[t]!;
+        if (blk === 0) blk = this.wBlk[t] = u[dir + j]!;
+      } else {
+        blk = u[dir + j]!;
+      }
       const cap = u[blk + B_CAP]!;
       if (off === cap) {
         // The growing first block is full: a copy twice as large replaces it.
@@ -437,16 +471,21 @@ export class TextPartition {
         u[grown + B_MIN_DL] = u[blk + B_MIN_DL]!;
         u.copyWithin(grown + B_HEADER, blk + B_HEADER, blk + B_HEADER + cap);
         u.copyWithin(grown + B_HEADER + 2 * cap, blk + B_HEADER + cap, blk + B_HEADER + 2 * cap);
-        if (positions) u.copyWithin(grown + B_HEADER + 4 * cap, blk + B_HEADER + 2 * cap, blk + B_HEADER + 3 * cap);
+        u.copyWithin(grown + B_HEADER + 4 * cap, blk + B_HEADER + 2 * cap, blk + B_HEADER + 3 * cap);
+        if (positions) u.copyWithin(grown + B_HEADER + 6 * cap, blk + B_HEADER + 3 * cap, blk + B_HEADER + 4 * cap);
         Atomics.store(u, dir + j, grown);
         tm.retire(blk, blockWords(cap, positions));
         blk = grown;
+        if (t >= 0) this.wBlk[t] = blk;
       }
     }
     const cap = u[blk + B_CAP]!;
     u[blk + B_HEADER + off] = doc;
     u[blk + B_HEADER + cap + off] = tf;
-    if (positions) u[blk + B_HEADER + 2 * cap + off] = posAt;
+    // The document's length beside its tf: a search scores a posting without the document's
+    // record, which it reads only for a candidate that would enter the top k.
+    u[blk + B_HEADER + 2 * cap + off] = dl;
+    if (positions) u[blk + B_HEADER + 3 * cap + off] = posAt;
     if (tf > u[blk + B_MAX_TF]!) u[blk + B_MAX_TF] = tf;
     if (dl < u[blk + B_MIN_DL]!) u[blk + B_MIN_DL] = dl;
     if (tf > u[list + L_MAX_TF]!) u[list + L_MAX_TF] = tf;
@@ -454,8 +493,16 @@ export class TextPartition {
     // The list's impacts: replaced (immutable blocks) when the posting is not dominated.
     const limp = u[list + L_IMPACTS]!;
     const had = limp === 0 ? 0 : u[limp]!;
-    for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
-    const now = impactsAdd(had, tf, dl);
+    // Most postings are dominated by a pair already there: checked in place first.
+    let dominated = false;
+    for (let i = 0; i < had; i++) {
+      if (u[limp + 1 + 2 * i]! >= tf && u[limp + 2 + 2 * i]! <= dl) { dominated = true; break; }
+    }
+    let now = -1;
+    if (!dominated) {
+      for (let i = 0; i < had; i++) { impTf[i] = u[limp + 1 + 2 * i]!; impDl[i] = u[limp + 2 + 2 * i]!; }
+      now = impactsAdd(had, tf, dl);
+    }
     if (now >= 0) {
       const imp = this.writeImpacts(now, 0);
       u = tm.u32;
@@ -467,7 +514,7 @@ export class TextPartition {
       let n = 0, minElement = 0xffffffff;
       for (let i = 0; i < BLOCK_POSTINGS; i++) {
         const rec = docAt(u, this.root, u[blk + B_HEADER + i]!);
-        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!);
+        const r = impactsAdd(n, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!);
         if (r >= 0) n = r;
         if (u[rec + D_ELEMENT]! < minElement) minElement = u[rec + D_ELEMENT]!;
       }
@@ -521,7 +568,8 @@ export class TextPartition {
     const tm = this.tm;
     const headWord = termAt(tm.u32, this.root, t) + T_STATS;
     let link = headWord;
-    let node = tm.u32[link]!;
+    // The writer's copy of the head (0: not known here) spares reading the term record.
+    let node = this.wHead[t]! !== 0 ? this.wHead[t]! : tm.u32[link]!;
     while (node !== 0 && tm.u32[node + S_EPOCH]! > epoch) {
       tm.u32[node + S_DF] = tm.u32[node + S_DF]! + delta;
       link = node + S_NEXT;
@@ -538,6 +586,34 @@ export class TextPartition {
     u[fresh + S_DF] = (node !== 0 ? u[node + S_DF]! : 0) + delta;
     u[fresh + S_NEXT] = node;
     Atomics.store(u, linkNow, fresh);
+    if (link === headWord) {
+      this.wHead[t] = fresh;
+      this.trimChain(fresh, S_TERM_WORDS);
+    }
+  }
+
+  /**
+   * Writer: cut a statistics chain after its first node at or below the purge horizon the
+   * last maintain() was given (no read will take a snapshot below it, so older nodes are
+   * unreachable for every read to come); the cut nodes are retired (a read walking them now
+   * keeps them until it ends).
+   */
+  private trimChain(head: number, words: number): void {
+    const horizon = this.trimHorizon;
+    if (horizon === 0) return;
+    const tm = this.tm;
+    let u = tm.u32;
+    let node = head;
+    while (node !== 0 && u[node + S_EPOCH]! > horizon) node = u[node + S_NEXT]!;
+    if (node === 0 || u[node + S_NEXT] === 0) return;
+    let tail = u[node + S_NEXT]!;
+    Atomics.store(u, node + S_NEXT, 0);
+    while (tail !== 0) {
+      u = tm.u32;
+      const next = u[tail + S_NEXT]!;
+      tm.retire(tail, words);
+      tail = next;
+    }
   }
 
   /** Writer: add (docs, length) to the partition statistics from `epoch` on (as bumpTerm). */
@@ -569,6 +645,7 @@ export class TextPartition {
     add(fresh);
     u[fresh + S_NEXT] = node;
     Atomics.store(u, link, fresh);
+    if (link === this.root + P_STATS) this.trimChain(fresh, S_PART_WORDS);
   }
 
   /** Writer: index a document for `element` visible from `epoch`; returns its doc handle. */
@@ -727,6 +804,23 @@ export class TextPartition {
     if (!(Number.isInteger(purgeBefore) && purgeBefore >= 0)) fail(`purge before ${purgeBefore}`);
     if (this.termIds === null) return false; // nothing written through this object yet
     const horizon = Math.min(purgeBefore, visibleEpoch);
+    // Statistics chains are cut below the horizon from now on (as they grow).
+    if (horizon > this.trimHorizon) this.trimHorizon = horizon;
+    // Lists waiting for the horizon to pass their deletions: due again once it has.
+    if (this.parked.length > 0 && horizon > this.parkedHorizon) {
+      this.parkedHorizon = horizon;
+      let w = 0;
+      for (let i = 0; i < this.parked.length; i += 2) {
+        const t = this.parked[i]!, epoch = this.parked[i + 1]!;
+        if (epoch <= horizon) {
+          this.isParked[t] = 0;
+          if (this.queued[t] === 0) { this.queued[t] = 1; this.due.push(t); }
+        } else {
+          this.parked[w++] = t; this.parked[w++] = epoch;
+        }
+      }
+      this.parked.length = w;
+    }
     let budget = limits.textMaintainPostingsPerStep;
     while (this.due.length > 0 && budget > 0) {
       const t = this.due.pop()!;
@@ -734,6 +828,14 @@ export class TextPartition {
       budget -= this.compact(t, horizon);
     }
     return this.due.length > 0;
+  }
+
+  /**
+   * Writer: lists wait for the purge horizon to pass their deletions (maintain() returned
+   * false for them): call maintain() again once the horizon has moved.
+   */
+  mergesWaiting(): boolean {
+    return this.parked.length > 0;
   }
 
   /** Writer: `delta` more (or fewer) postings of dead documents in the lists of doc d's terms. */
@@ -765,10 +867,26 @@ export class TextPartition {
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
       return created === 0 || (deleted !== 0 && deleted <= horizon);
     };
-    let drop = 0;
-    for (let p = 0; p < count; p++) if (dropped(u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!)) drop++;
-    // Not worth a copy yet (the deaths are newer than the horizon): looked at again on the next death.
-    if (drop === 0 || 8 * drop < count) return count;
+    let drop = 0, pending = 0;
+    if (this.pendingEpochs.length < count) this.pendingEpochs = new Uint32Array(Math.max(count, 2 * this.pendingEpochs.length));
+    const pendingEpochs = this.pendingEpochs;
+    for (let p = 0; p < count; p++) {
+      const rec = docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!);
+      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
+      if (created === 0 || (deleted !== 0 && deleted <= horizon)) drop++;
+      else if (deleted !== 0) pendingEpochs[pending++] = deleted;
+    }
+    if (drop === 0 || 8 * drop < count) {
+      // Not worth a copy yet: the deaths are newer than the horizon. Parked until the horizon
+      // reaches the epoch at which an eighth of the list could go (or looked at again on
+      // the next death).
+      const need = Math.ceil(count / 8) - drop;
+      if (need >= 1 && need <= pending) {
+        const epochs = pendingEpochs.subarray(0, pending).sort();
+        if (this.isParked[t] === 0) { this.isParked[t] = 1; this.parked.push(t, epochs[need - 1]!); }
+      }
+      return count;
+    }
     const list = tm.allocate(L_WORDS);
     u = tm.u32;
     u[list + L_MIN_DL] = 0xffffffff;
@@ -783,13 +901,15 @@ export class TextPartition {
         continue;
       }
       if (deleted !== 0) deadKept++;
-      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 2 * cap + off]! : 0);
+      this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 3 * cap + off]! : 0);
       u = tm.u32;
     }
     textMaintainCounters.compactions++;
     textMaintainCounters.postingsDropped += drop;
     if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
     Atomics.store(u, trec + T_LIST, list);
+    this.wList[t] = 0;
+    this.wBlk[t] = 0;
     // The old list: retired whole (a reader that loaded it before the store above still reads it).
     tm.retire(old, L_WORDS);
     const limp = u[old + L_IMPACTS]!;
@@ -943,7 +1063,7 @@ export class TextPartition {
     // impacts sealed since are checked where they are loaded.)
     if (tm.cover()) throw REGROW;
     const pruning = textSearchOptions.pruning;
-    const pw = this.positions ? 3 : 2;
+    const pw = postingWords(this.positions);
     let scored = 0;
     // Pruning starts from a threshold: the k-th best single-term weight among the visible
     // documents of each list's most promising block (its best-ranked full block). Every
@@ -976,10 +1096,11 @@ export class TextPartition {
         const prime = sc.prime;
         let n = 0;
         for (let i = 0; i < end; i++) {
+          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!, avgdl));
+          scored++;
+          if (n === kk && w <= prime[0]!) continue;
           const rec = docAt(u, root, u[blk + B_HEADER + i]!);
           if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
-          const w = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
-          scored++;
           if (n < kk) {
             let x = n++;
             while (x > 0 && prime[(x - 1) >> 1]! > w) { prime[x] = prime[(x - 1) >> 1]!; x = (x - 1) >> 1; }
@@ -1071,20 +1192,17 @@ export class TextPartition {
           continue;
         }
       }
-      // Score pivotDoc if visible.
-      const rec = docAt(u, root, pivotDoc);
-      const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-      if (visibleAt(created, deleted, snapshot)) {
-        const dl = u[rec + D_LENGTH]!;
-        let sum = 0;
-        for (let c = 0; c < m; c++) {
-          if (cdoc[c] !== pivotDoc) continue;
-          const blk = sc.blk[c]!;
-          const tf = u[blk + B_HEADER + u[blk + B_CAP]! + (sc.pos[c]! & (BLOCK_POSTINGS - 1))]!;
-          sum += termWeight(sc.idf[c]!, tf, dl, avgdl);
-          scored++;
-        }
-        const score = Math.fround(sum);
+      // Score pivotDoc (tf and length from the postings); its record only if it could enter.
+      let sum = 0;
+      for (let c = 0; c < m; c++) {
+        if (cdoc[c] !== pivotDoc) continue;
+        const blk = sc.blk[c]!, cap = u[blk + B_CAP]!, off = sc.pos[c]! & (BLOCK_POSTINGS - 1);
+        sum += termWeight(sc.idf[c]!, u[blk + B_HEADER + cap + off]!, u[blk + B_HEADER + 2 * cap + off]!, avgdl);
+        scored++;
+      }
+      const score = Math.fround(sum);
+      const rec = size < kk || score >= heapScore[0]! ? docAt(u, root, pivotDoc) : -1;
+      if (rec >= 0 && visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) {
         const element = u[rec + D_ELEMENT]!;
         if (size < kk) {
           // Heap of the kept results, worst at the root: lower score, or equal score and higher element.
@@ -1143,7 +1261,7 @@ export class TextPartition {
       }
       const full = size === kk;
       const theta = full && heapScore[0]! > theta0 ? heapScore[0]! : theta0;
-      const blk = blockAt(u, dir, j, this.positions ? 3 : 2);
+      const blk = blockAt(u, dir, j, postingWords(this.positions));
       if (theta > 0) {
         // The block's (max tf, min length) first: one weight, a looser but exact bound.
         if (Math.fround(termWeight(idf, u[blk + B_MAX_TF]!, u[blk + B_MIN_DL]!, avgdl)) < theta) continue;
@@ -1157,11 +1275,12 @@ export class TextPartition {
       const cap = u[blk + B_CAP]!;
       const end = Math.min(count - (j << BLOCK_SHIFT), BLOCK_POSTINGS);
       for (let i = 0; i < end; i++) {
-        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
-        const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-        if (!visibleAt(created, deleted, snapshot)) continue;
-        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[rec + D_LENGTH]!, avgdl));
+        const score = Math.fround(termWeight(idf, u[blk + B_HEADER + cap + i]!, u[blk + B_HEADER + 2 * cap + i]!, avgdl));
         scored++;
+        // The document's record only for a score that could enter (equal: the element decides).
+        if (size === kk && score < heapScore[0]!) continue;
+        const rec = docAt(u, root, u[blk + B_HEADER + i]!);
+        if (!visibleAt(u[rec + D_CREATED]!, u[rec + D_DELETED]!, snapshot)) continue;
         const element = u[rec + D_ELEMENT]!;
         if (size < kk) {
           let x = size++;
@@ -1191,7 +1310,7 @@ export class TextPartition {
   /** Reader: make block j of cursor c current. */
   private loadBlock(u: Uint32Array, c: number, j: number, pruning: boolean): void {
     const sc = scratch;
-    const blk = blockAt(u, sc.dir[c]!, j, this.positions ? 3 : 2);
+    const blk = blockAt(u, sc.dir[c]!, j, postingWords(this.positions));
     sc.blk[c] = blk;
     sc.blkIdx[c] = j;
     const end = Math.min(sc.count[c]!, (j + 1) << BLOCK_SHIFT);
@@ -1218,12 +1337,12 @@ export class TextPartition {
       const dir = sc.dir[c]!;
       if (lo < hi) {
         const end = Math.min(count, (lo + 1) << BLOCK_SHIFT);
-        if (u[blockAt(u, dir, lo, this.positions ? 3 : 2) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
+        if (u[blockAt(u, dir, lo, postingWords(this.positions)) + B_HEADER + (end - 1 - (lo << BLOCK_SHIFT))]! >= target) hi = lo;
         else lo++;
       }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        const blk = blockAt(u, dir, mid, this.positions ? 3 : 2);
+        const blk = blockAt(u, dir, mid, postingWords(this.positions));
         const end = Math.min(count, (mid + 1) << BLOCK_SHIFT);
         if (u[blk + B_HEADER + (end - 1 - (mid << BLOCK_SHIFT))]! < target) lo = mid + 1;
         else hi = mid;
