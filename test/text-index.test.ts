@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '../src/index.js';
 import { TextPhysical } from '../src/index/text-index.js';
+import { textMaintainCounters } from '../src/text/index.js';
 import { limits } from '../src/limits.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { buildIndex, createIndex, fails, ok, random, runOn, settleIndexWork } from './helpers/search-indexes.js';
@@ -267,4 +268,23 @@ describe('text partitions in snapshots', () => {
     run(upToCut, later);
     for (const query of ['w1', 'w9 w2']) expect(everything(loaded, query)).toEqual(everything(upToCut, query));
   });
+
+  it('merges wait while a cut older than the deletions is held, and drop the dead postings once it is released', () => {
+    const store = Store.create();
+    run(store, create(textSpec({ label: 'Doc', property: 'body' })));
+    settleIndexes(store);
+    run(store, write(Array.from({ length: 400 }, (_, i) => doc(str(`common word${i % 10}`))), []));
+    const cut = store.cut();
+    const before = textMaintainCounters.postingsDropped;
+    run(store, write([q(null, { drop: { input: { nodes: { reference: { ids: Array.from({ length: 300 }, (_, i) => i) } } } } })], []));
+    settleIndexes(store);
+    // The export of the cut may still read the dropped documents' postings.
+    expect(textMaintainCounters.postingsDropped).toBe(before);
+    store.releaseCut(cut);
+    run(store, write([doc(str('one more'))], []));
+    settleIndexes(store);
+    expect(textMaintainCounters.postingsDropped).toBeGreaterThan(before);
+    expect(run(store, read([q('r', search(str('common'), { literal: 500 }))], ['r']), 'reader')['r']).toHaveLength(100);
+  });
 });
+

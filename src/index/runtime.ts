@@ -468,7 +468,7 @@ export class IndexRuntime implements IndexHooks {
       if (search.kind === 'text') {
         search.batchSettled();
         // Merges of the lists batches killed postings in: one bounded step, then idle slices.
-        if (search.needsMerging()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
+        if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
       }
       if (!search.partitionsChanged) continue;
       search.partitionsChanged = false;

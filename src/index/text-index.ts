@@ -47,6 +47,8 @@ export class TextPhysical extends SearchIndex<Entry> {
   private readonly docs = new SlotMap();
   /** Partitions with dead postings to merge (maintain() said more remains, or a document went since). */
   private readonly merging = new Set<number>();
+  /** Partitions whose lists wait for the purge horizon to pass their deletions, with the horizon they waited at. */
+  private readonly parked = new Map<number, number>();
   /** UTF-16 code units of text the open batch indexed (limits.textMutationCharsMax). */
   private batchChars = 0;
 
@@ -134,9 +136,14 @@ export class TextPhysical extends SearchIndex<Entry> {
 
   // ---------------------------------------------------------------- merges (between batches)
 
-  /** Whether a partition has merges to do (per request: O(1)). */
+  /** Whether a partition has merges to do now (per request: O(1)). */
   needsMerging(): boolean {
     return this.merging.size > 0;
+  }
+
+  /** Whether some partition's merges wait for the purge horizon to move (tried again after batches). */
+  hasParkedMerges(): boolean {
+    return this.parked.size > 0;
   }
 
   /**
@@ -145,10 +152,19 @@ export class TextPhysical extends SearchIndex<Entry> {
    * can hold an older snapshot) leave the postings. Returns whether more remains.
    */
   merge(visible: number, purgeBefore: number, force: boolean): boolean {
-    const which = force ? this.partitions.list.keys() : [...this.merging];
+    const which = force ? [...this.partitions.list.keys()] : [...this.merging];
+    // Parked lists go again once the horizon moved past where they stopped.
+    if (!force) for (const [i, at] of this.parked) if (purgeBefore > at && !this.merging.has(i)) which.push(i);
     for (const i of which) {
-      if (this.partitions.list[i]!.text.maintain(visible, purgeBefore)) this.merging.add(i);
-      else this.merging.delete(i);
+      const text = this.partitions.list[i]!.text;
+      if (text.maintain(visible, purgeBefore)) {
+        this.merging.add(i);
+        this.parked.delete(i);
+        continue;
+      }
+      this.merging.delete(i);
+      if (text.mergesWaiting()) this.parked.set(i, purgeBefore);
+      else this.parked.delete(i);
     }
     return this.merging.size > 0;
   }
