@@ -145,7 +145,7 @@ export const limits = {
    */
   topologyReaderSlotsMax: 1024,
   // ---- Vector engine (src/vector/, docs/vector.md).
-  /** Dimension of a vector index the engine accepts (indexes.md leaves it open); more: 500 storage_error. */
+  /** Dimension of a vector index (indexes.md leaves it open); more: create_index answers 500 invalid_vector_configuration. */
   vectorDimensionMax: 16_384,
   /** HNSW `connections` (M) of a graph: its layer-0 lists hold 2M; more: 500 storage_error. */
   vectorConnectionsMax: 64,
