@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { analyze } from '../src/text/index.js';
+import { rng } from './seeded-random.js';
 
 export const MAN_ROOT = '/usr/share/man';
 
@@ -56,16 +57,6 @@ export function manCorpus(max: number): string[] | null {
   return out.length >= max ? out : null;
 }
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Seeded Zipf(1) corpus over a 50k-word vocabulary, 5-80 words per document. */
 export function zipfCorpus(n: number): string[] {

@@ -2,17 +2,7 @@
 // unit-variance noise around centres drawn with spread `spread`), queries drawn from the same
 // mixture with another seed (so they are not in the data).
 
-/** mulberry32: a small seeded generator, uniform in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './seeded-random.js';
 
 /** Standard normal draws (Box-Muller). */
 export function gaussian(next: () => number): () => number {

@@ -9,6 +9,7 @@ import { executeRequest, noFlags } from '../src/exec/request.js';
 import { Store, type StoreCut } from '../src/store/store.js';
 import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DIR_OUT, DIR_WORDS, NEVER, T_HEAP_USED } from '../src/store/topology.js';
 import { loadSections, optionalSectionNames, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
+import { rng } from '../bench/seeded-random.js';
 
 /** Every section a writer store exports: the required ones, then the index catalog. */
 // 'vectors' and 'texts' appear only with an active vector or text index (test/vector-index.test.ts, test/text-index.test.ts).
@@ -235,17 +236,6 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
 
 // ------------------------------------------------------------------ another thread
 
-/** Deterministic pseudo-random numbers (mulberry32), so a failing run can be repeated. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A random batch over a graph of about `nodes` nodes and `edges` edges, hitting old and new elements. */
 function randomBatch(random: () => number, nodes: number, edges: number): Batch {
@@ -271,7 +261,7 @@ describe('sectionsAt on another thread', () => {
     const fixture = new URL('./fixtures/export-sections.mjs', import.meta.url);
     expect(existsSync(new URL('../dist/src/store/snapshot-sections.js', import.meta.url)), 'run `npm run build` first').toBe(true);
     for (const seed of [1, 2]) {
-      const random = prng(seed);
+      const random = rng(seed);
       const store = Store.create();
       const nodes = 3000, edges = 15_000;
       apply(store, { ops: Array.from({ length: nodes }, (_, i): Op => ['node', 'ABC'[i % 3]!, i]), fail: false });

@@ -6,6 +6,7 @@
 // statistics at snapshots, that pruning skips work, and the bm25() helper.
 import { describe, expect, it } from 'vitest';
 import { analyze, bm25, TextMemory, TextPartition, textMaintainCounters, textSearchCounters, textSearchOptions, type Analyzer } from '../dist/src/text/index.js';
+import { rng } from '../bench/seeded-random.js';
 
 // ------------------------------------------------------------------ the model
 
@@ -46,16 +47,6 @@ function bruteForce(docs: ModelDoc[], query: string, k: number, s: number): { el
 
 // ------------------------------------------------------------------ random corpora
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SPECIAL = ['Straße', 'naïve', 'ΣΊΣΥΦΟΣ', '東京', 'x2', '42', 'émigré', 'OK'];
 

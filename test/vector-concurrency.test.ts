@@ -4,7 +4,8 @@
 // imports to exactly the state at the cut. Workers run the built engine (dist/).
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { mixture, rng } from '../bench/vector-data.js';
+import { mixture } from '../bench/vector-data.js';
+import { rng } from '../bench/seeded-random.js';
 import { importGraph, joinChunks, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
 
 interface ReaderResult { searches: number; results: number; errors: number; violations: string[]; epochs: number; counts: number }

@@ -1,7 +1,8 @@
 // The vector engine (src/vector/): kernels against their JS twins, recall against exact
 // brute force, exact search, visibility at snapshots, export / import.
 import { afterEach, describe, expect, it } from 'vitest';
-import { mixture, rng } from '../bench/vector-data.js';
+import { mixture } from '../bench/vector-data.js';
+import { rng } from '../bench/seeded-random.js';
 import { exportGraph, importGraph, joinChunks, setVectorKernel, vectorDistance, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
 import { kernelsFor, vectorKernelsOn } from '../src/vector/kernel.js';
 import { METRIC_COSINE } from '../src/vector/layout.js';

@@ -55,14 +55,4 @@ export function settleIndexWork(store: Store): void {
   throw new Error('index work did not finish');
 }
 
-/** A deterministic generator in [0, 1) (mulberry32). */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng as random } from '../../bench/seeded-random.js';
