@@ -1,7 +1,6 @@
 // The AssemblyScript kernels (assembly/kernels.ts, built to build/kernels.wasm), one
 // instance per thread and topology memory. Loaded lazily, so a thread that never runs a
 // kernel never compiles the module.
-import { SvcError } from '../protocol/errors.js';
 import { DIR_OUT, type DirWord } from './topology.js';
 import { instantiateOnSharedMemory } from './wasm-module.js';
 

@@ -23,38 +23,12 @@ import {
 } from './layout.js';
 import type { TextMemory } from './memory.js';
 import { docAt, postingWords, termAt, TextPartition, type PartitionImage } from './partition.js';
+import { joinChunks, WordChunkWriter } from '../word-chunks.js';
+export { joinChunks };
 
 export const EXPORT_MAGIC = 0x31585453; // 'STX1' read as little-endian bytes
 export const EXPORT_VERSION = 1;
 const HEADER_WORDS = 16;
-
-class ChunkWriter {
-  readonly chunks: Uint8Array[] = [];
-  private buf: Uint32Array;
-  private used = 0;
-  private crc = 0;
-  constructor(private readonly chunkWords: number) {
-    this.buf = new Uint32Array(chunkWords);
-  }
-  word(w: number): void {
-    if (this.used === this.chunkWords) this.flush();
-    this.buf[this.used++] = w;
-  }
-  flush(): void {
-    if (this.used === 0) return;
-    const bytes = new Uint8Array(this.buf.buffer.slice(0, this.used * 4));
-    this.crc = crc32(bytes, this.crc);
-    this.chunks.push(bytes);
-    this.used = 0;
-  }
-  finish(): Uint8Array[] {
-    this.flush();
-    const trailer = new Uint8Array(4);
-    new DataView(trailer.buffer).setUint32(0, this.crc >>> 0, true);
-    this.chunks.push(trailer);
-    return this.chunks;
-  }
-}
 
 /**
  * The partition at `root` as of a cut (docsAtCut = pointCount() taken by the writer between
@@ -79,7 +53,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     u = memory.u32;
     const u16 = memory.u16;
     const positions = u[root + P_POSITIONS] === 1;
-    const w = new ChunkWriter(Math.max(1024, Math.floor(limits.textExportChunkBytes / 4)));
+    const w = new WordChunkWriter(Math.max(1024, Math.floor(limits.textExportChunkBytes / 4)));
     w.word(EXPORT_MAGIC); w.word(EXPORT_VERSION); w.word(HEADER_WORDS);
     w.word(u[root + P_ANALYZER]!); w.word(positions ? 1 : 0); w.word(docsAtCut);
     for (let i = 6; i < HEADER_WORDS; i++) w.word(0);
@@ -239,10 +213,3 @@ export function importPartition(memory: TextMemory, bytes: Uint8Array): TextPart
   return TextPartition.fromImage(memory, image);
 }
 
-/** The chunks of an export as one array (tests, small partitions). */
-export function joinChunks(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) { out.set(c, at); at += c.length; }
-  return out;
-}

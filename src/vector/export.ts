@@ -17,43 +17,12 @@ import {
   R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
+import { joinChunks, WordChunkWriter } from '../word-chunks.js';
+export { joinChunks };
 
 export const EXPORT_MAGIC = 0x31585653; // 'SVX1' read as little-endian bytes
 export const EXPORT_VERSION = 1;
 const HEADER_WORDS = 16;
-
-class ChunkWriter {
-  readonly chunks: Uint8Array[] = [];
-  private buf: Uint32Array;
-  private used = 0;
-  private crc = 0;
-  constructor(private readonly chunkWords: number) {
-    this.buf = new Uint32Array(chunkWords);
-  }
-  /** Room for `words` more words in the current chunk (records never straddle chunks unless larger than one). */
-  room(words: number): void {
-    if (this.used + words > this.chunkWords && this.used > 0) this.flush();
-    if (words > this.buf.length) this.buf = new Uint32Array(words);
-  }
-  word(w: number): void {
-    if (this.used === this.buf.length) this.flush();
-    this.buf[this.used++] = w;
-  }
-  flush(): void {
-    if (this.used === 0) return;
-    const bytes = new Uint8Array(this.buf.buffer.slice(0, this.used * 4));
-    this.crc = crc32(bytes, this.crc);
-    this.chunks.push(bytes);
-    this.used = 0;
-  }
-  finish(): Uint8Array[] {
-    this.flush();
-    const trailer = new Uint8Array(4);
-    new DataView(trailer.buffer).setUint32(0, this.crc, true);
-    this.chunks.push(trailer);
-    return this.chunks;
-  }
-}
 
 /**
  * The graph at `root` as of a cut (pointsAtCut = pointCount() taken by the writer between
@@ -76,7 +45,7 @@ export function exportGraph(memory: VectorMemory, root: number, pointsAtCut: num
     const level = u[recordAt(u, root, p) + R_LEVEL]!;
     if (level > top) { top = level; entry = p; }
   }
-  const w = new ChunkWriter(Math.max(1024, Math.floor(limits.vectorExportChunkBytes / 4)));
+  const w = new WordChunkWriter(Math.max(1024, Math.floor(limits.vectorExportChunkBytes / 4)));
   w.room(HEADER_WORDS);
   for (const x of [EXPORT_MAGIC, EXPORT_VERSION, HEADER_WORDS, dim, u[root + G_METRIC]!, m, m0, u[root + G_EFC]!, u[root + G_RNG]!, pointsAtCut, entry, top, 0, 0, 0, 0]) w.word(x);
   for (let p = 0; p < pointsAtCut; p++) {
@@ -100,7 +69,7 @@ export function exportGraph(memory: VectorMemory, root: number, pointsAtCut: num
 
 /** A list read once into a local copy (it may be rewritten meanwhile): count clamped, IDs >= cut dropped. */
 const listCopy = new Uint32Array(2 * 64 + 1);
-function writeList(w: ChunkWriter, u: Uint32Array, list: number, max: number, cut: number): void {
+function writeList(w: WordChunkWriter, u: Uint32Array, list: number, max: number, cut: number): void {
   let n = Math.min(u[list]!, max);
   let kept = 0;
   for (let j = 0; j < n; j++) {
@@ -201,10 +170,3 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
   return graph;
 }
 
-/** The chunks of an export as one array (tests, small graphs). */
-export function joinChunks(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) { out.set(c, at); at += c.length; }
-  return out;
-}
