@@ -20,7 +20,7 @@ import { tagOf, type Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
 import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import { currentView, findServing, type ViewIndex } from '../index/view.js';
-import { findPartitionView } from '../index/partitions.js';
+import { PartitionDirectory } from '../index/partition-directory.js';
 import { queryVector, storedVector } from '../index/vector-values.js';
 import { ElementPoints } from '../index/vector-elements.js';
 import { distinctTerms, storedText } from '../index/text-index.js';
@@ -51,17 +51,17 @@ export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, e
     if (op.tenant_value === null) throw queryError(`a search on the tenant-partitioned index \`${d.label}.${d.property}\` needs a tenant_value`);
     tenant = inputValue(ctx, op.tenant_value, NO_ELEMENT, null);
   }
-  const partition = findPartitionView(index.partitions ?? [], tenant);
+  // The tenant's partition root (0: no element of that tenant was ever indexed).
+  const partition = PartitionDirectory.attach(ctx.store.topology, index.directory!).find(tenant);
   const queryValue = inputValue(ctx, op.query, NO_ELEMENT, null);
   if (vector) {
     const query = queryVector(queryValue, d.dimension!, d.metric!);
-    // No partition of this tenant: no element of it was ever indexed.
-    if (partition < 0) return rowsOf(new RowSet());
-    return rowsOf(input === null ? graphSearch(ctx, index, partition, query, k, edges) : rankWithin(ctx, op.op, input, index, partition, tenant, query, k, edges));
+    if (partition === 0) return rowsOf(new RowSet());
+    return rowsOf(input === null ? graphSearch(ctx, partition, query, k, edges) : rankWithin(ctx, op.op, input, index, partition, tenant, query, k, edges));
   }
   if (typeof queryValue !== 'string' || queryValue === '') throw queryError(`the query text must be a non-empty string, got ${typeof queryValue === 'string' ? 'an empty string' : tagOf(queryValue)}`);
-  if (partition < 0) return rowsOf(new RowSet());
-  return rowsOf(input === null ? textSearch(ctx, index, partition, queryValue, k, edges) : scoreWithin(ctx, op.op, input, index, partition, tenant, queryValue, k, edges));
+  if (partition === 0) return rowsOf(new RowSet());
+  return rowsOf(input === null ? textSearch(ctx, partition, queryValue, k, edges) : scoreWithin(ctx, op.op, input, index, partition, tenant, queryValue, k, edges));
 }
 
 /** k of §7.3: an i64 >= 1 (else 500 invalid_query). */
@@ -84,10 +84,10 @@ function rankedExtra(from: RowExtra | null, rankName: '$distance' | '$score', ra
 
 // ---------------------------------------------------------------- source searches
 
-/** Top-k of the partition: the graph's approximate answer, or an exact scan. */
-function graphSearch(ctx: ExecCtx, index: ViewIndex, partition: number, query: Float32Array, k: number, edges: boolean): RowSet {
+/** Top-k of the partition (its graph's root): the graph's approximate answer, or an exact scan. */
+function graphSearch(ctx: ExecCtx, root: number, query: Float32Array, k: number, edges: boolean): RowSet {
   const out = new RowSet();
-  const graph = VectorGraph.attach(ctx.store.vectorMemory(), index.partitions![partition]!.root);
+  const graph = VectorGraph.attach(ctx.store.vectorMemory(), root);
   const points = graph.pointCount();
   const want = Math.min(k, points);
   if (want === 0) return out;
@@ -105,10 +105,10 @@ function graphSearch(ctx: ExecCtx, index: ViewIndex, partition: number, query: F
   return out;
 }
 
-/** BM25 top-k of the partition (OR over the query's distinct terms). */
-function textSearch(ctx: ExecCtx, index: ViewIndex, partition: number, query: string, k: number, edges: boolean): RowSet {
+/** BM25 top-k of the partition at `root` (OR over the query's distinct terms). */
+function textSearch(ctx: ExecCtx, root: number, query: string, k: number, edges: boolean): RowSet {
   const out = new RowSet();
-  const text = TextPartition.attach(ctx.store.textMemory(), index.partitions![partition]!.root);
+  const text = TextPartition.attach(ctx.store.textMemory(), root);
   const want = Math.min(k, text.pointCount());
   if (want === 0) return out;
   guard.charge(want * 8);
@@ -183,15 +183,18 @@ function rankedRows(input: RowSet, rows: readonly number[], ids: readonly number
  * snapshot is ranked from the graph by the distance kernel; any other (a snapshot older than
  * its current point, a write racing the read) from its record, with the same arithmetic.
  */
-function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
+function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
   const firstRows = firstOccurrences(ctx, opName, input, edges);
   const propertyId = ctx.store.names.idOf(d.property);
   const memory = ctx.store.vectorMemory();
   const elements = ElementPoints.attach(memory, index.elements!);
-  const partitions = index.partitions!;
-  const graphs: (VectorGraph | undefined)[] = [];
-  const graphOf = (i: number): VectorGraph => graphs[i] ??= VectorGraph.attach(memory, partitions[i]!.root);
+  const graphs = new Map<number, VectorGraph>();
+  const graphOf = (root: number): VectorGraph => {
+    let graph = graphs.get(root);
+    if (graph === undefined) graphs.set(root, graph = VectorGraph.attach(memory, root));
+    return graph;
+  };
   const rowOf: number[] = [], ids: number[] = [];
   const distance = new Float64Array(firstRows.length);
   // Candidates ranked from the graph: their points and positions, then one kernel pass.
@@ -203,10 +206,10 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     const id = idOfKey(input.el[row]!);
     const point = elements.point(id);
     if (point >= 0) {
-      const partition = elements.partition(id);
-      if (partition < partitions.length && graphOf(partition).holds(point, id, ctx.at)) {
+      const root = elements.graphRoot(id);
+      if (root !== 0 && graphOf(root).holds(point, id, ctx.at)) {
         // Its vector at this snapshot; in another tenant's partition it is no candidate.
-        if (partition === wanted) {
+        if (root === wanted) {
           points[fast] = point;
           fastAt[fast++] = ids.length;
           rowOf.push(row);
@@ -242,14 +245,14 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
  * BM25 against the statistics of the whole partition (text/bm25.ts, the source search's
  * arithmetic).
  */
-function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, partition: number, tenant: Value | undefined, query: string, k: number, edges: boolean): RowSet {
+function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, root: number, tenant: Value | undefined, query: string, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
   const analyzer = d.analyzer ?? 'standard';
   const terms = distinctTerms(query, analyzer);
   const firstRows = firstOccurrences(ctx, opName, input, edges);
   if (terms.length === 0) return new RowSet(); // a query without terms matches nothing
   const slotOf = new Map(terms.map((t, i) => [t, i]));
-  const stats = TextPartition.attach(ctx.store.textMemory(), index.partitions![partition]!.root).termStats(terms, ctx.at);
+  const stats = TextPartition.attach(ctx.store.textMemory(), root).termStats(terms, ctx.at);
   const propertyId = ctx.store.names.idOf(d.property);
   const tfs = new Array<number>(terms.length);
   const rowOf: number[] = [], ids: number[] = [], scores: number[] = [];

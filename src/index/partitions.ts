@@ -8,9 +8,6 @@ import type { Value } from '../protocol/value.js';
 import { decodeRecord, encodeRecord } from '../store/record-codec.js';
 import { equalityKey, type IndexKey } from './keys.js';
 
-/** A partition as readers and snapshots see it: its key, tenant value (record-codec bytes, null: unpartitioned) and root. */
-export interface PartitionView { readonly key: string; readonly tenant: Uint8Array | null; readonly root: number }
-
 const scratchKey: IndexKey = { k0: 0, k1: 0 };
 
 /** The partition key of a tenant value; values the equality key refuses share one bucket. */
@@ -60,23 +57,6 @@ export class TenantPartitions<P extends TenantPartition> {
 /** Key and encoded tenant of a new partition. */
 export function partitionIdentity(tenant: Value | undefined): TenantPartition {
   return { key: tenant === undefined ? '' : partitionKey(tenant), tenant, tenantBytes: tenant === undefined ? null : encodeTenant(tenant) };
-}
-
-/** Decoded tenant values of the readers' view partitions (per thread; the views are immutable). */
-const tenants = new WeakMap<PartitionView, Value>();
-
-/** Readers: the position of the tenant's partition among `partitions` (a view's), or -1. */
-export function findPartitionView(partitions: readonly PartitionView[], tenant: Value | undefined): number {
-  if (tenant === undefined) return partitions.length > 0 ? 0 : -1;
-  const key = partitionKey(tenant);
-  for (let i = 0; i < partitions.length; i++) {
-    const p = partitions[i]!;
-    if (p.key !== key || p.tenant === null) continue;
-    let value = tenants.get(p);
-    if (value === undefined) tenants.set(p, value = decodeTenant(p.tenant));
-    if (valuesEqual(value, tenant)) return i;
-  }
-  return -1;
 }
 
 /** Writer: element slot -> (item, partition) of one index, -1 for none (typed arrays grown by doubling). */

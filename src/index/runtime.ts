@@ -351,6 +351,7 @@ export class IndexRuntime implements IndexHooks {
     if (search !== undefined) {
       this.stopWatching(search);
       this.searches.delete(indexId);
+      search.directory.retire();
       this.retireBlocks(search.kind, search.blocks());
       this.changed = true;
       return;
@@ -465,14 +466,10 @@ export class IndexRuntime implements IndexHooks {
     // moves per entry; entries deleted before the visible epoch are dropped on the way.
     for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
     for (const search of this.searches.values()) {
-      if (search.kind === 'text') {
-        search.batchSettled();
-        // Merges of the lists batches killed postings in: one bounded step, then idle slices.
-        if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
-      }
-      if (!search.partitionsChanged) continue;
-      search.partitionsChanged = false;
-      this.changed = true;
+      if (search.kind !== 'text') continue;
+      search.batchSettled();
+      // Merges of the lists batches killed postings in: one bounded step, then idle slices.
+      if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
     }
     if (this.blocksRetired.length > 0) this.freeRetiredBlocks();
     if (!this.changed) return;
@@ -486,8 +483,8 @@ export class IndexRuntime implements IndexHooks {
     for (const record of this.records.values()) {
       const search = record.state === 'dropped' ? undefined : this.searches.get(record.id);
       if (search === undefined) out.push({ record, root: record.state === 'dropped' ? 0 : this.entriesRoot(record.id) });
-      else if (search.kind === 'vector') out.push({ record, root: 0, partitions: search.partitionViews(), elements: search.elements.root });
-      else out.push({ record, root: 0, partitions: search.partitionViews() });
+      else if (search.kind === 'vector') out.push({ record, root: 0, directory: search.directory.at, elements: search.elements.root });
+      else out.push({ record, root: 0, directory: search.directory.at });
     }
     return out;
   }

@@ -8,6 +8,7 @@ import type { Value } from '../protocol/value.js';
 import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import type { IndexRecord } from './catalog.js';
+import { PartitionDirectory } from './partition-directory.js';
 
 /** Progress of one build slice (the counters of indexes.md §5.3). */
 export interface SliceProgress { entities: number; inputBytes: number; outputs: number; outputBytes: number }
@@ -19,8 +20,8 @@ export abstract class SearchIndex<Entry extends { readonly tenant: Value | undef
   cursor: number;
   /** Build only: slots holding values the index cannot accept, re-checked at validation. */
   readonly invalidSlots = new Set<number>();
-  /** A partition was added or replaced since the view was last published. */
-  partitionsChanged = false;
+  /** Tenant -> partition root, for readers (index/partition-directory.ts). */
+  readonly directory: PartitionDirectory;
 
   constructor(
     protected readonly store: Store,
@@ -32,6 +33,7 @@ export abstract class SearchIndex<Entry extends { readonly tenant: Value | undef
     const tenant = record.definition.tenantProperty;
     this.tenantPropertyId = tenant === null ? -1 : store.names.intern(tenant);
     this.cursor = cursor;
+    this.directory = PartitionDirectory.create(store.topology);
   }
 
   /** What `record` (of an element with the index's label) gives the index: null when nothing; throws for a value it refuses. */

@@ -14,7 +14,7 @@ import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { analyze, TextPartition, type Analyzer } from '../text/index.js';
 import type { IndexRecord } from './catalog.js';
-import { partitionIdentity, SlotMap, TenantPartitions, type PartitionView, type TenantPartition } from './partitions.js';
+import { partitionIdentity, SlotMap, TenantPartitions, type TenantPartition } from './partitions.js';
 import { SearchIndex } from './search-index.js';
 
 interface Partition extends TenantPartition {
@@ -62,7 +62,7 @@ export class TextPhysical extends SearchIndex<Entry> {
     const found = this.partitions.find(tenant);
     if (found >= 0) return found;
     const text = TextPartition.create(this.store.textMemory(), { analyzer: this.analyzer, positions: this.positions });
-    this.partitionsChanged = true;
+    this.directory.add(tenant, text.root);
     return this.partitions.add({ ...partitionIdentity(tenant), text });
   }
 
@@ -171,10 +171,6 @@ export class TextPhysical extends SearchIndex<Entry> {
 
   // ---------------------------------------------------------------- readers, snapshots, memory
 
-  partitionViews(): PartitionView[] {
-    return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.text.root }));
-  }
-
   cutPartitions(): { key: string; tenant: Uint8Array | null; root: number; points: number }[] {
     return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.text.root, points: p.text.pointCount() }));
   }
@@ -182,11 +178,11 @@ export class TextPhysical extends SearchIndex<Entry> {
   /** A partition whose documents a snapshot carried (restore): the element map back, no re-analysis. */
   adoptPartition(identity: TenantPartition, text: TextPartition): void {
     const index = this.partitions.add({ ...identity, text });
+    this.directory.add(identity.tenant, text.root);
     this.merging.add(index);
     text.forEachDoc((doc, element, created, deleted) => {
       if (deleted === 0 && created !== 0 && created !== 0xffffffff) this.docs.set(element, doc, index);
     });
-    this.partitionsChanged = true;
   }
 
   blocks(): [number, number][] {

@@ -1,9 +1,9 @@
 // Element -> point of one vector index, in the vector memory: the writer's map of which
-// point holds each element's vector (and in which partition), which readers use to rank
+// point holds each element's vector (and in which partition's graph), which readers use to rank
 // `*_within` candidates straight from the graphs instead of decoding records.
 //
 // Layout (u32 words): a root of [MAGIC, chunk table of ELEMENT_CHUNKS word offsets]; chunk c
-// holds slots [c * 2^16, (c + 1) * 2^16) as pairs [point + 1 (0: none), partition]. A chunk
+// holds slots [c * 2^16, (c + 1) * 2^16) as pairs [point + 1 (0: none), graph root]. A chunk
 // pointer is zero-filled memory published with Atomics.store and read with Atomics.load.
 // Pairs are rewritten in place with plain stores, so a reader may read a stale or torn
 // pair: it only uses a pair to *find* a candidate point and then checks that the point is
@@ -48,7 +48,7 @@ export class ElementPoints {
     return chunk === 0 ? 0 : chunk + 2 * (slot & (CHUNK_SLOTS - 1));
   }
 
-  /** The element's point (-1: none) and, through `partition`, its partition. */
+  /** The element's point (-1: none); graphRoot() names the graph it is in. */
   point(slot: number): number {
     const at = this.pairAt(slot);
     if (at === 0) return -1;
@@ -56,15 +56,15 @@ export class ElementPoints {
     return this.memory.u32[at]! - 1;
   }
 
-  partition(slot: number): number {
+  graphRoot(slot: number): number {
     const at = this.pairAt(slot);
     if (at === 0) return 0;
     this.memory.cover();
     return this.memory.u32[at + 1]!;
   }
 
-  /** Writer: slot's point (-1: none) in `partition`. */
-  set(slot: number, point: number, partition: number): void {
+  /** Writer: slot's point (-1: none) in the graph at `root`. */
+  set(slot: number, point: number, root: number): void {
     const memory = this.memory;
     const c = slot >>> CHUNK_SHIFT;
     if (c >= ELEMENT_CHUNKS) throw new SvcError('internal_error', `internal error: element slot ${slot} beyond the element map`);
@@ -74,16 +74,16 @@ export class ElementPoints {
     }
     const at = this.pairAt(slot);
     const u = memory.u32;
-    u[at + 1] = partition;
+    u[at + 1] = root;
     u[at] = point + 1;
     if (slot >= this.slots) this.slots = slot + 1;
   }
 
-  /** Writer: every slot that has a point, with it and its partition. */
-  forEach(fn: (slot: number, point: number, partition: number) => void): void {
+  /** Writer: every slot that has a point, with it and its graph's root. */
+  forEach(fn: (slot: number, point: number, root: number) => void): void {
     for (let slot = 0; slot < this.slots; slot++) {
       const point = this.point(slot);
-      if (point >= 0) fn(slot, point, this.partition(slot));
+      if (point >= 0) fn(slot, point, this.graphRoot(slot));
     }
   }
 

@@ -15,7 +15,7 @@ import type { Store } from '../store/store.js';
 import { VectorGraph } from '../vector/graph.js';
 import { NEVER } from '../vector/layout.js';
 import type { IndexRecord } from './catalog.js';
-import { partitionIdentity, TenantPartitions, type PartitionView, type TenantPartition } from './partitions.js';
+import { partitionIdentity, TenantPartitions, type TenantPartition } from './partitions.js';
 import { storedVector } from './vector-values.js';
 import { ElementPoints } from './vector-elements.js';
 import { SearchIndex } from './search-index.js';
@@ -55,8 +55,10 @@ export class VectorPhysical extends SearchIndex<Entry> {
   readonly dimension: number;
   readonly metric: Metric;
   private readonly partitions = new TenantPartitions<Partition>();
-  /** Element slot -> its live point (-1: none) and that point's partition, readable by readers. */
+  /** Element slot -> its live point (-1: none) and that point's graph, readable by readers. */
   readonly elements: ElementPoints;
+  /** Graph root -> partition (the element map names graphs by root). */
+  private readonly partitionOfRoot = new Map<number, number>();
   /** Partitions whose graph is half dead or more, or being compacted. */
   private readonly compactable = new Set<number>();
   private readonly pointInfo = new Uint32Array(3);
@@ -74,12 +76,19 @@ export class VectorPhysical extends SearchIndex<Entry> {
     const found = this.partitions.find(tenant);
     if (found >= 0) return found;
     const graph = VectorGraph.create(this.store.vectorMemory(), { dimension: this.dimension, metric: this.metric });
-    this.partitionsChanged = true;
-    return this.partitions.add({ ...partitionIdentity(tenant), graph, live: 0, compaction: null });
+    const index = this.partitions.add({ ...partitionIdentity(tenant), graph, live: 0, compaction: null });
+    this.partitionOfRoot.set(graph.root, index);
+    this.directory.add(tenant, graph.root);
+    return index;
   }
 
   private setPoint(slot: number, point: number, partition: number): void {
-    this.elements.set(slot, point, partition);
+    this.elements.set(slot, point, this.partitions.list[partition]!.graph.root);
+  }
+
+  /** The partition of element `slot`'s point (0 when it has none). */
+  private partitionAt(slot: number): number {
+    return this.partitionOfRoot.get(this.elements.graphRoot(slot)) ?? 0;
   }
 
   protected itemOf(slot: number): number {
@@ -114,7 +123,7 @@ export class VectorPhysical extends SearchIndex<Entry> {
     const p = this.partitions.list[partition]!;
     const graph = p.graph;
     const point = graph.insert(slot, entry.vector, created);
-    const before = this.itemOf(slot), beforePartition = this.elements.partition(slot);
+    const before = this.itemOf(slot), beforePartition = this.partitionAt(slot);
     this.setPoint(slot, point, partition);
     p.live++;
     if (undoable) {
@@ -128,7 +137,7 @@ export class VectorPhysical extends SearchIndex<Entry> {
 
   /** Tombstone element `slot`'s point at `epoch` (inside the open batch), mirrored into a compaction's copy. */
   protected remove(slot: number, point: number, epoch: number): void {
-    const partition = this.elements.partition(slot);
+    const partition = this.partitionAt(slot);
     const p = this.partitions.list[partition]!;
     const graph = p.graph;
     graph.remove(point, epoch);
@@ -149,11 +158,6 @@ export class VectorPhysical extends SearchIndex<Entry> {
 
   // ---------------------------------------------------------------- readers, snapshots, memory
 
-  /** The partitions as the readers' view carries them. */
-  partitionViews(): PartitionView[] {
-    return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root }));
-  }
-
   /** Per partition: its view and the point count at a cut (writer, between batches). */
   cutPartitions(): { key: string; tenant: Uint8Array | null; root: number; points: number }[] {
     return this.partitions.list.map((p) => ({ key: p.key, tenant: p.tenantBytes, root: p.graph.root, points: p.graph.pointCount() }));
@@ -163,13 +167,14 @@ export class VectorPhysical extends SearchIndex<Entry> {
   adoptPartition(identity: TenantPartition, graph: VectorGraph): void {
     const partition: Partition = { ...identity, graph, live: 0, compaction: null };
     const index = this.partitions.add(partition);
+    this.partitionOfRoot.set(graph.root, index);
+    this.directory.add(identity.tenant, graph.root);
     graph.forEachPoint((point, element, created, deleted) => {
       if (deleted !== 0 || created === 0 || created === NEVER) return;
       this.setPoint(element, point, index);
       partition.live++;
     });
     if (graph.pointCount() >= limits.vectorCompactPointsMin && partition.live * 2 < graph.pointCount()) this.compactable.add(index);
-    this.partitionsChanged = true;
   }
 
   // ---------------------------------------------------------------- compaction (between batches)
@@ -218,14 +223,16 @@ export class VectorPhysical extends SearchIndex<Entry> {
     }
     // Every read that began before the compaction (its snapshot may predate the horizon) must be over.
     if (oldestRead <= c.startSequence) return 'waiting';
-    this.elements.forEach((slot, point, partition) => {
-      if (partition === index) this.setPoint(slot, c.oldToNew[point]!, index);
-    });
     p.graph = c.graph;
+    this.elements.forEach((slot, point, root) => {
+      if (root === old.root) this.setPoint(slot, c.oldToNew[point]!, index);
+    });
+    this.partitionOfRoot.delete(old.root);
+    this.partitionOfRoot.set(c.graph.root, index);
+    this.directory.replaceRoot(old.root, c.graph.root);
     p.live = c.live;
     p.compaction = null;
     this.compactable.delete(index);
-    this.partitionsChanged = true;
     return old.blocks();
   }
 

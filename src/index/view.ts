@@ -18,7 +18,6 @@ import type { Store } from '../store/store.js';
 import { CHUNK_TABLE, CHUNKS, HEAP_START, type Topology } from '../store/topology.js';
 import type { IndexDefinition, IndexOperation, IndexRecord } from './catalog.js';
 import { IndexEntries } from './entries.js';
-import type { PartitionView } from './partitions.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
@@ -31,8 +30,8 @@ export interface ViewIndex {
   readonly record: IndexRecord;
   /** Word offset of its entries' root in the topology memory (0: no entries). */
   readonly root: number;
-  /** Vector and text indexes: their partitions (graphs in the vector memory, text partitions in the text memory). */
-  readonly partitions?: readonly PartitionView[];
+  /** Vector and text indexes: the word offset of their partition directory (index/partition-directory.ts). */
+  readonly directory?: number;
   /** Vector indexes: the root of their element -> point map (index/vector-elements.ts). */
   readonly elements?: number;
 }
@@ -94,7 +93,7 @@ export function currentView(store: Store): CatalogView {
 /** Whether an index serves a reader at snapshot `at`. */
 export function servesAt(index: ViewIndex, at: number): boolean {
   const r = index.record;
-  return (index.root !== 0 || index.partitions !== undefined) && r.activeSince !== 0 && r.activeSince <= at && (r.retiredAt === 0 || at < r.retiredAt);
+  return (index.root !== 0 || index.directory !== undefined) && r.activeSince !== 0 && r.activeSince <= at && (r.retiredAt === 0 || at < r.retiredAt);
 }
 
 /** The index of a definition's identity in a view that serves at `at`, or null. */
