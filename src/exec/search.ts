@@ -166,8 +166,8 @@ function candidateRecord(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefin
 }
 
 /** Rows of the k best candidates (smallest `order`, ties by ascending ID), each ranked `rank`. */
-function rankedRows(input: RowSet, rows: readonly number[], ids: readonly number[], order: Float64Array, rankName: '$distance' | '$score', rank: (c: number) => number, k: number, edges: boolean): RowSet {
-  const best = nearestFirst(order, ids, Math.min(k, ids.length));
+function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<number>, count: number, order: Float64Array, rankName: '$distance' | '$score', rank: (c: number) => number, k: number, edges: boolean): RowSet {
+  const best = nearestFirst(order, ids, count, Math.min(k, count));
   const out = new RowSet();
   for (let i = 0; i < best.length; i++) {
     const c = best[i]!;
@@ -195,7 +195,9 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     if (graph === undefined) graphs.set(root, graph = VectorGraph.attach(memory, root));
     return graph;
   };
-  const rowOf: number[] = [], ids: number[] = [];
+  // Candidates: their input rows and IDs, in input order.
+  const rowOf = new Uint32Array(firstRows.length), ids = new Uint32Array(firstRows.length);
+  let candidates = 0;
   const distance = new Float64Array(firstRows.length);
   // Candidates ranked from the graph: their points and positions, then one kernel pass.
   const points = new Uint32Array(firstRows.length), fastAt = new Uint32Array(firstRows.length);
@@ -206,14 +208,14 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     const id = idOfKey(input.el[row]!);
     const point = elements.point(id);
     if (point >= 0) {
-      const root = elements.graphRoot(id);
+      const root = elements.lastRoot;
       if (root !== 0 && graphOf(root).holds(point, id, ctx.at)) {
         // Its vector at this snapshot; in another tenant's partition it is no candidate.
         if (root === wanted) {
           points[fast] = point;
-          fastAt[fast++] = ids.length;
-          rowOf.push(row);
-          ids.push(id);
+          fastAt[fast++] = candidates;
+          rowOf[candidates] = row;
+          ids[candidates++] = id;
         }
         continue;
       }
@@ -227,16 +229,16 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     } catch {
       continue; // a value the index does not hold is no candidate
     }
-    distance[ids.length] = vectorDistance(d.metric!, query, vector);
-    rowOf.push(row);
-    ids.push(id);
+    distance[candidates] = vectorDistance(d.metric!, query, vector);
+    rowOf[candidates] = row;
+    ids[candidates++] = id;
   }
   if (fast > 0) {
     const near = new Float32Array(fast);
     graphOf(wanted).distances(query, points, fast, near);
     for (let i = 0; i < fast; i++) distance[fastAt[i]!] = near[i]!;
   }
-  return rankedRows(input, rowOf, ids, distance, '$distance', (c) => distance[c]!, k, edges);
+  return rankedRows(input, rowOf, ids, candidates, distance, '$distance', (c) => distance[c]!, k, edges);
 }
 
 /**
@@ -285,14 +287,14 @@ function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInd
   }
   // Highest score first: rank by the negated score.
   const order = Float64Array.from(scores, (s) => -s);
-  return rankedRows(input, rowOf, ids, order, '$score', (c) => scores[c]!, k, edges);
+  return rankedRows(input, rowOf, ids, ids.length, order, '$score', (c) => scores[c]!, k, edges);
 }
 
 /**
  * Positions of the `k` smallest (order, id) pairs, in ascending order: a bounded max-heap
  * (n log k) instead of sorting every candidate.
  */
-function nearestFirst(order: Float64Array, ids: readonly number[], k: number): Uint32Array {
+function nearestFirst(order: Float64Array, ids: ArrayLike<number>, count: number, k: number): Uint32Array {
   const heap = new Uint32Array(k);
   const after = (a: number, b: number) => order[a]! > order[b]! || (order[a] === order[b] && ids[a]! > ids[b]!);
   let size = 0;
@@ -307,7 +309,7 @@ function nearestFirst(order: Float64Array, ids: readonly number[], k: number): U
       i = top;
     }
   };
-  for (let c = 0; c < ids.length && k > 0; c++) {
+  for (let c = 0; c < count && k > 0; c++) {
     if (size < k) {
       let i = size++;
       heap[i] = c;

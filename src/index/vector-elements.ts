@@ -48,19 +48,30 @@ export class ElementPoints {
     return chunk === 0 ? 0 : chunk + 2 * (slot & (CHUNK_SLOTS - 1));
   }
 
-  /** The element's point (-1: none); graphRoot() names the graph it is in. */
+  /** The root of the graph of the point the last point() call returned (0: none). */
+  lastRoot = 0;
+
+  /** The element's point (-1: none); its graph's root goes to lastRoot (one read of the pair). */
   point(slot: number): number {
     const at = this.pairAt(slot);
-    if (at === 0) return -1;
-    this.memory.cover();
-    return this.memory.u32[at]! - 1;
+    if (at === 0) {
+      this.lastRoot = 0;
+      return -1;
+    }
+    let u = this.memory.u32;
+    // The chunk's offset came from an acquire: re-make the views only if they end before it.
+    if (at + 1 >= u.length) {
+      this.memory.cover();
+      u = this.memory.u32;
+    }
+    this.lastRoot = u[at + 1]!;
+    return u[at]! - 1;
   }
 
+  /** The root of the graph holding the element's point (0: none). */
   graphRoot(slot: number): number {
-    const at = this.pairAt(slot);
-    if (at === 0) return 0;
-    this.memory.cover();
-    return this.memory.u32[at + 1]!;
+    this.point(slot);
+    return this.lastRoot;
   }
 
   /** Writer: slot's point (-1: none) in the graph at `root`. */
