@@ -189,11 +189,15 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
   const propertyId = ctx.store.names.idOf(d.property);
   const memory = ctx.store.vectorMemory();
   const elements = ElementPoints.attach(memory, index.elements!);
+  // Most candidates' points are in the searched partition: the last graph is kept at hand.
   const graphs = new Map<number, VectorGraph>();
+  let lastRoot = 0, lastGraph: VectorGraph | null = null;
   const graphOf = (root: number): VectorGraph => {
+    if (root === lastRoot) return lastGraph!;
     let graph = graphs.get(root);
     if (graph === undefined) graphs.set(root, graph = VectorGraph.attach(memory, root));
-    return graph;
+    lastRoot = root;
+    return lastGraph = graph;
   };
   // Candidates: their input rows and IDs, in input order.
   const rowOf = new Uint32Array(firstRows.length), ids = new Uint32Array(firstRows.length);
