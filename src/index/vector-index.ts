@@ -20,7 +20,6 @@ import { storedVector } from './vector-values.js';
 import { ElementPoints } from './vector-elements.js';
 import { SearchIndex } from './search-index.js';
 
-
 interface Partition extends TenantPartition {
   graph: VectorGraph;
   /** Points of `graph` that are live now (inserted, neither removed nor rolled back). */
