@@ -25,11 +25,13 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { openDatabase, type Database } from '../src/index.js';
 import { defaultGraphSpec, degreeSummary, generateGraph, neighbourhoodSizes, pickStartIds, type DegreeSummary } from './graph.js';
+import { writeCharts } from './chart.js';
 import { describeFlood, floodRows } from './flood.js';
 import { runHttp, type HttpOutcome } from './http.js';
 import { runEnginePhase, runPeerPhase } from './inprocess.js';
@@ -236,6 +238,8 @@ async function main(): Promise<void> {
     loads, results, serverCommand: httpOutcome?.serverCommand, bareCommand: httpOutcome?.bareCommand,
   }, null, 2));
   log(`results written to ${out}`);
+  const about = `${spec.nodes} nodes / ${spec.edges} edges, ${quick ? '--quick, ' : ''}${git}, Node ${process.version}, ${pin ? 'pinned' : 'unpinned'}, c=${opt.connections}`;
+  for (const file of writeCharts(results, dirname(out), about)) log(`chart written to ${file}`);
 }
 
 main().then(() => process.exit(0), (err: unknown) => {
