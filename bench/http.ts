@@ -3,7 +3,7 @@
 import { logFlood, runFlood, type FloodResult } from './flood.js';
 import type { Graph } from './graph.js';
 import { loadSvcdb, type Chunking, type LoadReport } from './load.js';
-import { drive, type LoadResult, type LoadSettings } from './loadgen.js';
+import { drive, sampleBodies, type LoadResult, type LoadSettings, type Workload } from './loadgen.js';
 import { httpScenarios, type HttpRow, type HttpScenario, type Results, type ScenarioContext } from './scenarios.js';
 import { post, startBareUws, startSvcdb, type RunningProcess } from './servers.js';
 import { fmtUs, log, sleep, undisturbed } from './util.js';
@@ -32,7 +32,7 @@ export interface HttpOutcome {
   bareCommand: string;
 }
 
-async function measure(what: string, server: RunningProcess, bodies: string[], s: HttpSettings): Promise<{ result: LoadResult; foreign: number | null }> {
+async function measure(what: string, server: RunningProcess, bodies: Workload, s: HttpSettings): Promise<{ result: LoadResult; foreign: number | null }> {
   if (s.warmupSec > 0) await drive(server.url, bodies, { ...s, durationSec: s.warmupSec }, s.tool);
   const { value, foreign } = await undisturbed(what, () => drive(server.url, bodies, s, s.tool), [server.pid], s);
   return { result: value, foreign };
@@ -52,18 +52,23 @@ async function withProcess<T>(start: () => Promise<RunningProcess>, body: (p: Ru
 
 export async function runHttp(graph: Graph, ctx: ScenarioContext, s: HttpSettings, scenarios: HttpScenario[] = httpScenarios): Promise<HttpOutcome> {
   const ordered = [...scenarios.filter((x) => !x.mutates), ...scenarios.filter((x) => x.mutates)];
-  const bodiesOf = new Map(ordered.map((x) => [x.key, x.bodies(ctx)]));
+  const workOf = new Map(ordered.map((x): [string, Workload] => [x.key, x.workload?.(ctx) ?? { bodies: x.bodies!(ctx) }]));
   // The bare server gets the first scenario's bodies: same request sizes, same Lua work in wrk.
-  const bareBodies = bodiesOf.get(ordered[0]!.key)!;
+  const bareBodies = workOf.get(ordered[0]!.key)!;
+  // ... and once with bodies built per request, to show what that costs the client.
+  const built = ordered.find((x) => x.workload !== undefined && !x.mutates);
 
   let bareCommand = '';
   const bare = await withProcess(() => startBareUws(s.serverCpus), async (p) => {
     bareCommand = p.command;
-    const first = await post(p.url, bareBodies[0]!);
+    const first = await post(p.url, sampleBodies(bareBodies)[0]!);
     if (first.status !== 200) throw new Error(`bare uWS answered ${first.status}`);
     const r = await measure('bare uWS', p, bareBodies, s);
     log(`  bare uWS: ${describe(r.result)}`);
-    return r;
+    if (built === undefined) return { ...r, built: undefined };
+    const b = await measure('bare uWS, bodies built per request', p, workOf.get(built.key)!, s);
+    log(`  bare uWS, ${built.key} bodies built per request: ${describe(b.result)} (${(b.result.rps / r.result.rps).toFixed(2)}x the rotating bodies)`);
+    return { ...r, built: b.result };
   });
 
   return withProcess(() => startSvcdb(s.readers, s.serverCpus), async (p) => {
@@ -79,9 +84,12 @@ export async function runHttp(graph: Graph, ctx: ScenarioContext, s: HttpSetting
     let settled: ReturnType<RunningProcess['memory']> = null;
     for (const scenario of ordered) {
       if (scenario.mutates && settled === null) settled = p.memory();
-      const bodies = bodiesOf.get(scenario.key)!;
-      const answer = await post(p.url, bodies[0]!);
-      const problem = scenario.check?.(answer) ?? (answer.status === 200 ? null : `status ${answer.status}`);
+      const bodies = workOf.get(scenario.key)!;
+      let problem: string | null = null;
+      for (const body of sampleBodies(bodies)) {
+        const answer = await post(p.url, body);
+        problem ??= scenario.check?.(answer) ?? (answer.status === 200 ? null : `status ${answer.status}`);
+      }
       if (problem !== null) {
         log(`  !! ${scenario.key}: ${problem} (skipped)`);
         continue;
@@ -107,7 +115,7 @@ export async function runHttp(graph: Graph, ctx: ScenarioContext, s: HttpSetting
       }
     }
     return {
-      results: { bare: bare.result, bareForeign: bare.foreign, rows, rssEmptyMiB: empty?.rssMiB, rssLoadedMiB: loaded?.rssMiB, rssSettledMiB: settled?.rssMiB, rssAfterMiB: after?.rssMiB, hwmMiB: after?.hwmMiB, ...(flood !== undefined ? { flood } : {}) },
+      results: { bare: bare.result, bareForeign: bare.foreign, ...(bare.built !== undefined ? { bareBuilt: bare.built } : {}), rows, rssEmptyMiB: empty?.rssMiB, rssLoadedMiB: loaded?.rssMiB, rssSettledMiB: settled?.rssMiB, rssAfterMiB: after?.rssMiB, hwmMiB: after?.hwmMiB, ...(flood !== undefined ? { flood } : {}) },
       load, serverCommand: p.command, bareCommand,
     };
   });

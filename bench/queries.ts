@@ -1,6 +1,7 @@
 // Request bodies (JSON text) used by the benchmarks. Everything the scenarios send is
 // built here so the shapes live in one place (envelope.md §2-§4, operations.md §3-§4, §12).
 import type { Graph } from './graph.js';
+import { defineParams, g, readBatch, writeBatch, type ParamExpr, type Traversal } from '../src/client/index.js';
 
 const FOLLOWS = 'FOLLOWS';
 
@@ -39,6 +40,74 @@ export const addUser = (i: number): string => JSON.stringify({
     ['score', { value: { f64: 0.5 + i } }],
   ] } } } }], returns: ['n'] } },
 });
+
+// ------------------------------------------------------------------ what clients send (issue 13)
+//
+// Each of these is a body with holes that the load generator fills with a random integer
+// per request (loadgen.ts BodyTemplate): the parameterized ones are built with the client
+// library (src/client), so the text is what an application using it sends. A hole is
+// written as a sentinel number and the text is cut there.
+
+/** A body cut at its holes: `pieces.length === holes.length + 1`; hole k takes a uniform integer in [0, holes[k]). */
+export interface BodyTemplate {
+  pieces: string[];
+  holes: number[];
+}
+
+const SENTINELS = [900000001, 900000002, 900000003];
+
+/** Cuts `text` at the sentinel numbers (`SENTINELS[k]` is the hole with range `ranges[k]`). */
+function cut(text: string, ranges: number[]): BodyTemplate {
+  const pieces: string[] = [], holes: number[] = [];
+  const re = /(?<!\d)90000000([1-3])(?!\d)/g;
+  let last = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const k = Number(m[1]) - 1;
+    if (k >= ranges.length) throw new Error(`sentinel ${m[0]} without a range in ${text}`);
+    pieces.push(text.slice(last, m.index));
+    holes.push(ranges[k]!);
+    last = m.index + m[0].length;
+  }
+  pieces.push(text.slice(last));
+  if (holes.length === 0) throw new Error(`no hole in ${text}`);
+  return { pieces, holes };
+}
+
+/** One instance of a template (for the checks before timing and for tests). */
+export const fill = (t: BodyTemplate, values: number[]): string =>
+  t.pieces.reduce((acc, piece, k) => (k === 0 ? piece : `${acc}${values[k - 1]!}${piece}`), '');
+
+const idParam = defineParams({ id: 'i64' });
+const ROWS = 100;
+const readById = (root: (id: ParamExpr) => Traversal, nodes: number): BodyTemplate =>
+  cut(readBatch(idParam).varAs('r', root(idParam.ref('id'))).returning(['r']).toJSON({ id: SENTINELS[0]! }), [nodes]);
+
+/** Point lookup with the ID written into the query text: every ID is a distinct body. */
+export const pointLookupLiteral = (nodes: number): BodyTemplate => cut(pointLookup(SENTINELS[0]!), [nodes]);
+
+/** Point lookup as the client sends it: one query text, the ID in `parameters` (typed i64). */
+export const pointLookupParam = (nodes: number): BodyTemplate => readById((id) => g().n(id).valueMap(), nodes);
+
+/** 1-hop rows: `value_map` of at most 100 out-neighbours over FOLLOWS, start ID as a parameter. */
+export const oneHopRowsParam = (nodes: number): BodyTemplate => readById((id) => g().n(id).out(FOLLOWS).limit(ROWS).valueMap(), nodes);
+
+/** 2-hop rows: `value_map` of at most 100 distinct nodes two FOLLOWS steps out, start ID as a parameter. */
+export const twoHopRowsParam = (nodes: number): BodyTemplate =>
+  readById((id) => g().n(id).out(FOLLOWS).out(FOLLOWS).dedup().limit(ROWS).valueMap(), nodes);
+
+const userParams = defineParams({ name: 'string', age: 'i64', score: 'f64' });
+/** A write as the client sends it: one new User, its properties as parameters. */
+export const addUserParam = (): BodyTemplate => cut(writeBatch(userParams)
+  .varAs('n', g().addN('User', { name: userParams.ref('name'), age: userParams.ref('age'), score: userParams.ref('score') }))
+  .returning(['n'])
+  .toJSON({ name: `mix_${SENTINELS[0]!}`, age: SENTINELS[1]!, score: SENTINELS[2]! + 0.25 }), [1 << 30, 100, 1000]);
+
+const scoreParams = defineParams({ id: 'i64', score: 'f64' });
+/** A write as the client sends it: set `score` of a random node, ID and value as parameters. */
+export const setScoreParam = (nodes: number): BodyTemplate => cut(writeBatch(scoreParams)
+  .varAs('s', g().n(scoreParams.ref('id')).setProperty('score', scoreParams.ref('score')).id())
+  .returning(['s'])
+  .toJSON({ id: SENTINELS[0]!, score: SENTINELS[1]! + 0.5 }), [nodes, 1000]);
 
 /** Bulk load: one request adding the nodes [from, to) through for_each (envelope.md §4.4). */
 export function addNodesChunk(g: Graph, from: number, to: number): string {

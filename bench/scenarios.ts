@@ -17,7 +17,7 @@ import type { Database } from '../src/index.js';
 import type { FloodResult } from './flood.js';
 import type { Graph } from './graph.js';
 import type { Peer } from './load.js';
-import type { LoadResult } from './loadgen.js';
+import type { LoadResult, Workload } from './loadgen.js';
 import * as q from './queries.js';
 import { bidirectional } from 'graphology-shortest-path/unweighted.js';
 
@@ -30,8 +30,11 @@ export interface ScenarioContext {
 export interface HttpScenario {
   key: string;
   title: string;
-  bodies(ctx: ScenarioContext): string[];
-  /** Validate the answer to `bodies[0]` before timing; return a problem or null. */
+  /** Either a fixed list of bodies the load generator rotates through ... */
+  bodies?(ctx: ScenarioContext): string[];
+  /** ... or bodies built per request from templates (random IDs, as clients send them). */
+  workload?(ctx: ScenarioContext): Workload;
+  /** Validate the answer to `bodies[0]` (or to one body of each template) before timing; return a problem or null. */
   check?(answer: { status: number; body: string }): string | null;
   /** Writes: run after every read scenario. */
   mutates?: boolean;
@@ -74,6 +77,38 @@ const okStatus = (a: { status: number; body: string }): string | null =>
 const okScalar = (a: { status: number; body: string }): string | null =>
   okStatus(a) ?? (/^\{"r":\d+\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`);
 
+const okRows = (a: { status: number; body: string }): string | null =>
+  okStatus(a) ?? (/^\{"r":\[(\{"\$id":\d+,[^\]]*)?\]\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`);
+/** Random node IDs over the whole graph (IDs are 0..nodes-1). */
+const nodes = (ctx: ScenarioContext): number => ctx.graph.spec.nodes;
+const one = (template: q.BodyTemplate): Workload => ({ mix: [{ share: 1, template }] });
+
+/**
+ * What real clients send (issue 13): a random node per request over the whole graph, so
+ * the bodies are distinct (far more than the plan cache's 1,024 entries) or, with
+ * parameters, one query text with a different `parameters` object each time.
+ */
+export const clientScenarios: HttpScenario[] = [
+  { key: 'point_rand', title: 'point lookup, random ID in the query text', workload: (ctx) => one(q.pointLookupLiteral(nodes(ctx))), check: okRows },
+  { key: 'point_param', title: 'point lookup, random ID as a parameter', workload: (ctx) => one(q.pointLookupParam(nodes(ctx))), check: okRows },
+  { key: '1hop_rows', title: '1-hop value_map (<= 100 rows), random start as a parameter', workload: (ctx) => one(q.oneHopRowsParam(nodes(ctx))), check: okRows },
+  { key: '2hop_rows', title: '2-hop dedup value_map (<= 100 rows), random start as a parameter', workload: (ctx) => one(q.twoHopRowsParam(nodes(ctx))), check: okRows },
+  {
+    key: 'mix_90_10',
+    title: '90% point lookups / 10% writes (add_n, set_property), parameters',
+    mutates: true,
+    workload: (ctx) => ({ mix: [
+      { share: 0.9, template: q.pointLookupParam(nodes(ctx)) },
+      { share: 0.05, template: q.addUserParam() },
+      { share: 0.05, template: q.setScoreParam(nodes(ctx)) },
+    ] }),
+    check: okStatus,
+  },
+];
+
+/** Read scenarios whose p99 should stay within 2x their p50 (issue 13). */
+export const tailKeys = ['point_rand', 'point_param', '1hop_rows', '2hop_rows'];
+
 export const httpScenarios: HttpScenario[] = [
   {
     key: 'point',
@@ -97,6 +132,7 @@ export const httpScenarios: HttpScenario[] = [
     bodies: () => Array.from({ length: 256 }, (_, i) => q.addUser(i)),
     check: (a) => okStatus(a) ?? (/^\{"n":\[\{"\$id":\d+\}\]\}$/.test(a.body) ? null : `unexpected body ${a.body.slice(0, 300)}`),
   },
+  ...clientScenarios,
 ];
 
 /** Distinct out-neighbour keys of `key` (graphology iterates each neighbour once, even in a multigraph). */
@@ -205,7 +241,9 @@ export interface InProcessRow {
 
 export interface Results {
   http?: {
-    bare: LoadResult; bareForeign: number | null; rows: HttpRow[]; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number;
+    bare: LoadResult; bareForeign: number | null; rows: HttpRow[];
+    /** Bare uWS driven by the per-request body builder (the client's own cost; should be ~1x `bare`). */
+    bareBuilt?: LoadResult; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number;
     /** Point lookups and /healthz idle vs under a flood of pathological reads (flood.ts). */
     flood?: FloodResult | { error: string };
   };
@@ -221,10 +259,19 @@ export interface Goal {
 }
 
 const httpRatio = (key: string) => (r: Results): number | undefined => r.http?.rows.find((x) => x.key === key)?.ratioToBare;
+/** The worst p99 / p50 among the client read scenarios. */
+const worstTail = (r: Results): number | undefined => {
+  const tails = (r.http?.rows ?? []).filter((x) => tailKeys.includes(x.key)).map((x) => x.result.p99us / x.result.p50us);
+  return tails.length > 0 ? Math.max(...tails) : undefined;
+};
 
 export const goals: Goal[] = [
   { label: 'point lookup over HTTP vs bare uWS (c=64)', target: 0.6, unit: 'x', better: 'higher', measure: httpRatio('point') },
   { label: '1-hop count over HTTP vs bare uWS (c=64)', target: 0.5, unit: 'x', better: 'higher', measure: httpRatio('1hop') },
+  { label: 'point lookup, random ID in the text, vs bare uWS (c=64)', target: 0.6, unit: 'x', better: 'higher', measure: httpRatio('point_rand') },
+  { label: 'point lookup, random ID as a parameter, vs bare uWS (c=64)', target: 0.6, unit: 'x', better: 'higher', measure: httpRatio('point_param') },
+  { label: '1-hop value_map rows vs bare uWS (c=64)', target: 0.3, unit: 'x', better: 'higher', measure: httpRatio('1hop_rows') },
+  { label: 'worst p99 / p50 of the client read scenarios', target: 2, unit: 'x', better: 'lower', measure: worstTail },
   { label: 'in-process 2-hop vs graphology', target: 20, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === '2hop')?.ratio },
   { label: 'in-process shortest_path vs graphology-shortest-path', target: 10, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === 'path')?.ratio },
   { label: 'server RSS with graph loaded (right after the load)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssLoadedMiB },
