@@ -7,43 +7,16 @@
 import { describe, expect, it } from 'vitest';
 import { analyze, bm25, TextMemory, TextPartition, textMaintainCounters, textSearchCounters, textSearchOptions, type Analyzer } from '../dist/src/text/index.js';
 import { rng } from '../bench/seeded-random.js';
+import { bruteForce, tokens } from './fixtures/text-workload.js';
 
 // ------------------------------------------------------------------ the model
 
 interface ModelDoc { doc: number; element: number; terms: string[]; created: number; deleted: number }
 
 /** Tokenizer of the spec, written again here: runs of Unicode letters/numbers, lower-cased per token. */
-const tokens = (text: string): string[] => (text.match(/[\p{Alphabetic}\p{N}]+/gu) ?? []).map((t) => t.toLowerCase());
 
 const visible = (d: ModelDoc, s: number): boolean => d.created !== 0 && d.created <= s && (d.deleted === 0 || s < d.deleted);
 
-/** Brute-force BM25 top-k at snapshot s: every visible document scored. */
-function bruteForce(docs: ModelDoc[], query: string, k: number, s: number): { elements: number[]; scores: number[] } {
-  const qterms: string[] = [];
-  for (const t of tokens(query)) if (!qterms.includes(t)) qterms.push(t);
-  const live = docs.filter((d) => visible(d, s));
-  const n = live.length;
-  const total = live.reduce((a, d) => a + d.terms.length, 0);
-  if (qterms.length === 0 || n === 0 || total === 0) return { elements: [], scores: [] };
-  const avgdl = total / n;
-  const df = qterms.map((t) => live.filter((d) => d.terms.includes(t)).length);
-  const rows: { element: number; score: number }[] = [];
-  for (const d of live) {
-    let sum = 0, matched = false;
-    for (let i = 0; i < qterms.length; i++) {
-      let tf = 0;
-      for (const x of d.terms) if (x === qterms[i]) tf++;
-      if (tf === 0) continue;
-      matched = true;
-      const idf = Math.log(1 + (n - df[i]! + 0.5) / (df[i]! + 0.5));
-      sum += idf * ((tf * (1.2 + 1)) / (tf + 1.2 * (1 - 0.75 + 0.75 * (d.terms.length / avgdl))));
-    }
-    if (matched) rows.push({ element: d.element, score: Math.fround(sum) });
-  }
-  rows.sort((a, b) => b.score - a.score || a.element - b.element);
-  const top = rows.slice(0, k);
-  return { elements: top.map((r) => r.element), scores: top.map((r) => r.score) };
-}
 
 // ------------------------------------------------------------------ random corpora
 
