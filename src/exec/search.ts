@@ -23,9 +23,9 @@ import { currentView, findServing, type ViewIndex } from '../index/view.js';
 import { PartitionDirectory } from '../index/partition-directory.js';
 import { queryVector, storedVector } from '../index/vector-values.js';
 import { ElementPoints } from '../index/vector-elements.js';
-import { distinctTerms, storedText } from '../index/text-index.js';
+import { storedText } from '../index/text-index.js';
 import { VectorGraph, vectorDistance } from '../vector/index.js';
-import { analyze, bm25, TextPartition } from '../text/index.js';
+import { analyze, bm25, distinctTerms, TextPartition } from '../text/index.js';
 import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { EXTRA_BYTES, guard } from './guard.js';
@@ -151,18 +151,32 @@ function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: bo
 }
 
 /**
- * The record of candidate `id` at the snapshot when it has the index's label and, under a
- * tenant property, the searched tenant; else null (no candidate).
+ * Which input elements are candidates of a `*_within` search: the index's label and, under
+ * a tenant property, the searched tenant (names resolved once per search, not per candidate).
  */
-function candidateRecord(ctx: ExecCtx, index: ViewIndex, tenant: Value | undefined, id: number, edges: boolean): PropertyRecord | null {
-  const d = index.record.definition, store = ctx.store;
-  if ((edges ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)) !== store.names.idOf(d.label)) return null;
-  const record = edges ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
-  if (d.tenantProperty !== null) {
-    const t = recordGet(record, store.names.idOf(d.tenantProperty));
-    if (t === undefined || t === null || !valuesEqual(t, tenant!)) return null;
+class Candidates {
+  private readonly labelId: number;
+  private readonly tenantId: number;
+  readonly propertyId: number;
+
+  constructor(private readonly ctx: ExecCtx, index: ViewIndex, private readonly tenant: Value | undefined, private readonly edges: boolean) {
+    const d = index.record.definition, names = ctx.store.names;
+    this.labelId = names.idOf(d.label);
+    this.propertyId = names.idOf(d.property);
+    this.tenantId = d.tenantProperty === null ? -1 : names.idOf(d.tenantProperty);
   }
-  return record;
+
+  /** The record of element `id` at the snapshot when it is a candidate, else null. */
+  record(id: number): PropertyRecord | null {
+    const { ctx, edges } = this, store = ctx.store;
+    if ((edges ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)) !== this.labelId) return null;
+    const record = edges ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
+    if (this.tenantId >= 0) {
+      const t = recordGet(record, this.tenantId);
+      if (t === undefined || t === null || !valuesEqual(t, this.tenant!)) return null;
+    }
+    return record;
+  }
 }
 
 /** Rows of the k best candidates (smallest `order`, ties by ascending ID), each ranked `rank`. */
@@ -186,7 +200,7 @@ function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<numbe
 function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
   const firstRows = firstOccurrences(ctx, opName, input, edges);
-  const propertyId = ctx.store.names.idOf(d.property);
+  const filter = new Candidates(ctx, index, tenant, edges), propertyId = filter.propertyId;
   const memory = ctx.store.vectorMemory();
   const elements = ElementPoints.attach(memory, index.elements!);
   // Most candidates' points are in the searched partition: the last graph is kept at hand.
@@ -224,7 +238,7 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
         continue;
       }
     }
-    const record = candidateRecord(ctx, index, tenant, id, edges);
+    const record = filter.record(id);
     const value = record === null ? undefined : recordGet(record, propertyId);
     if (value === undefined) continue;
     let vector: Float32Array;
@@ -259,13 +273,13 @@ function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInd
   if (terms.length === 0) return new RowSet(); // a query without terms matches nothing
   const slotOf = new Map(terms.map((t, i) => [t, i]));
   const stats = TextPartition.attach(ctx.store.textMemory(), root).termStats(terms, ctx.at);
-  const propertyId = ctx.store.names.idOf(d.property);
+  const filter = new Candidates(ctx, index, tenant, edges), propertyId = filter.propertyId;
   const tfs = new Array<number>(terms.length);
   const rowOf: number[] = [], ids: number[] = [], scores: number[] = [];
   for (let c = 0; c < firstRows.length; c++) {
     const row = firstRows[c]!;
     const id = idOfKey(input.el[row]!);
-    const record = candidateRecord(ctx, index, tenant, id, edges);
+    const record = filter.record(id);
     const value = record === null ? undefined : recordGet(record, propertyId);
     if (value === undefined) continue;
     let text: string;

@@ -8,11 +8,11 @@
 // included); the partitions are derived from the data, carried whole by snapshots and
 // otherwise rebuilt from the data.
 import { limits } from '../limits.js';
-import { dbError, queryError } from '../protocol/errors.js';
+import { dbError } from '../protocol/errors.js';
 import { StringArray, tagOf, type Value } from '../protocol/value.js';
 import { recordGet, type PropertyRecord } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
-import { analyze, TextPartition, type Analyzer } from '../text/index.js';
+import { TextPartition, type Analyzer } from '../text/index.js';
 import type { IndexRecord } from './catalog.js';
 import { partitionIdentity, SlotMap, TenantPartitions, type TenantPartition } from './partitions.js';
 import { SearchIndex } from './search-index.js';
@@ -26,15 +26,6 @@ export function storedText(v: Value): string {
   if (typeof v === 'string') return v;
   if (v instanceof StringArray) return v.items.join('\n');
   throw dbError('invalid_index_source_data', `Invalid index source data: a text index accepts a string or a string_array, got ${tagOf(v)}`);
-}
-
-/** A query's distinct terms in first-occurrence order, as TextPartition.search sees them. */
-export function distinctTerms(query: string, analyzer: Analyzer): string[] {
-  const out: string[] = [];
-  const seen = new Set<string>();
-  for (const t of analyze(query, analyzer)) if (!seen.has(t)) { seen.add(t); out.push(t); }
-  if (out.length > limits.textQueryTermsMax) throw queryError(`a text query of ${out.length} distinct terms is over the limit of ${limits.textQueryTermsMax}`);
-  return out;
 }
 
 interface Entry { readonly text: string; readonly tenant: Value | undefined }

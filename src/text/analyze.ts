@@ -64,3 +64,17 @@ export function termHash(term: string): number {
   }
   return h >>> 0;
 }
+
+/**
+ * A query's distinct terms in first-occurrence order: what a search scores (BM25 sums over
+ * distinct terms, indexes.md §7.4). More than limits.textQueryTermsMax: 500 invalid_query.
+ */
+export function distinctTerms(query: string, analyzer: Analyzer): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const t of analyze(query, analyzer)) if (!seen.has(t)) { seen.add(t); out.push(t); }
+  if (out.length > limits.textQueryTermsMax) {
+    throw new SvcError('invalid_query', `db error: Query error: a text query of ${out.length} distinct terms is over the limit of ${limits.textQueryTermsMax}`);
+  }
+  return out;
+}

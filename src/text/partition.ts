@@ -26,7 +26,7 @@
 // see REGROW below.
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
-import { analyze, analyzerCode, ANALYZERS, termHash, type Analyzer } from './analyze.js';
+import { analyze, analyzerCode, ANALYZERS, distinctTerms, termHash, type Analyzer } from './analyze.js';
 import { BOUND_INFLATION, idfOf, termWeight, type TermStats } from './bm25.js';
 import {
   B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
@@ -950,14 +950,7 @@ export class TextPartition {
 
   /** The distinct terms of a query, first-occurrence order. */
   private queryTerms(query: string): string[] {
-    const all = analyze(query, this.analyzer);
-    const seen = new Set<string>();
-    const out: string[] = [];
-    for (const t of all) if (!seen.has(t)) { seen.add(t); out.push(t); }
-    if (out.length > limits.textQueryTermsMax) {
-      throw new SvcError('invalid_query', `db error: Query error: a text query of ${out.length} distinct terms is over the limit of ${limits.textQueryTermsMax}`);
-    }
-    return out;
+    return distinctTerms(query, this.analyzer);
   }
 
   /** Statistics at a snapshot (already announced read). */
