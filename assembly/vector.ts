@@ -137,6 +137,7 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
 const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
 const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5, R_N0: u32 = 6;
 const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13;
+const E_CHUNK_SHIFT: u32 = 16, W_RANKED: u32 = 0, W_RECORD: u32 = 1;
 const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
 
 // Memory ordering (src/vector/graph.ts header): JS loads the entry point and then the count
@@ -469,34 +470,159 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   return searchExactT<u32>(root, s, k, snapshot, count);
 }
 
-/** Points whose vectors distances() loads ahead of the one it measures (no prefetch in WebAssembly). */
+/** Points whose vectors withinTop() loads ahead of the one it measures (no prefetch in WebAssembly). */
 const AHEAD: u32 = 8;
 
-function distancesT<T>(root: u32, s: u32, n: u32): void {
-  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
-  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
-  const batch = word(s + S_BATCH), out = batch + word(s + S_BATCH_CAP);
-  let touch: u32 = 0;
-  for (let i: u32 = 0; i < n && i < AHEAD; i++) {
-    const r = record(root, word(batch + i));
-    for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
-  }
-  for (let i: u32 = 0; i < n; i++) {
-    if (i + AHEAD < n) {
-      const r = record(root, word(batch + i + AHEAD));
-      for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+// ---- *_within: exact top-k of given elements ------------------------------------------------
+// Pruning is exact: every term of a squared-Euclidean or Manhattan sum is >= 0, each
+// accumulator lane only grows, and f32 addition is monotone, so the distance is >= the
+// accumulators combined at any point of the loop (in the documented order). A point whose
+// partial sum already ranks after the k-th best cannot enter the top k and is abandoned.
+// Cosine has no such bound (a dot product can shrink) and is measured whole.
+
+/** Squared L2 (T u16) or L1 (T u32) in the documented order, or a partial sum > `bound`. */
+// @ts-ignore: decorator
+@inline function sumUpTo<T>(a: u32, b: u32, dim: u32, bound: f32): f32 {
+  const pa = <usize>a << 2, pb = <usize>b << 2;
+  let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+  let i: u32 = 0;
+  for (; i + 16 <= dim; i += 16) {
+    const o = <usize>i << 2;
+    if (sizeof<T>() == 2) {
+      c0 = f32x4.add(c0, sqd(v128.load(pa + o), v128.load(pb + o)));
+      c1 = f32x4.add(c1, sqd(v128.load(pa + o, 16), v128.load(pb + o, 16)));
+      c2 = f32x4.add(c2, sqd(v128.load(pa + o, 32), v128.load(pb + o, 32)));
+      c3 = f32x4.add(c3, sqd(v128.load(pa + o, 48), v128.load(pb + o, 48)));
+    } else {
+      c0 = f32x4.add(c0, absd(v128.load(pa + o), v128.load(pb + o)));
+      c1 = f32x4.add(c1, absd(v128.load(pa + o, 16), v128.load(pb + o, 16)));
+      c2 = f32x4.add(c2, absd(v128.load(pa + o, 32), v128.load(pb + o, 32)));
+      c3 = f32x4.add(c3, absd(v128.load(pa + o, 48), v128.load(pb + o, 48)));
     }
-    setF(out + i, pointDistance<T>(q, qn, record(root, word(batch + i)), vec, dim));
+    if ((i & 16) != 0) {
+      const partial = lanes(f32x4.add(f32x4.add(c0, c1), f32x4.add(c2, c3)));
+      if (partial > bound) return partial;
+    }
   }
-  touched += touch;
+  // The rest as squaredL2 / manhattan end (same order, same bits).
+  for (let c: u32 = 0; c < 3 && i + 4 <= dim; c++, i += 4) {
+    const x = v128.load(pa + (<usize>i << 2)), y = v128.load(pb + (<usize>i << 2));
+    const t = sizeof<T>() == 2 ? sqd(x, y) : absd(x, y);
+    if (c == 0) c0 = f32x4.add(c0, t);
+    else if (c == 1) c1 = f32x4.add(c1, t);
+    else c2 = f32x4.add(c2, t);
+  }
+  let sum = lanes(f32x4.add(f32x4.add(c0, c1), f32x4.add(c2, c3)));
+  for (; i < dim; i++) {
+    const d = load<f32>(pa + (<usize>i << 2)) - load<f32>(pb + (<usize>i << 2));
+    sum += sizeof<T>() == 2 ? d * d : Mathf.abs(d);
+  }
+  return sum;
 }
 
-/** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (twin.ts distances). */
-export function distances(root: u32, s: u32, n: u32): void {
+/** Whether within-heap entry (da, position a) ranks after (db, b): distance, then element ID. */
+// @ts-ignore: decorator
+@inline function withinAfter(batch: u32, da: f32, a: u32, db: f32, b: u32): bool {
+  return da != db ? da > db : word(batch + a) > word(batch + b);
+}
+
+function withinSift(batch: u32, h: u32, n: u32, d: f32, p: u32): void {
+  let i: u32 = 0;
+  while (true) {
+    let c: u32 = 2 * i + 1;
+    if (c >= n) break;
+    let cd = fword(h + 2 * c), cp = word(h + 2 * c + 1);
+    if (c + 1 < n) {
+      const rd = fword(h + 2 * c + 2), rp = word(h + 2 * c + 3);
+      if (withinAfter(batch, rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
+    }
+    if (!withinAfter(batch, cd, cp, d, p)) break;
+    put(h, i, cd, cp);
+    i = c;
+  }
+  put(h, i, d, p);
+}
+
+function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, count: u32, k: u32): u32 {
+  const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
+  const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
+  const batch = word(s + S_BATCH), status = batch + word(s + S_BATCH_CAP), h = word(s + S_RES);
+  const slotMask: u32 = (<u32>1 << E_CHUNK_SHIFT) - 1;
+  let nr: u32 = 0;
+  let touch: u32 = 0;
+  for (let i: u32 = 0; i < n; i++) {
+    if (i + AHEAD < n) {
+      // Start the cache misses of the point AHEAD candidates on.
+      const ahead = word(batch + i + AHEAD);
+      const chunk = atomic.load<u32>(<usize>(elements + 1 + (ahead >>> E_CHUNK_SHIFT)) << 2);
+      if (chunk != 0) {
+        const pair = chunk + 2 * (ahead & slotMask);
+        const p = word(pair) - 1;
+        if (word(pair + 1) == root && p < count) {
+          const r = record(root, p);
+          touch += word(r);
+          for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
+        }
+      }
+    }
+    const id = word(batch + i);
+    let st = W_RECORD;
+    // The chunk pointer is published with a release store (vector-elements.ts): acquire it.
+    const chunk = atomic.load<u32>(<usize>(elements + 1 + (id >>> E_CHUNK_SHIFT)) << 2);
+    if (chunk != 0) {
+      const pair = chunk + 2 * (id & slotMask);
+      const p = word(pair) - 1;
+      // A pair may be stale or torn: it is used only when its point is published (below the
+      // count loaded by the caller), belongs to this element and is visible.
+      if (word(pair + 1) == root && p < count) {
+        const rec = record(root, p);
+        if (word(rec + R_ELEMENT) == id && visible(rec, snapshot)) {
+          st = W_RANKED;
+          if (nr < k) {
+            const d = pointDistance<T>(q, qn, rec, vec, dim);
+            // Push: sift up from the end.
+            let j = nr++;
+            while (j > 0) {
+              const parent = (j - 1) >> 1;
+              if (!withinAfter(batch, d, i, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
+              move(h, j, parent);
+              j = parent;
+            }
+            put(h, j, d, i);
+          } else {
+            const worst = fword(h);
+            const d = sizeof<T>() == 1 ? pointDistance<T>(q, qn, rec, vec, dim) : sumUpTo<T>(q, rec - vec, dim, worst);
+            if (withinAfter(batch, worst, word(h + 1), d, i)) withinSift(batch, h, nr, d, i);
+          }
+        }
+      }
+    }
+    setWord(status + i, st);
+  }
+  touched += touch;
+  // Heap sort in place: ascending (distance, element) pairs [d, position] at S_RES.
+  for (let end = nr; end > 1; end--) {
+    const d = fword(h + 2 * (end - 1)), p = word(h + 2 * (end - 1) + 1);
+    move(h, end - 1, 0);
+    withinSift(batch, h, end - 1, d, p);
+  }
+  return nr;
+}
+
+/**
+ * `*_within` (twin.ts withinTop): of the n element IDs at S_BATCH, those whose point in the
+ * graph at `root` holds their vector at `snapshot` (found through the element map at
+ * `elements`) get status W_RANKED, the others W_RECORD (u32 statuses after the IDs); the k
+ * nearest of the ranked, ascending by (distance, element), go to S_RES as pairs
+ * [distance, position in the batch]. `count` is the graph's point count, loaded by the
+ * caller with an acquire. Returns how many pairs.
+ */
+export function withinTop(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, count: u32, k: u32): u32 {
+  if (k == 0) return 0;
   const metric = word(root + G_METRIC);
-  if (metric == METRIC_COSINE) distancesT<u8>(root, s, n);
-  else if (metric == METRIC_EUCLIDEAN) distancesT<u16>(root, s, n);
-  else distancesT<u32>(root, s, n);
+  if (metric == METRIC_COSINE) return withinTopT<u8>(root, elements, s, n, snapshot, count, k);
+  if (metric == METRIC_EUCLIDEAN) return withinTopT<u16>(root, elements, s, n, snapshot, count, k);
+  return withinTopT<u32>(root, elements, s, n, snapshot, count, k);
 }
 
 export function visibleCount(root: u32, snapshot: u32, count: u32): u32 {

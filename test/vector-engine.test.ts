@@ -5,7 +5,8 @@ import { mixture } from '../bench/vector-data.js';
 import { rng } from '../bench/seeded-random.js';
 import { exportGraph, importGraph, joinChunks, setVectorKernel, vectorDistance, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
 import { kernelsFor, vectorKernelsOn } from '../src/vector/kernel.js';
-import { METRIC_COSINE } from '../src/vector/layout.js';
+import { METRIC_COSINE, W_RANKED, W_RECORD } from '../src/vector/layout.js';
+import { ElementPoints } from '../src/index/vector-elements.js';
 import { SvcError } from '../src/protocol/errors.js';
 
 const METRICS: Metric[] = ['cosine', 'euclidean', 'manhattan'];
@@ -226,25 +227,61 @@ describe('vector export', () => {
 });
 
 describe('vector graph edges', () => {
-  it('distances() gives vectorDistance for any given points; elementOf and readVector read them back', () => {
+  it('elementOf and readVector read points back', () => {
     const dim = 13;
     const data = mixture({ dimension: dim, clusters: 3, spread: 2, seed: 8 }, 5000, 9);
     for (const metric of METRICS) {
+      const { g } = build(metric, data, dim, () => 1, { efConstruction: 16 });
+      expect(g.elementOf(4999)).toBe(5999);
+      const v = new Float32Array(dim);
+      g.readVector(4242, v);
+      expect([...v]).toEqual([...row(data, dim, 4242)]);
+      expect(() => g.readVector(5000, v)).toThrow(/no vector point/);
+    }
+  });
+
+  it('withinTop() ranks exactly the given elements whose point in the graph is visible (pruning included), ties by ID; the rest go to their records', () => {
+    const dim = 37;
+    // Every 10th row repeats the one before it: equal distances, ranked by element ID.
+    const base = mixture({ dimension: dim, clusters: 4, spread: 1, seed: 21 }, 3000, 5);
+    for (let i = 10; i < 3000; i += 10) base.copyWithin(i * dim, (i - 1) * dim, i * dim);
+    const other = mixture({ dimension: dim, clusters: 2, spread: 1, seed: 22 }, 200, 6);
+    const next = rng(31);
+    for (const metric of METRICS) {
+      const results: string[] = [];
+      // Candidates: a shuffle of most elements, the other graph's, and unknown IDs.
+      const ids = [...Array.from({ length: 3000 }, (_, i) => 1000 + i).filter((id) => id % 4 !== 1), ...Array.from({ length: 200 }, (_, i) => 9000 + i), 5, 7, 70_000];
+      for (let i = ids.length - 1; i > 0; i--) { const j = Math.floor(next() * (i + 1)); [ids[i], ids[j]] = [ids[j]!, ids[i]!]; }
       for (const on of [true, false]) {
         setVectorKernel(on);
-        const { g } = build(metric, data, dim, () => 1, { efConstruction: 16 });
-        g.remove(3, 1);
-        const points = new Uint32Array(4500).map((_, i) => (i * 7919) % 5000);
-        const out = new Float32Array(4500);
-        const q = row(data, dim, 17).map((x) => x + 0.25);
-        g.distances(q, points, 4500, out);
-        for (let i = 0; i < 4500; i += 37) expect(out[i], `${metric} ${on}`).toBe(vectorDistance(metric, q, row(data, dim, points[i]!)));
-        expect(g.elementOf(4999)).toBe(5999);
-        const v = new Float32Array(dim);
-        g.readVector(4242, v);
-        expect([...v]).toEqual([...row(data, dim, 4242)]);
-        expect(() => g.distances(q, new Uint32Array([5000]), 1, out)).toThrow(/no vector point/);
+        const { vm, g } = build(metric, base, dim, (i) => 1 + (i % 3), { efConstruction: 16 });
+        const elsewhere = VectorGraph.create(vm, { dimension: dim, metric, efConstruction: 16 });
+        const map = ElementPoints.create(vm);
+        for (let i = 0; i < 3000; i++) if (i % 50 !== 7) map.set(1000 + i, i, g.root); // some elements not in the map
+        for (let i = 0; i < 200; i++) map.set(9000 + i, elsewhere.insert(9000 + i, row(other, dim, i), 1), elsewhere.root);
+        for (let p = 0; p < 3000; p += 13) g.remove(p, 3);
+        const idArray = Uint32Array.from(ids);
+        const status = new Uint32Array(ids.length);
+        for (const [snapshot, k] of [[2, 10], [4, 1], [4, 100], [3, 5000]] as const) {
+          const q = row(base, dim, 500).map((x, i) => x + (i % 2 === 0 ? 0.5 : -0.25));
+          const positions = new Uint32Array(k), distances = new Float32Array(k);
+          const found = g.withinTop(q, map.root, idArray, ids.length, snapshot, k, status, positions, distances);
+          const ranked: [number, number][] = [];
+          ids.forEach((id, c) => {
+            const point = id - 1000;
+            const visible = id >= 1000 && id < 4000 && point % 50 !== 7 && 1 + (point % 3) <= snapshot && !(point % 13 === 0 && snapshot >= 3);
+            expect(status[c], `${metric} ${on} ${id} @${snapshot}`).toBe(visible ? W_RANKED : W_RECORD);
+            if (visible) ranked.push([vectorDistance(metric, q, row(base, dim, point)), id]);
+          });
+          ranked.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+          const want = ranked.slice(0, k);
+          expect(found).toBe(want.length);
+          expect(Array.from({ length: found }, (_, j) => [distances[j], ids[positions[j]!]])).toEqual(want);
+          results.push(`${found}:${[...positions.subarray(0, found)]}:${[...distances.subarray(0, found)]}`);
+        }
       }
+      // The kernel and its twin give the same positions and the same bits.
+      expect(results.slice(0, 4).join() === results.slice(4).join(), metric).toBe(true);
     }
   });
 

@@ -25,6 +25,7 @@ import { queryVector, storedVector } from '../index/vector-values.js';
 import { ElementPoints } from '../index/vector-elements.js';
 import { storedText } from '../index/text-index.js';
 import { VectorGraph, vectorDistance } from '../vector/index.js';
+import { W_RECORD } from '../vector/layout.js';
 import { analyze, bm25, distinctTerms, TextPartition } from '../text/index.js';
 import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
@@ -190,56 +191,52 @@ function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<numbe
   return out;
 }
 
+/** Per-thread arrays of `*_within` (one search at a time, after its input is evaluated), grown to fit. */
+let withinIds = new Uint32Array(0), withinStatus = new Uint32Array(0);
+
 /**
  * `vector_search_*_within`: the input's distinct elements that the index would hold at this
  * snapshot (its label, a vector it accepts, the tenant's partition), ranked by exact
- * distance. An element whose point (index/vector-elements.ts) holds its vector at this
- * snapshot is ranked from the graph by the distance kernel; any other (a snapshot older than
- * its current point, a write racing the read) from its record, with the same arithmetic.
+ * distance. Candidates whose point in the searched graph holds their vector at this
+ * snapshot are found, measured and ranked in one kernel pass (VectorGraph.withinTop, through
+ * the element map); any other (a point in another tenant's graph, a snapshot older than its
+ * current point, a write racing the read) is decided here from its record, with the same
+ * arithmetic, and joins the kernel's k best.
  */
 function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
-  const firstRows = firstOccurrences(ctx, opName, input, edges);
-  const filter = new Candidates(ctx, index, tenant, edges), propertyId = filter.propertyId;
+  const rows = firstOccurrences(ctx, opName, input, edges);
+  const n = rows.length;
+  if (withinIds.length < n) {
+    withinIds = new Uint32Array(Math.max(n, 2 * withinIds.length));
+    withinStatus = new Uint32Array(withinIds.length);
+  }
+  const ids = withinIds, status = withinStatus;
+  for (let c = 0; c < n; c++) ids[c] = idOfKey(input.el[rows[c]!]!);
+  guard.step(n);
   const memory = ctx.store.vectorMemory();
-  const elements = ElementPoints.attach(memory, index.elements!);
-  // Most candidates' points are in the searched partition: the last graph is kept at hand.
-  const graphs = new Map<number, VectorGraph>();
-  let lastRoot = 0, lastGraph: VectorGraph | null = null;
-  const graphOf = (root: number): VectorGraph => {
-    if (root === lastRoot) return lastGraph!;
-    let graph = graphs.get(root);
-    if (graph === undefined) graphs.set(root, graph = VectorGraph.attach(memory, root));
-    lastRoot = root;
-    return lastGraph = graph;
-  };
-  // Candidates: their input rows and IDs, in input order.
-  const rowOf = new Uint32Array(firstRows.length), ids = new Uint32Array(firstRows.length);
-  let candidates = 0;
-  const distance = new Float64Array(firstRows.length);
-  // Candidates ranked from the graph: their points and positions, then one kernel pass.
-  const points = new Uint32Array(firstRows.length), fastAt = new Uint32Array(firstRows.length);
-  let fast = 0;
-  for (let c = 0; c < firstRows.length; c++) {
-    guard.step(1);
-    const row = firstRows[c]!;
-    const id = idOfKey(input.el[row]!);
-    const point = elements.point(id);
-    if (point >= 0) {
-      const root = elements.lastRoot;
-      if (root !== 0 && graphOf(root).holds(point, id, ctx.at)) {
-        // Its vector at this snapshot; in another tenant's partition it is no candidate.
-        if (root === wanted) {
-          points[fast] = point;
-          fastAt[fast++] = candidates;
-          rowOf[candidates] = row;
-          ids[candidates++] = id;
-        }
-        continue;
-      }
-    }
+  const best = Math.min(k, n);
+  guard.charge(best * 8);
+  const positions = new Uint32Array(best), nearest = new Float32Array(best);
+  const found = VectorGraph.attach(memory, wanted).withinTop(query, index.elements!, ids, n, ctx.at, k, status, positions, nearest);
+  // Candidates: the kernel's best, then those decided from their records.
+  const candidateRows: number[] = [], candidateIds: number[] = [], distances: number[] = [];
+  for (let j = 0; j < found; j++) {
+    candidateRows.push(rows[positions[j]!]!);
+    candidateIds.push(ids[positions[j]!]!);
+    distances.push(nearest[j]!);
+  }
+  let filter: Candidates | null = null, elements: ElementPoints | null = null;
+  for (let c = 0; c < n; c++) {
+    if (status[c] !== W_RECORD) continue;
+    const id = ids[c]!;
+    elements ??= ElementPoints.attach(memory, index.elements!);
+    // A point of another graph that holds the vector at this snapshot: another tenant's.
+    const point = elements.point(id), root = elements.lastRoot;
+    if (point >= 0 && root !== 0 && root !== wanted && VectorGraph.attach(memory, root).holds(point, id, ctx.at)) continue;
+    filter ??= new Candidates(ctx, index, tenant, edges);
     const record = filter.record(id);
-    const value = record === null ? undefined : recordGet(record, propertyId);
+    const value = record === null ? undefined : recordGet(record, filter.propertyId);
     if (value === undefined) continue;
     let vector: Float32Array;
     try {
@@ -247,16 +244,12 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     } catch {
       continue; // a value the index does not hold is no candidate
     }
-    distance[candidates] = vectorDistance(d.metric!, query, vector);
-    rowOf[candidates] = row;
-    ids[candidates++] = id;
+    candidateRows.push(rows[c]!);
+    candidateIds.push(id);
+    distances.push(vectorDistance(d.metric!, query, vector));
   }
-  if (fast > 0) {
-    const near = new Float32Array(fast);
-    graphOf(wanted).distances(query, points, fast, near);
-    for (let i = 0; i < fast; i++) distance[fastAt[i]!] = near[i]!;
-  }
-  return rankedRows(input, rowOf, ids, candidates, distance, '$distance', (c) => distance[c]!, k, edges);
+  const order = Float64Array.from(distances);
+  return rankedRows(input, candidateRows, candidateIds, candidateIds.length, order, '$distance', (c) => distances[c]!, k, edges);
 }
 
 /**

@@ -2,8 +2,8 @@
 // point holds each element's vector (and in which partition's graph), which readers use to rank
 // `*_within` candidates straight from the graphs instead of decoding records.
 //
-// Layout (u32 words): a root of [MAGIC, chunk table of ELEMENT_CHUNKS word offsets]; chunk c
-// holds slots [c * 2^16, (c + 1) * 2^16) as pairs [point + 1 (0: none), graph root]. A chunk
+// Layout (u32 words, vector/layout.ts E_*): a root of [MAGIC, chunk table of ELEMENT_CHUNKS word
+// offsets]; chunk c holds slots [c * 2^16, (c + 1) * 2^16) as pairs [point + 1 (0: none), graph root]. A chunk
 // pointer is zero-filled memory published with Atomics.store and read with Atomics.load.
 // Pairs are rewritten in place with plain stores, so a reader may read a stale or torn
 // pair: it only uses a pair to *find* a candidate point and then checks that the point is
@@ -13,9 +13,10 @@
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import type { VectorMemory } from '../vector/memory.js';
+import { E_CHUNK_SHIFT } from '../vector/layout.js';
 
 const MAGIC = 0x4d454c45; // 'ELEM'
-const CHUNK_SHIFT = 16;
+const CHUNK_SHIFT = E_CHUNK_SHIFT;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
 /** Enough chunks for the largest element slot (edges: limits.edgesMax). */
 const ELEMENT_CHUNKS = Math.ceil(Math.max(limits.nodesMax, limits.edgesMax) / CHUNK_SLOTS);

@@ -18,7 +18,7 @@ import { kernelsFor } from './kernel.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_HEADER_WORDS, G_M, G_M0, G_MAGIC, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC,
   GRAPH_MAGIC, METRIC_COSINE, METRIC_EUCLIDEAN, METRIC_MANHATTAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, vectorWords,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
@@ -39,8 +39,6 @@ export interface VectorGraphOptions {
 }
 
 export const DEFAULT_CONNECTIONS = 16;
-/** Points per kernel call of distances() (the IDs and results pass through the thread's scratch). */
-const DISTANCE_BATCH = 4096;
 /** Beam width while inserting: 200 matches hnswlib-node's recall per ef on the benchmark set (128: ef 64 recall 0.981 vs 0.985) at ~0.8x usearch's build time (docs/vector.md §7). */
 export const DEFAULT_EF_CONSTRUCTION = 200;
 
@@ -250,28 +248,37 @@ export class VectorGraph {
   }
 
   /**
-   * Reader: the exact distances from `query` to `count` given points (IDs below pointCount(),
-   * any visibility), into out[0..count): for `*_within` searches, which rank given elements.
+   * Reader (`*_within`): of the `count` element IDs in `ids`, those whose point in this graph
+   * holds their vector at `snapshot`, found through the element map at word `elements`
+   * (index/vector-elements.ts), get status[i] = W_RANKED, the others W_RECORD (the caller
+   * decides those from their records); the k nearest ranked ones, ascending by (distance,
+   * ID), go to `positions` (indexes into `ids`) and `distances`. One kernel pass, no call
+   * per candidate. Returns how many.
    */
-  distances(query: Float32Array, points: Uint32Array, count: number, out: Float32Array): void {
+  withinTop(query: Float32Array, elements: number, ids: Uint32Array, count: number, snapshot: number, k: number, status: Uint32Array, positions: Uint32Array, distances: Float32Array): number {
     if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
-    if (!(count <= points.length && count <= out.length)) fail(`distances of ${count} points into ${points.length} / ${out.length}`);
+    const want = Math.min(k, count);
+    if (!(count <= ids.length && count <= status.length && want <= positions.length && want <= distances.length)) fail(`within top of ${count} elements into ${ids.length} / ${status.length} / ${positions.length} / ${distances.length}`);
+    if (want === 0) return 0;
     const vm = this.vm;
     const known = Atomics.load(vm.u32, this.root + G_COUNT);
     vm.cover(); // after the count (search)
-    for (let i = 0; i < count; i++) if (!(points[i]! < known)) fail(`no vector point ${points[i]}`);
-    const step = Math.min(count, DISTANCE_BATCH);
-    for (let from = 0; from < count; from += step) {
-      const n = Math.min(step, count - from);
-      const s = vm.scratch().ensureBatch(step, this.dimension);
-      const u = vm.u32;
-      const batch = u[s + S_BATCH]!;
-      u.set(points.subarray(from, from + n), batch);
-      vm.f32.set(query, u[s + S_QUERY]!);
-      kernelsFor(vm).distances(this.root, s, n);
-      const at = batch + vm.u32[s + S_BATCH_CAP]!;
-      out.set(vm.f32.subarray(at, at + n), from);
+    const scratch = vm.scratch();
+    scratch.ensure(0, want, this.dimension, 0);
+    const s = scratch.ensureBatch(count, this.dimension);
+    let u = vm.u32;
+    const batch = u[s + S_BATCH]!;
+    u.set(ids.subarray(0, count), batch);
+    vm.f32.set(query, u[s + S_QUERY]!);
+    const found = kernelsFor(vm).withinTop(this.root, elements, s, count, snapshot, known, want);
+    u = vm.u32;
+    const res = u[s + S_RES]!, f = vm.f32;
+    status.set(u.subarray(batch + u[s + S_BATCH_CAP]!, batch + u[s + S_BATCH_CAP]! + count));
+    for (let j = 0; j < found; j++) {
+      distances[j] = f[res + 2 * j]!;
+      positions[j] = u[res + 2 * j + 1]!;
     }
+    return found;
   }
 
   /** A point's element ID. */

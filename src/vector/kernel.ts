@@ -13,7 +13,7 @@ export interface VectorKernels {
   search(root: number, s: number, k: number, ef: number, snapshot: number, count: number, entry: number): number;
   searchExact(root: number, s: number, k: number, snapshot: number, count: number): number;
   visibleCount(root: number, snapshot: number, count: number): number;
-  distances(root: number, s: number, n: number): void;
+  withinTop(root: number, elements: number, s: number, n: number, snapshot: number, count: number, k: number): number;
   insert(root: number, s: number, p: number, entry: number, top: number): void;
 }
 

@@ -77,6 +77,17 @@ export const S_QUERY = 8; // query vector (f32, S_QUERY_CAP words)
 export const S_QUERY_CAP = 9;
 export const S_SEL = 10; // neighbour selection: 2 * (M0 + 1) pair words + M0 + 1 ids
 export const S_SEL_CAP = 11; // pairs
-export const S_BATCH = 12; // distances(): S_BATCH_CAP point IDs, then as many f32 distances
+export const S_BATCH = 12; // withinTop(): S_BATCH_CAP element IDs, then as many u32 statuses
 export const S_BATCH_CAP = 13;
 export const S_HEADER_WORDS = 16;
+
+/**
+ * Element map of a vector index (src/index/vector-elements.ts): a root of [magic, chunk
+ * table]; chunk c holds element slots [c << E_CHUNK_SHIFT, (c + 1) << E_CHUNK_SHIFT) as
+ * pairs [point + 1 (0: none), graph root]. withinDistances() reads it.
+ */
+export const E_CHUNK_SHIFT = 16;
+
+/** What withinDistances() found for a candidate (written over its element ID). */
+export const W_RANKED = 0; // its point in the searched graph holds its vector at the snapshot: distance written
+export const W_RECORD = 1; // anything else: the caller decides from the element's record

@@ -83,7 +83,7 @@ export class ScratchSpace {
     return h;
   }
 
-  /** Room for a batch of `n` point IDs and their distances (distances()); returns the header. */
+  /** Room for a batch of `n` element IDs and their statuses (withinTop()); returns the header. */
   ensureBatch(n: number, dimension: number): number {
     const h = this.ensure(0, 0, dimension, 0);
     if (this.vm.u32[h + S_BATCH_CAP]! < n) {

@@ -17,6 +17,7 @@ import {
   G_COUNT, G_DIM, G_EFC, G_M, G_M0, G_METRIC, G_RECORD, G_VEC, G_CHUNK0,
   METRIC_COSINE, METRIC_EUCLIDEAN, NEVER,
   R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
+  E_CHUNK_SHIFT, W_RANKED, W_RECORD,
   S_BATCH, S_BATCH_CAP, S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
 } from './layout.js';
 
@@ -310,12 +311,42 @@ export function searchExact(root: number, s: number, k: number, snapshot: number
   return nr;
 }
 
-/** Distances from the query at S_QUERY to the n points at S_BATCH, written after them (S_BATCH + S_BATCH_CAP). */
-export function distances(root: number, s: number, n: number): void {
+/**
+ * `*_within` (assembly/vector.ts withinTop): the same statuses and the same k pairs, by
+ * measuring every ranked candidate whole and sorting (the kernel abandons points that cannot
+ * enter the top k; its pruning is exact, so both give the same bits).
+ */
+export function withinTop(root: number, elements: number, s: number, n: number, snapshot: number, count: number, k: number): number {
+  if (k === 0) return 0;
   const q = U[s + S_QUERY]!, dim = U[root + G_DIM]!;
   const qn = U[root + G_METRIC] === METRIC_COSINE ? norm(q, dim) : 0;
-  const batch = U[s + S_BATCH]!, out = batch + U[s + S_BATCH_CAP]!;
-  for (let i = 0; i < n; i++) F[out + i] = toPoint(root, q, qn, record(root, U[batch + i]!));
+  const batch = U[s + S_BATCH]!, status = batch + U[s + S_BATCH_CAP]!, h = U[s + S_RES]!;
+  const slotMask = (1 << E_CHUNK_SHIFT) - 1;
+  const ranked: { d: number; i: number }[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = U[batch + i]!;
+    let st = W_RECORD;
+    const chunk = Atomics.load(U, elements + 1 + (id >>> E_CHUNK_SHIFT));
+    if (chunk !== 0) {
+      const pair = chunk + 2 * (id & slotMask);
+      const p = (U[pair]! - 1) >>> 0;
+      if (U[pair + 1] === root && p < count) {
+        const rec = record(root, p);
+        if (U[rec + R_ELEMENT] === id && visible(rec, snapshot)) {
+          st = W_RANKED;
+          ranked.push({ d: toPoint(root, q, qn, rec), i });
+        }
+      }
+    }
+    U[status + i] = st;
+  }
+  ranked.sort((x, y) => x.d - y.d || U[batch + x.i]! - U[batch + y.i]!);
+  const nr = Math.min(k, ranked.length);
+  for (let j = 0; j < nr; j++) {
+    F[h + 2 * j] = ranked[j]!.d;
+    U[h + 2 * j + 1] = ranked[j]!.i;
+  }
+  return nr;
 }
 
 /** Points among the first `count` visible at `snapshot`. */
