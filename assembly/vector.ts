@@ -470,56 +470,7 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   return searchExactT<u32>(root, s, k, snapshot, count);
 }
 
-/** Points whose vectors withinTop() loads ahead of the one it measures (no prefetch in WebAssembly). */
-const AHEAD: u32 = 8;
-
 // ---- *_within: exact top-k of given elements ------------------------------------------------
-// Pruning is exact: every term of a squared-Euclidean or Manhattan sum is >= 0, each
-// accumulator lane only grows, and f32 addition is monotone, so the distance is >= the
-// accumulators combined at any point of the loop (in the documented order). A point whose
-// partial sum already ranks after the k-th best cannot enter the top k and is abandoned.
-// Cosine has no such bound (a dot product can shrink) and is measured whole.
-
-/** Squared L2 (T u16) or L1 (T u32) in the documented order, or a partial sum > `bound`. */
-// @ts-ignore: decorator
-@inline function sumUpTo<T>(a: u32, b: u32, dim: u32, bound: f32): f32 {
-  const pa = <usize>a << 2, pb = <usize>b << 2;
-  let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
-  let i: u32 = 0;
-  for (; i + 16 <= dim; i += 16) {
-    const o = <usize>i << 2;
-    if (sizeof<T>() == 2) {
-      c0 = f32x4.add(c0, sqd(v128.load(pa + o), v128.load(pb + o)));
-      c1 = f32x4.add(c1, sqd(v128.load(pa + o, 16), v128.load(pb + o, 16)));
-      c2 = f32x4.add(c2, sqd(v128.load(pa + o, 32), v128.load(pb + o, 32)));
-      c3 = f32x4.add(c3, sqd(v128.load(pa + o, 48), v128.load(pb + o, 48)));
-    } else {
-      c0 = f32x4.add(c0, absd(v128.load(pa + o), v128.load(pb + o)));
-      c1 = f32x4.add(c1, absd(v128.load(pa + o, 16), v128.load(pb + o, 16)));
-      c2 = f32x4.add(c2, absd(v128.load(pa + o, 32), v128.load(pb + o, 32)));
-      c3 = f32x4.add(c3, absd(v128.load(pa + o, 48), v128.load(pb + o, 48)));
-    }
-    if ((i & 16) != 0) {
-      const partial = lanes(f32x4.add(f32x4.add(c0, c1), f32x4.add(c2, c3)));
-      if (partial > bound) return partial;
-    }
-  }
-  // The rest as squaredL2 / manhattan end (same order, same bits).
-  for (let c: u32 = 0; c < 3 && i + 4 <= dim; c++, i += 4) {
-    const x = v128.load(pa + (<usize>i << 2)), y = v128.load(pb + (<usize>i << 2));
-    const t = sizeof<T>() == 2 ? sqd(x, y) : absd(x, y);
-    if (c == 0) c0 = f32x4.add(c0, t);
-    else if (c == 1) c1 = f32x4.add(c1, t);
-    else c2 = f32x4.add(c2, t);
-  }
-  let sum = lanes(f32x4.add(f32x4.add(c0, c1), f32x4.add(c2, c3)));
-  for (; i < dim; i++) {
-    const d = load<f32>(pa + (<usize>i << 2)) - load<f32>(pb + (<usize>i << 2));
-    sum += sizeof<T>() == 2 ? d * d : Mathf.abs(d);
-  }
-  return sum;
-}
-
 /** Whether within-heap entry (da, position a) ranks after (db, b): distance, then element ID. */
 // @ts-ignore: decorator
 @inline function withinAfter(batch: u32, da: f32, a: u32, db: f32, b: u32): bool {
@@ -549,22 +500,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
   const batch = word(s + S_BATCH), status = batch + word(s + S_BATCH_CAP), h = word(s + S_RES);
   const slotMask: u32 = (<u32>1 << E_CHUNK_SHIFT) - 1;
   let nr: u32 = 0;
-  let touch: u32 = 0;
   for (let i: u32 = 0; i < n; i++) {
-    if (i + AHEAD < n) {
-      // Start the cache misses of the point AHEAD candidates on.
-      const ahead = word(batch + i + AHEAD);
-      const chunk = atomic.load<u32>(<usize>(elements + 1 + (ahead >>> E_CHUNK_SHIFT)) << 2);
-      if (chunk != 0) {
-        const pair = chunk + 2 * (ahead & slotMask);
-        const p = word(pair) - 1;
-        if (word(pair + 1) == root && p < count) {
-          const r = record(root, p);
-          touch += word(r);
-          for (let w: u32 = r - vec; w < r; w += 16) touch += word(w);
-        }
-      }
-    }
     const id = word(batch + i);
     let st = W_RECORD;
     // The chunk pointer is published with a release store (vector-elements.ts): acquire it.
@@ -578,8 +514,8 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
         const rec = record(root, p);
         if (word(rec + R_ELEMENT) == id && visible(rec, snapshot)) {
           st = W_RANKED;
+          const d = pointDistance<T>(q, qn, rec, vec, dim);
           if (nr < k) {
-            const d = pointDistance<T>(q, qn, rec, vec, dim);
             // Push: sift up from the end.
             let j = nr++;
             while (j > 0) {
@@ -589,17 +525,12 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
               j = parent;
             }
             put(h, j, d, i);
-          } else {
-            const worst = fword(h);
-            const d = sizeof<T>() == 1 ? pointDistance<T>(q, qn, rec, vec, dim) : sumUpTo<T>(q, rec - vec, dim, worst);
-            if (withinAfter(batch, worst, word(h + 1), d, i)) withinSift(batch, h, nr, d, i);
-          }
+          } else if (withinAfter(batch, fword(h), word(h + 1), d, i)) withinSift(batch, h, nr, d, i);
         }
       }
     }
     setWord(status + i, st);
   }
-  touched += touch;
   // Heap sort in place: ascending (distance, element) pairs [d, position] at S_RES.
   for (let end = nr; end > 1; end--) {
     const d = fword(h + 2 * (end - 1)), p = word(h + 2 * (end - 1) + 1);

@@ -240,7 +240,7 @@ describe('vector graph edges', () => {
     }
   });
 
-  it('withinTop() ranks exactly the given elements whose point in the graph is visible (pruning included), ties by ID; the rest go to their records', () => {
+  it('withinTop() ranks exactly the given elements whose point in the graph is visible, ties by ID; the rest go to their records', () => {
     const dim = 37;
     // Every 10th row repeats the one before it: equal distances, ranked by element ID.
     const base = mixture({ dimension: dim, clusters: 4, spread: 1, seed: 21 }, 3000, 5);
