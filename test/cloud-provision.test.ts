@@ -41,7 +41,7 @@ beforeAll(async () => {
   const runtime = new ProcessRuntime({ cliPath, env: awsEnv, readerRefreshMs: 100, logger });
   provisioner = new Provisioner(store, runtime, {
     storage: { kind: 's3', bucket: 'bucket', prefix: rootPrefix, endpointUrl: s3Endpoint, region: 'us-east-1' },
-    readyTimeoutMs: 30_000, logger,
+    readyTimeoutMs: 30_000, restartDelayMs: 200, logger,
   });
   api = await startAdminApi({ store, provisioner, adminToken, gatewayUrl: 'http://gateway.test:8080', logger });
 });
@@ -143,6 +143,22 @@ describe('admin API', () => {
     const readyz = await (await fetch(`${readerUrl}/readyz`)).json();
     expect(readyz).toMatchObject({ mode: 'reader', ready: true });
 
+    // A reader killed -9 leaves the route at once, then comes back (a new process and
+    // port) following the same data.
+    const killed = provisioner.backend(id, 'reader', 0)!;
+    expect(killed.url).toBe(readerUrl);
+    process.kill(killed.pid!, 'SIGKILL');
+    await killed.exited;
+    const restarted = await eventually(async () => {
+      const route = await store.database(id);
+      return route !== null && route.readerUrls.length === 1 && route.readerUrls[0] !== readerUrl ? route.readerUrls[0]! : null;
+    }, 'the reader is restarted');
+    const again = await post(restarted, read([q('c', count(nodes('all')))], ['c']));
+    expect(again.status, again.body).toBe(200);
+    expect(JSON.parse(again.body)).toEqual({ c: 1 });
+    expect(logText).toContain('server exited unexpectedly');
+    expect((await store.database(id))!.writerUrl).toBe(active.writer_url);
+
     // The data is under this database's own prefix.
     const client = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3Credentials });
     try {
@@ -170,7 +186,7 @@ describe('admin API', () => {
     expect(provisioner.running(id)).toEqual([]);
     expect(await store.grantForKeyHash(apiKeyHash(key.json.secret))).toBeNull();
     expect(await admin('GET', `databases/${id}`)).toMatchObject({ status: 404 });
-    for (const url of [active.writer_url, readerUrl]) {
+    for (const url of [active.writer_url, restarted]) {
       await expect(fetch(`${url}/readyz`)).rejects.toThrow();
     }
 

@@ -34,6 +34,8 @@ export interface BackendSpec {
 export interface RunningBackend {
   /** Base URL the gateway reaches the server at, without a trailing slash. */
   readonly url: string;
+  /** The process ID, when the server is a process of this host (diagnostics, tests). */
+  readonly pid?: number;
   /** Settles when the server ended, whether stopped or by itself. */
   readonly exited: Promise<void>;
   /** Stops the server (graceful, then forced) and resolves once it is gone. */
@@ -122,7 +124,7 @@ export class ProcessRuntime implements BackendRuntime {
         child.stdout!.removeAllListeners('data');
         child.stdout!.resume();
         log?.info({ url: match[1] }, 'server started');
-        resolve({ url: match[1]!, exited, stop });
+        resolve({ url: match[1]!, ...(child.pid !== undefined ? { pid: child.pid } : {}), exited, stop });
       });
       void exited.then(() => {
         clearTimeout(timer);
@@ -138,15 +140,24 @@ export interface ProvisionerOptions {
   readonly storage: StorageRoot;
   /** How long a server may take to answer /readyz 200 once started. */
   readonly readyTimeoutMs?: number;
+  /** First wait before restarting a server that exited by itself; doubles up to restartDelayMaxMs. */
+  readonly restartDelayMs?: number;
+  readonly restartDelayMaxMs?: number;
   readonly logger?: Logger;
 }
 
 interface DatabaseServers {
-  backends: RunningBackend[];
-  /** Set by deprovision(): a provisioning still under way stops what it started. */
+  /** The slots: null while a server is starting or being restarted. */
+  writer: RunningBackend | null;
+  readers: (RunningBackend | null)[];
+  /** Every server started and not yet stopped, slot or not (stopped on deprovision). */
+  started: Set<RunningBackend>;
+  /** Set by deprovision(): a provisioning or restart under way stops what it started. */
   cancelled: boolean;
-  /** Settles when the provisioning ended (Active, Failed or cancelled). */
+  /** Settles when the first provisioning ended (Active, Failed or cancelled). */
   done: Promise<void>;
+  /** Restarts under way (deprovision waits for them). */
+  restarts: Set<Promise<void>>;
 }
 
 const readyPollMs = 100;
@@ -171,6 +182,10 @@ export async function waitUntilReady(url: string, timeoutMs: number, server?: Ru
     if (Date.now() > until) throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
     await new Promise((r) => setTimeout(r, readyPollMs));
   }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 export class Provisioner {
@@ -205,11 +220,28 @@ export class Provisioner {
    */
   provision(databaseId: string): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the provisioner is shut down'));
-    if (this.servers.has(databaseId)) return this.servers.get(databaseId)!.done;
-    const entry: DatabaseServers = { backends: [], cancelled: false, done: Promise.resolve() };
+    const existing = this.servers.get(databaseId);
+    if (existing !== undefined) return existing.done;
+    const entry: DatabaseServers = {
+      writer: null, readers: [], started: new Set(), cancelled: false, done: Promise.resolve(), restarts: new Set(),
+    };
     this.servers.set(databaseId, entry);
     entry.done = this.run(databaseId, entry);
     return entry.done;
+  }
+
+  /** Starts one server and waits until it is ready; stops it again if that fails. */
+  private async startReady(entry: DatabaseServers, spec: BackendSpec): Promise<RunningBackend> {
+    const backend = await this.runtime.start(spec);
+    entry.started.add(backend);
+    void backend.exited.then(() => entry.started.delete(backend));
+    try {
+      await waitUntilReady(backend.url, this.readyTimeoutMs, backend);
+    } catch (err) {
+      await backend.stop();
+      throw err;
+    }
+    return backend;
   }
 
   private async run(databaseId: string, entry: DatabaseServers): Promise<void> {
@@ -222,27 +254,23 @@ export class Provisioner {
       log?.info({ readers: database.readerCount }, 'provisioning');
 
       // The writer first: it creates the storage layout the readers follow.
-      const writer = await this.runtime.start({ databaseId, role: 'writer', ordinal: 0, storage });
-      entry.backends.push(writer);
-      await waitUntilReady(writer.url, this.readyTimeoutMs, writer);
+      entry.writer = await this.startReady(entry, { databaseId, role: 'writer', ordinal: 0, storage });
+      if (entry.cancelled) return;
+      entry.readers = await Promise.all(Array.from({ length: database.readerCount },
+        (_, ordinal) => this.startReady(entry, { databaseId, role: 'reader', ordinal, storage })));
       if (entry.cancelled) return;
 
-      const readers = await Promise.all(Array.from({ length: database.readerCount }, async (_, ordinal) => {
-        const reader = await this.runtime.start({ databaseId, role: 'reader', ordinal, storage });
-        entry.backends.push(reader);
-        await waitUntilReady(reader.url, this.readyTimeoutMs, reader);
-        return reader;
-      }));
-      if (entry.cancelled) return;
-
-      await this.store.setDatabaseBackends(databaseId, { writerUrl: writer.url, readerUrls: readers.map((r) => r.url) });
+      await this.publish(databaseId, entry);
       await this.store.setDatabaseStatus(databaseId, 'Active');
-      log?.info({ writerUrl: writer.url, readerUrls: readers.map((r) => r.url), ms: Date.now() - started }, 'database active');
+      entry.readers.forEach((reader, ordinal) => this.supervise(databaseId, entry, reader!, 'reader', ordinal, storage));
+      this.supervise(databaseId, entry, entry.writer, 'writer', 0, storage);
+      log?.info({ writerUrl: entry.writer.url, readerUrls: entry.readers.map((r) => r!.url), ms: Date.now() - started }, 'database active');
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = messageOf(err);
       log?.error({ reason }, 'provisioning failed');
-      await Promise.all(entry.backends.map((b) => b.stop()));
-      entry.backends = [];
+      await Promise.all([...entry.started].map((b) => b.stop()));
+      entry.writer = null;
+      entry.readers = [];
       if (!entry.cancelled) {
         this.servers.delete(databaseId);
         await this.store.setDatabaseStatus(databaseId, 'Failed', reason).catch(() => undefined);
@@ -250,9 +278,66 @@ export class Provisioner {
     }
   }
 
-  /** URLs of the servers running for a database (tests, diagnostics). */
+  /** Records the servers in their slots now, for the gateway. */
+  private async publish(databaseId: string, entry: DatabaseServers): Promise<void> {
+    const readerUrls = entry.readers.filter((r): r is RunningBackend => r !== null).map((r) => r.url);
+    await this.store.setDatabaseBackends(databaseId, { writerUrl: entry.writer?.url ?? null, readerUrls });
+  }
+
+  /**
+   * A server of an Active database that exits by itself (crash, OOM kill) is taken out of
+   * the route at once, so the gateway stops sending it requests, and started again with
+   * growing delays until it is ready; then it is put back. Its data is in the storage.
+   */
+  private supervise(databaseId: string, entry: DatabaseServers, backend: RunningBackend, role: BackendRole, ordinal: number, storage: BackendSpec['storage']): void {
+    void backend.exited.then(() => {
+      if (entry.cancelled || this.closed) return;
+      const log = this.options.logger?.child({ databaseId, role, ordinal });
+      log?.warn({ url: backend.url }, 'server exited unexpectedly: restarting it');
+      const restart = (async () => {
+        if (role === 'writer') entry.writer = null;
+        else entry.readers[ordinal] = null;
+        await this.publish(databaseId, entry).catch((err: unknown) => log?.error({ reason: messageOf(err) }, 'recording the exit failed'));
+        let delayMs = this.options.restartDelayMs ?? 1_000;
+        const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
+        while (!entry.cancelled && !this.closed) {
+          await new Promise((r) => setTimeout(r, delayMs));
+          if (entry.cancelled || this.closed) return;
+          try {
+            const replacement = await this.startReady(entry, { databaseId, role, ordinal, storage });
+            if (entry.cancelled || this.closed) {
+              await replacement.stop();
+              return;
+            }
+            if (role === 'writer') entry.writer = replacement;
+            else entry.readers[ordinal] = replacement;
+            await this.publish(databaseId, entry);
+            log?.info({ url: replacement.url }, 'server restarted');
+            this.supervise(databaseId, entry, replacement, role, ordinal, storage);
+            return;
+          } catch (err) {
+            log?.error({ reason: messageOf(err), retryInMs: Math.min(delayMs * 2, delayMaxMs) }, 'restart failed');
+            delayMs = Math.min(delayMs * 2, delayMaxMs);
+          }
+        }
+      })();
+      entry.restarts.add(restart);
+      void restart.finally(() => entry.restarts.delete(restart));
+    });
+  }
+
+  /** URLs of the servers in their slots for a database (tests, diagnostics). */
   running(databaseId: string): string[] {
-    return (this.servers.get(databaseId)?.backends ?? []).map((b) => b.url);
+    const entry = this.servers.get(databaseId);
+    if (entry === undefined) return [];
+    return [entry.writer, ...entry.readers].filter((b): b is RunningBackend => b !== null).map((b) => b.url);
+  }
+
+  /** The server in a slot (tests, diagnostics): the writer, or reader `ordinal`. */
+  backend(databaseId: string, role: BackendRole, ordinal = 0): RunningBackend | null {
+    const entry = this.servers.get(databaseId);
+    if (entry === undefined) return null;
+    return (role === 'writer' ? entry.writer : entry.readers[ordinal]) ?? null;
   }
 
   /** Stops the database's servers (deletion); waits for a provisioning under way to stop. */
@@ -261,7 +346,9 @@ export class Provisioner {
     if (entry === undefined) return;
     entry.cancelled = true;
     await entry.done;
-    await Promise.all(entry.backends.map((b) => b.stop()));
+    await Promise.all([...entry.started].map((b) => b.stop()));
+    await Promise.all([...entry.restarts]);
+    await Promise.all([...entry.started].map((b) => b.stop()));
     this.servers.delete(databaseId);
     this.options.logger?.info({ databaseId }, 'servers stopped');
   }
