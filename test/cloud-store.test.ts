@@ -261,6 +261,26 @@ for (const variant of [sqliteVariant, postgresVariant]) {
       expect(await store.usage(ws.id)).toMatchObject({ reads: 75, writes: 75 });
     }));
 
+    if (variant.name === 'PostgreSQL') {
+      it('replicas opening a new store at once apply each migration once', async () => {
+        const url = await cluster!.createDatabase(`store_${++databaseCounter}`);
+        const stores = await Promise.all(Array.from({ length: 4 }, () => openControlPlane(url)));
+        try {
+          const ws = await stores[0]!.createWorkspace('shared', 'Idea');
+          for (const store of stores) expect(await store.workspace(ws.id)).toMatchObject({ name: 'shared' });
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            expect((await client.query('SELECT version FROM schema_migrations')).rows).toEqual([{ version: 1 }]);
+          } finally {
+            await client.end();
+          }
+        } finally {
+          await Promise.all(stores.map((s) => s.close()));
+        }
+      });
+    }
+
     it('opening the store again keeps its data and applies no migration twice', async () => {
       const { store, location, rawText } = await variant.open();
       const ws = await store.createWorkspace('kept', 'Growth');

@@ -16,6 +16,9 @@ export const defaultAdminPort = 7070;
 export const defaultAdminUrl = `http://127.0.0.1:${defaultAdminPort}`;
 /** Kept in step with src/cloud/admin-api.ts (not imported: this file loads fast). */
 const adminTokenEnv = 'SVC_CLOUD_ADMIN_TOKEN';
+/** The same variable and default as `svc gateway --store`, so both find one store. */
+const storeEnv = 'SVC_CONTROL_PLANE_STORE';
+const defaultStore = 'svc-cloud.sqlite';
 const planChoices = ['Idea', 'Startup', 'Growth'];
 const requestTimeoutMs = 30_000;
 const waitPollMs = 500;
@@ -87,7 +90,7 @@ export function registerCloudAdmin(program: Command): void {
 
   cloud.command('serve')
     .description('run the control plane: the admin API and the provisioner of database servers (child processes of this host)')
-    .option('--store <location>', 'SQLite file path (or sqlite:<path>), or postgres://... shared with gateway replicas', 'svc-cloud.sqlite')
+    .option('--store <location>', `control-plane store: SQLite file (or sqlite:<path>), or postgres://... shared with the gateways (default ${storeEnv}, else ${defaultStore}; a password belongs in ${storeEnv} or PGPASSWORD, not in a flag)`)
     .requiredOption('--storage <root>', 'where databases keep their data: s3://bucket/prefix (AWS_* credentials) or a local directory')
     .option('--s3-endpoint-url <url>', 'S3-compatible endpoint (MinIO, s3rver, ...); default AWS')
     .option('--s3-region <region>', 'S3 region')
@@ -210,7 +213,7 @@ async function waitForStatus(flags: AdminFlags, id: string): Promise<{ id: strin
 // ---------------------------------------------------------------- svc cloud serve
 
 interface ServeFlags {
-  store: string;
+  store?: string;
   storage: string;
   s3EndpointUrl?: string;
   s3Region?: string;
@@ -249,8 +252,14 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
     storage = { kind: 'directory', path: resolve(flags.storage) };
   }
 
+  const location = flags.store ?? process.env[storeEnv] ?? defaultStore;
   const logger = createCloudLogger('svc-cloud');
-  const store = await openControlPlane(flags.store);
+  let store: Awaited<ReturnType<typeof openControlPlane>>;
+  try {
+    store = await openControlPlane(location);
+  } catch (err) {
+    throw new CliError(`cannot open the control-plane store ${describeStoreLocation(location)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, logger });
   const provisioner = new Provisioner(store, runtime, { storage, logger });
   let api: Awaited<ReturnType<typeof startAdminApi>>;
@@ -260,8 +269,8 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
     await store.close();
     throw new CliError(`cannot start the admin API: ${err instanceof Error ? err.message : String(err)}`);
   }
-  logger.info({ store: describeStoreLocation(flags.store), storage: storage.kind === 's3' ? `s3://${storage.bucket}/${storage.prefix}` : storage.path }, 'control plane started');
-  process.stdout.write(`svc cloud listening on ${api.url} (store: ${describeStoreLocation(flags.store)})\n`);
+  logger.info({ store: describeStoreLocation(location), storage: storage.kind === 's3' ? `s3://${storage.bucket}/${storage.prefix}` : storage.path }, 'control plane started');
+  process.stdout.write(`svc cloud listening on ${api.url} (store: ${describeStoreLocation(location)})\n`);
 
   // Databases that were running before a restart get their servers back.
   void provisioner.restoreAll().catch((err: unknown) => logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'restoring databases failed'));
