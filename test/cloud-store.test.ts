@@ -296,3 +296,28 @@ for (const variant of [sqliteVariant, postgresVariant]) {
     });
   });
 }
+
+describe('embedded store in one process', () => {
+  it('two stores on one SQLite file share a connection: concurrent transactions neither stall nor fail', async () => {
+    const path = join(sqliteDir, 'shared.sqlite');
+    const [first, second] = await Promise.all([openControlPlane(path), openControlPlane(`sqlite:${path}`)]);
+    try {
+      const ws = await first.createWorkspace('w', 'Idea');
+      const databases = await Promise.all(Array.from({ length: 6 }, (_, i) => first.createDatabase({ workspaceId: ws.id, name: `d${i}`, readerCount: 0 }, 'http://gw')));
+      const started = Date.now();
+      // markDatabaseDeleted is a transaction; the other store's writes run at the same time.
+      await Promise.all([
+        ...databases.map((d, i) => (i % 2 === 0 ? first : second).markDatabaseDeleted(d.id)),
+        ...Array.from({ length: 20 }, () => second.recordUsage(ws.id, 'write', 1)),
+      ]);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(await first.listDatabases(ws.id)).toEqual([]);
+      expect((await second.usage(ws.id)).writes).toBe(20);
+    } finally {
+      await first.close();
+    }
+    // The other store still works after the first closed its handle.
+    expect(await second.listWorkspaces()).toHaveLength(1);
+    await second.close();
+  });
+});

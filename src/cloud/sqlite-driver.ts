@@ -5,6 +5,12 @@
 // better-sqlite3 is synchronous. A transaction's work is asynchronous, though, so other
 // callers could run statements between its awaits and land inside it: while a transaction
 // is open, every other statement waits for it to end.
+//
+// One connection per file per process (openSqliteDriver shares it, counting references):
+// a second connection in the same process that wanted the write lock while the first held
+// it across an await would wait synchronously, stalling the very event loop that must let
+// the first one finish.
+import { realpathSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
 
@@ -12,8 +18,55 @@ const busyTimeoutMs = 5_000;
 /** Prepared statements kept per connection; our queries are a fixed, small set. */
 const statementCacheMax = 256;
 
+const openDrivers = new Map<string, { driver: SqliteDriver; references: number }>();
+
+/** The process's driver for the file at `path` (opened on first use). */
+export function openSqliteDriver(path: string): SqlDriver {
+  const shared = path === ':memory:' ? null : openDrivers.get(realpathOrSelf(path));
+  if (shared != null) {
+    shared.references++;
+    return referenceTo(shared);
+  }
+  const driver = new SqliteDriver(path);
+  if (path === ':memory:') return driver;
+  const entry = { driver, references: 1 };
+  // Now that the file exists, its real path: the key other spellings of it resolve to.
+  const key = realpathOrSelf(path);
+  openDrivers.set(key, entry);
+  driver.onClosed = () => openDrivers.delete(key);
+  return referenceTo(entry);
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** A handle on a shared driver whose close() only drops this reference (the last one closes). */
+function referenceTo(entry: { driver: SqliteDriver; references: number }): SqlDriver {
+  let closed = false;
+  const { driver } = entry;
+  return {
+    dialect: 'sqlite',
+    query: (sql, params) => driver.query(sql, params),
+    transaction: (work) => driver.transaction(work),
+    lockForMigrations: () => driver.lockForMigrations(),
+    isUniqueViolation: (err) => driver.isUniqueViolation(err),
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (--entry.references === 0) await driver.close();
+    },
+  };
+}
+
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
+  /** Called once the connection is closed (the shared-driver registry forgets it). */
+  onClosed: (() => void) | null = null;
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
   private transactionOpen = false;
@@ -41,17 +94,17 @@ export class SqliteDriver implements SqlDriver {
     return [];
   }
 
-  private async waitForTransaction(): Promise<void> {
-    while (this.transactionOpen) await this.transactionEnded;
-  }
+  // The checks of transactionOpen below are inline loops, never a helper awaited: the
+  // statement (or taking the lock) must follow the check with no await between, or two
+  // waiters woken by one transaction's end would both go ahead.
 
   async query<Row extends SqlRow = SqlRow>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     return this.run<Row>(sql, params);
   }
 
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     this.transactionOpen = true;
     let end!: () => void;
     this.transactionEnded = new Promise<void>((resolve) => { end = resolve; });
@@ -82,8 +135,9 @@ export class SqliteDriver implements SqlDriver {
   }
 
   async close(): Promise<void> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     this.statements.clear();
     this.db.close();
+    this.onClosed?.();
   }
 }
