@@ -196,7 +196,7 @@ describe('admin API', () => {
     expect(logText).not.toContain(key.json.secret.slice(4, 24));
     expect(logText).not.toContain(adminToken);
     expect(logText).not.toContain('wrong-token-0123456789abcdef');
-  });
+  }, 180_000);
 
   it('a database whose servers cannot start becomes Failed with the reason', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;
@@ -247,5 +247,5 @@ describe('svc cloud commands', () => {
     const deleted = await svc(cwd, ['cloud', 'database', 'delete', database.id], env);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect((await svc(cwd, ['cloud', 'database', 'get', database.id], env)).stderr).toContain('404');
-  });
+  }, 180_000);
 });

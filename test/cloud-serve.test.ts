@@ -102,6 +102,8 @@ describe('svc cloud serve', () => {
   it('provisions with --wait, stops its servers on SIGTERM, and restores the databases on restart', async () => {
     const first = await startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken });
     const env = { SVC_CLOUD_ADMIN_TOKEN: adminToken, SVC_CLOUD_ADMIN_URL: first.url };
+    // A second control plane on the same store would start every database's servers twice.
+    await expect(startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken })).rejects.toThrow(/another `svc cloud serve` runs on the store/);
     const ws = await svc(dir, ['cloud', 'workspace', 'create', '--name', 'Serve', '--plan', 'Idea'], env);
     expect(ws.code, ws.stderr).toBe(0);
     const workspaceId = (JSON.parse(ws.stdout) as { id: string }).id;
@@ -141,5 +143,5 @@ describe('svc cloud serve', () => {
     }
     // The store's URL carries no password here, but would be shown without one.
     expect(first.stderr()).toContain('control plane started');
-  });
+  }, 180_000);
 });

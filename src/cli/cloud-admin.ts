@@ -260,12 +260,18 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
   } catch (err) {
     throw new CliError(`cannot open the control-plane store ${describeStoreLocation(location)}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  const releaseLock = await store.tryProvisionerLock();
+  if (releaseLock === null) {
+    await store.close();
+    throw new CliError(`another \`svc cloud serve\` runs on the store ${describeStoreLocation(location)}: one control plane per store (it starts the databases' servers)`);
+  }
   const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, logger });
   const provisioner = new Provisioner(store, runtime, { storage, logger });
   let api: Awaited<ReturnType<typeof startAdminApi>>;
   try {
     api = await startAdminApi({ store, provisioner, adminToken: token!, gatewayUrl, host: flags.host, port: flags.port, logger });
   } catch (err) {
+    await releaseLock();
     await store.close();
     throw new CliError(`cannot start the admin API: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -284,6 +290,7 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
       void (async () => {
         await api.close();
         await provisioner.close();
+        await releaseLock();
         await store.close();
         logger.flush();
         resolve();

@@ -10,7 +10,7 @@
 // a second connection in the same process that wanted the write lock while the first held
 // it across an await would wait synchronously, stalling the very event loop that must let
 // the first one finish.
-import { realpathSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, rmSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
 
@@ -37,6 +37,16 @@ export function openSqliteDriver(path: string): SqlDriver {
   return referenceTo(entry);
 }
 
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function realpathOrSelf(path: string): string {
   try {
     return realpathSync(path);
@@ -54,6 +64,7 @@ function referenceTo(entry: { driver: SqliteDriver; references: number }): SqlDr
     query: (sql, params) => driver.query(sql, params),
     transaction: (work) => driver.transaction(work),
     lockForMigrations: () => driver.lockForMigrations(),
+    tryProvisionerLock: () => driver.tryProvisionerLock(),
     isUniqueViolation: (err) => driver.isUniqueViolation(err),
     async close() {
       if (closed) return;
@@ -72,7 +83,7 @@ export class SqliteDriver implements SqlDriver {
   private transactionOpen = false;
   private transactionEnded: Promise<void> = Promise.resolve();
 
-  constructor(path: string) {
+  constructor(private readonly path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
@@ -127,6 +138,27 @@ export class SqliteDriver implements SqlDriver {
 
   async lockForMigrations(): Promise<void> {
     // BEGIN IMMEDIATE already holds the database's one write lock.
+  }
+
+  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+    if (this.path === ':memory:') return async () => undefined;
+    // A lock file beside the database holding the owner's PID; a file left by a process
+    // that no longer runs (kill -9) is taken over.
+    const lockPath = `${this.path}.provisioner.lock`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fd = openSync(lockPath, 'wx');
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
+        return async () => rmSync(lockPath, { force: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const owner = Number(readFileSync(lockPath, 'utf8').trim());
+        if (Number.isInteger(owner) && owner > 0 && processRuns(owner)) return null;
+        rmSync(lockPath, { force: true });
+      }
+    }
+    return null;
   }
 
   isUniqueViolation(err: unknown): boolean {
