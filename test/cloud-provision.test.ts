@@ -198,6 +198,28 @@ describe('admin API', () => {
     expect(logText).not.toContain('wrong-token-0123456789abcdef');
   }, 180_000);
 
+  it('a writer killed -9 leaves the route (writes refused, not timed out) and comes back on its data', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'WriterKill', plan: 'Idea' })).json;
+    const id = (await admin('POST', 'databases', { workspace_id: workspace.id, name: 'w', readers: 0 })).json.id as string;
+    const active = await eventually(async () => {
+      const got = (await admin('GET', `databases/${id}`)).json;
+      return got.status === 'Active' ? got : null;
+    }, 'the database is Active', 60_000);
+    expect((await post(active.writer_url, write([q('x', addN('W', [['n', i64(1)]]))], ['x']))).status).toBe(200);
+
+    const writer = provisioner.backend(id, 'writer')!;
+    process.kill(writer.pid!, 'SIGKILL');
+    await writer.exited;
+    await eventually(async () => ((await store.database(id))!.writerUrl === null ? true : null), 'the writer leaves the route', 5_000);
+    const back = await eventually(async () => {
+      const url = (await store.database(id))!.writerUrl;
+      return url !== null && url !== active.writer_url ? url : null;
+    }, 'a new writer is in the route', 120_000);
+    expect(await post(back, read([q('c', count(nodes('all')))], ['c']))).toEqual({ status: 200, body: '{"c":1}' });
+    expect((await store.database(id))!.status).toBe('Active');
+    expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
+  }, 180_000);
+
   it('a database whose servers cannot start becomes Failed with the reason', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;
     const badRuntime = new ProcessRuntime({ cliPath: join(dir, 'no-such-cli.js'), logger: undefined });

@@ -148,15 +148,16 @@ export function registerCloudAdmin(program: Command): void {
     .option('--rate-per-second <n>', 'override the plan\'s requests per second (with --burst)', positiveNumberOption('rate-per-second'))
     .option('--burst <n>', 'override the plan\'s burst (with --rate-per-second)', positiveNumberOption('burst'))
     .option('--wait', 'wait until the database is Active (exit 1 if it Failed)')
+    .option('--wait-timeout-ms <ms>', 'with --wait: give up after this long', integerOption('wait-timeout-ms', 1, 3_600_000), 300_000)
     .addOption(adminUrlOption())
-    .action(action('cloud database create', async (o: AdminFlags & { workspace: string; name: string; readers: number; ratePerSecond?: number; burst?: number; wait?: boolean }) => {
+    .action(action('cloud database create', async (o: AdminFlags & { workspace: string; name: string; readers: number; ratePerSecond?: number; burst?: number; wait?: boolean; waitTimeoutMs: number }) => {
       if ((o.ratePerSecond === undefined) !== (o.burst === undefined)) throw new CliError('give --rate-per-second and --burst together');
       const body = {
         workspace_id: o.workspace, name: o.name, readers: o.readers,
         ...(o.ratePerSecond !== undefined ? { rate_limit: { per_second: o.ratePerSecond, burst: o.burst } } : {}),
       };
       let created = await callAdmin(o, 'POST', 'databases', body) as { id: string; status: string; status_detail?: string | null };
-      if (o.wait === true) created = await waitForStatus(o, created.id);
+      if (o.wait === true) created = await waitForStatus(o, created.id, o.waitTimeoutMs);
       print(created);
       if (created.status === 'Failed') throw new CliError(`database ${created.id} failed to provision: ${created.status_detail ?? 'no reason given'}`);
     }));
@@ -202,10 +203,12 @@ export function registerCloudAdmin(program: Command): void {
     }));
 }
 
-async function waitForStatus(flags: AdminFlags, id: string): Promise<{ id: string; status: string; status_detail?: string | null }> {
+async function waitForStatus(flags: AdminFlags, id: string, timeoutMs: number): Promise<{ id: string; status: string; status_detail?: string | null }> {
+  const until = Date.now() + timeoutMs;
   for (;;) {
     const database = await callAdmin(flags, 'GET', `databases/${encodeURIComponent(id)}`) as { id: string; status: string; status_detail?: string | null };
     if (database.status !== 'Provisioning') return database;
+    if (Date.now() > until) throw new CliError(`database ${id} is still Provisioning after ${timeoutMs} ms (see \`svc cloud database get ${id}\`)`);
     await new Promise((r) => setTimeout(r, waitPollMs));
   }
 }
