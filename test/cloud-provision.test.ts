@@ -110,6 +110,8 @@ describe('admin API', () => {
     expect(await admin('POST', 'workspaces', { plan: 'Idea' })).toMatchObject({ status: 400 });
     expect((await fetch(`${api.url}/admin/v1/workspaces`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: '{' })).status).toBe(400);
     expect(await admin('GET', 'workspaces/ws_nope')).toMatchObject({ status: 404, json: { error: 'not_found' } });
+    expect(await admin('POST', 'workspaces', { name: 'big', plan: 'Idea', padding: 'x'.repeat(70 * 1024) })).toMatchObject({ status: 413, json: { error: 'payload_too_large' } });
+    expect(await admin('DELETE', 'plans')).toMatchObject({ status: 404 });
     expect(await admin('PUT', 'plans/Idea', { reads_per_month: 5, writes_per_month: 6 })).toMatchObject({ status: 200, json: { name: 'Idea', reads_per_month: 5, writes_per_month: 6 } });
   });
 

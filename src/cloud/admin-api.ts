@@ -139,17 +139,23 @@ function readBody(req: IncomingMessage): Promise<Body> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
+    let tooLarge = false;
     req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
       bytes += chunk.length;
       if (bytes > adminBodyBytesMax) {
+        // Answered at once; the rest is read and dropped, then the connection closes
+        // (destroying the request here would lose the answer).
+        tooLarge = true;
+        chunks.length = 0;
         reject(new HttpError(413, 'payload_too_large', `admin request bodies are limited to ${adminBodyBytesMax} bytes`));
-        req.destroy();
         return;
       }
       chunks.push(chunk);
     });
     req.on('error', reject);
     req.on('end', () => {
+      if (tooLarge) return;
       const text = Buffer.concat(chunks).toString('utf8');
       if (text.trim() === '') {
         resolve({});
@@ -338,6 +344,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
     }
     // Method and path only: query strings and bodies are not logged (they may name secrets).
     logger?.info({ method, path: url.pathname, status, ms: Date.now() - started }, 'admin request');
+    if (status === 413) res.setHeader('connection', 'close');
     if (status === 204 || body === null) {
       res.writeHead(status).end();
     } else {

@@ -88,9 +88,10 @@ export class SqliteDriver implements SqlDriver {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     this.db.pragma('foreign_keys = ON');
-    // WAL + NORMAL loses at most the last transactions on power loss, never consistency;
-    // the control plane's writes are admin actions and usage counters.
-    this.db.pragma('synchronous = NORMAL');
+    // FULL: a commit is on disk before it is answered. An API key shown once and then
+    // lost to a power cut would leave a client with a secret that grants nothing; the
+    // writes are admin actions and the gateways' batched usage counters, so few.
+    this.db.pragma('synchronous = FULL');
   }
 
   private run<Row extends SqlRow>(sql: string, params: readonly SqlValue[]): Row[] {
