@@ -222,6 +222,42 @@ describe('admin API', () => {
     expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
   }, 180_000);
 
+  it('a database deleted while it is still provisioning ends Deleted, with no server left running', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Hasty', plan: 'Idea' })).json;
+    const id = (await admin('POST', 'databases', { workspace_id: workspace.id, name: 'brief', readers: 1 })).json.id as string;
+    expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
+    expect(provisioner.running(id)).toEqual([]);
+    // Whatever had started (the log names each server's URL) is gone.
+    const startedUrls = logText.split('\n').filter((l) => l.includes(id) && l.includes('"msg":"server started"'))
+      .map((l) => (JSON.parse(l) as { url: string }).url);
+    for (const url of startedUrls) await expect(fetch(`${url}/readyz`)).rejects.toThrow();
+    const record = await store.databaseRecord(id);
+    expect(record).toMatchObject({ status: 'Deleted', writerUrl: null, readerUrls: [] });
+    // Provisioning again is refused for a deleted database.
+    await provisioner.provision(id);
+    expect((await store.databaseRecord(id))!.status).toBe('Deleted');
+    expect(provisioner.running(id)).toEqual([]);
+  }, 120_000);
+
+  it('local-directory storage (a laptop without S3): the reader follows the writer\'s directory', async () => {
+    const local = new Provisioner(store, new ProcessRuntime({ cliPath, readerRefreshMs: 100 }), { storage: { kind: 'directory', path: join(dir, 'local') } });
+    try {
+      const workspace = await store.createWorkspace('Laptop', 'Idea');
+      const database = await store.createDatabase({ workspaceId: workspace.id, name: 'local', readerCount: 1 }, 'http://g');
+      await local.provision(database.id);
+      const route = await store.database(database.id);
+      expect(route).toMatchObject({ status: 'Active' });
+      expect((await post(route!.writerUrl!, write([q('x', addN('L', [['n', i64(2)]]))], ['x']))).status).toBe(200);
+      await eventually(async () => {
+        const res = await post(route!.readerUrls[0]!, read([q('c', count(nodes('all')))], ['c']));
+        return res.body === '{"c":1}' ? true : null;
+      }, 'the reader sees the write');
+      expect(local.storageOf((await store.databaseRecord(database.id))!)).toEqual({ kind: 'directory', path: join(dir, 'local', 'databases', database.id) });
+    } finally {
+      await local.close();
+    }
+  }, 120_000);
+
   it('a database whose servers cannot start becomes Failed with the reason', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;
     const badRuntime = new ProcessRuntime({ cliPath: join(dir, 'no-such-cli.js'), logger: undefined });
