@@ -256,8 +256,13 @@ export class Provisioner {
       // The writer first: it creates the storage layout the readers follow.
       entry.writer = await this.startReady(entry, { databaseId, role: 'writer', ordinal: 0, storage });
       if (entry.cancelled) return;
-      entry.readers = await Promise.all(Array.from({ length: database.readerCount },
+      // allSettled, not all: on a failure every reader still starting must have settled
+      // (and be in entry.started) before the cleanup below stops them, or one would be left.
+      const readers = await Promise.allSettled(Array.from({ length: database.readerCount },
         (_, ordinal) => this.startReady(entry, { databaseId, role: 'reader', ordinal, storage })));
+      const failed = readers.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+      entry.readers = readers.map((r) => (r as PromiseFulfilledResult<RunningBackend>).value);
       if (entry.cancelled) return;
 
       await this.publish(databaseId, entry);
