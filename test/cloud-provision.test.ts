@@ -106,6 +106,8 @@ describe('admin API', () => {
     expect(await admin('PATCH', `workspaces/${id}`, { plan: 'Growth' })).toMatchObject({ status: 200, json: { plan: 'Growth' } });
     await store.recordUsage(id, 'read', 4);
     expect(await admin('GET', `workspaces/${id}/usage`)).toMatchObject({ status: 200, json: { reads: 4, writes: 0, allowance: { reads_per_month: 250_000_000 } } });
+    expect(await admin('GET', `workspaces/${id}/usage?month=2020-02`)).toMatchObject({ status: 200, json: { month: '2020-02', reads: 0, writes: 0 } });
+    expect(await admin('GET', `workspaces/${id}/usage?month=2020-13`)).toMatchObject({ status: 400 });
     expect(await admin('POST', 'workspaces', { name: 'x', plan: 'Gold' })).toMatchObject({ status: 400, json: { error: 'invalid_request' } });
     expect(await admin('POST', 'workspaces', { plan: 'Idea' })).toMatchObject({ status: 400 });
     expect((await fetch(`${api.url}/admin/v1/workspaces`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: '{' })).status).toBe(400);

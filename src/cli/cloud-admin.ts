@@ -126,8 +126,13 @@ export function registerCloudAdmin(program: Command): void {
     .action(action('cloud workspace delete', async (id: string, o: AdminFlags) => {
       await callAdmin(o, 'DELETE', `workspaces/${encodeURIComponent(id)}`);
     }));
-  workspace.command('usage').description('reads and writes of this month, and the plan\'s allowances').argument('<id>').addOption(adminUrlOption())
-    .action(action('cloud workspace usage', async (id: string, o: AdminFlags) => print(await callAdmin(o, 'GET', `workspaces/${encodeURIComponent(id)}/usage`))));
+  workspace.command('usage').description('reads and writes of a month (default this month, UTC), and the plan\'s allowances').argument('<id>')
+    .option('--month <YYYY-MM>', 'another month')
+    .addOption(adminUrlOption())
+    .action(action('cloud workspace usage', async (id: string, o: AdminFlags & { month?: string }) => {
+      const month = o.month === undefined ? '' : `?month=${encodeURIComponent(o.month)}`;
+      print(await callAdmin(o, 'GET', `workspaces/${encodeURIComponent(id)}/usage${month}`));
+    }));
 
   const plan = cloud.command('plan').description('monthly allowances of the plans');
   plan.command('list').description('allowances of every plan').addOption(adminUrlOption())
