@@ -89,7 +89,7 @@ export class ProcessRuntime implements BackendRuntime {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...this.options.env },
     });
-    const log = this.options.logger?.child({ databaseId: spec.databaseId, role: spec.role, ordinal: spec.ordinal, pid: child.pid });
+    const log = this.options.logger?.child({ databaseId: spec.databaseId, role: spec.role, ordinal: spec.ordinal, serverPid: child.pid });
     const stderrTail: string[] = [];
     let stdout = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
