@@ -133,8 +133,30 @@ describe('svc cloud serve', () => {
       await eventually(async () => (await countOn(restored.reader_urls[0]!)) === 1 ? true : null, 'the restored reader has the data');
       const keys = await svc(dir, ['cloud', 'key', 'list', '--database', database.id], env2);
       expect(JSON.parse(keys.stdout)).toMatchObject({ keys: [{ permission: 'read_write', revoked_at: null }] });
+
+      // Killed without a chance to stop its servers: they run on, orphaned, holding the
+      // storage; the next control plane stops them (PID files in --run-dir) and starts its own.
+      second.child.kill('SIGKILL');
+      await second.stop();
+      expect(await countOn(restored.writer_url)).toBe(1);
+      const third = await startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken });
+      try {
+        const env3 = { ...env, SVC_CLOUD_ADMIN_URL: third.url };
+        const again = await eventually(async () => {
+          const got = await svc(dir, ['cloud', 'database', 'get', database.id], env3);
+          const record = JSON.parse(got.stdout) as typeof database;
+          if (record.status === 'Failed') throw new Error(`restore failed: ${got.stdout}`);
+          return record.status === 'Active' ? record : null;
+        }, 'the database is Active a third time', 90_000);
+        for (const url of [restored.writer_url, ...restored.reader_urls]) await expect(fetch(`${url}/readyz`)).rejects.toThrow();
+        expect(again.writer_url).not.toBe(restored.writer_url);
+        expect(await countOn(again.writer_url)).toBe(1);
+        expect(third.stderr()).toContain('stopping a server left running by a previous control plane');
+      } finally {
+        expect(await third.stop()).toBe(0);
+      }
     } finally {
-      expect(await second.stop()).toBe(0);
+      await second.stop();
     }
     for (const text of [first.stderr(), second.stderr()]) {
       expect(text).toContain('"msg":"database active"');
@@ -143,5 +165,5 @@ describe('svc cloud serve', () => {
     }
     // The store's URL carries no password here, but would be shown without one.
     expect(first.stderr()).toContain('control plane started');
-  }, 180_000);
+  }, 300_000);
 });

@@ -97,6 +97,7 @@ export function registerCloudAdmin(program: Command): void {
     .option('--host <host>', 'address of the admin API', '127.0.0.1')
     .option('--port <port>', 'port of the admin API (0 = any free port)', integerOption('port', 0, 65535), defaultAdminPort)
     .option('--gateway-url <url>', 'the gateway\'s public base URL, recorded as each database\'s endpoint', 'http://127.0.0.1:8080')
+    .option('--run-dir <dir>', 'PID files of the running database servers (to stop those a killed control plane left behind)', 'svc-cloud-run')
     .option('--threads-per-server <n>', 'reader threads of each database server', integerOption('threads-per-server', 1, 64), 1)
     .action(action('cloud serve', async (options: ServeFlags) => {
       await serveControlPlane(options);
@@ -228,6 +229,7 @@ interface ServeFlags {
   host: string;
   port: number;
   gatewayUrl: string;
+  runDir: string;
   threadsPerServer: number;
 }
 
@@ -273,12 +275,28 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
     await store.close();
     throw new CliError(`another \`svc cloud serve\` runs on the store ${describeStoreLocation(location)}: one control plane per store (it starts the databases' servers)`);
   }
-  const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, logger });
+  const { resolve: resolvePath } = await import('node:path');
+  const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, pidDir: resolvePath(flags.runDir), logger });
+  // Servers of a previous run killed without stopping them hold the storages' writer locks.
+  const reaped = await runtime.reapOrphans();
+  if (reaped > 0) logger.warn({ reaped }, 'stopped servers left running by a previous control plane');
   const provisioner = new Provisioner(store, runtime, { storage, logger });
+  // Databases that were running before a restart get their servers back; they are marked
+  // Provisioning before the API answers, so no client reads the old run's URLs as Active.
+  let restoring: Awaited<ReturnType<typeof provisioner.restoreAll>>;
+  try {
+    restoring = await provisioner.restoreAll();
+  } catch (err) {
+    await releaseLock();
+    await store.close();
+    throw new CliError(`cannot restore the databases: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  void restoring.restored.catch((err: unknown) => logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'restoring databases failed'));
   let api: Awaited<ReturnType<typeof startAdminApi>>;
   try {
     api = await startAdminApi({ store, provisioner, adminToken: token!, gatewayUrl, host: flags.host, port: flags.port, logger });
   } catch (err) {
+    await provisioner.close();
     await releaseLock();
     await store.close();
     throw new CliError(`cannot start the admin API: ${err instanceof Error ? err.message : String(err)}`);
@@ -286,8 +304,6 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
   logger.info({ store: describeStoreLocation(location), storage: storage.kind === 's3' ? `s3://${storage.bucket}/${storage.prefix}` : storage.path }, 'control plane started');
   process.stdout.write(`svc cloud listening on ${api.url} (store: ${describeStoreLocation(location)})\n`);
 
-  // Databases that were running before a restart get their servers back.
-  void provisioner.restoreAll().catch((err: unknown) => logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'restoring databases failed'));
 
   await new Promise<void>((resolve) => {
     let stopping = false;

@@ -10,6 +10,7 @@
 // start() returns the server's reachable base URL and a stop(); the provisioner needs
 // nothing else, and the gateway only ever sees the URLs in the store.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { ControlPlaneStore, Database } from './admin-store.js';
@@ -60,10 +61,34 @@ export interface ProcessRuntimeOptions {
   /** Extra environment for the servers (object-storage credentials come from AWS_*). */
   readonly env?: NodeJS.ProcessEnv;
   readonly startTimeoutMs?: number;
+  /**
+   * A directory for one PID file per running server. A control plane killed without a
+   * chance to stop its servers (SIGKILL, OOM) leaves them running, holding the storage's
+   * writer lock; the next one calls reapOrphans() to stop them before starting new ones.
+   */
+  readonly pidDir?: string;
   readonly logger?: Logger;
 }
 
 const stopGraceMs = 10_000;
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The command line of a process (Linux /proc), or null. */
+function commandLineOf(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return null;
+  }
+}
 /** Lines of a server's stderr kept to explain a failed start. */
 const stderrTailLines = 20;
 
@@ -72,6 +97,39 @@ export class ProcessRuntime implements BackendRuntime {
 
   constructor(private readonly options: ProcessRuntimeOptions = {}) {
     this.cliPath = options.cliPath ?? join(fileURLToPath(new URL('.', import.meta.url)), '../cli/main.js');
+  }
+
+  /**
+   * Stops the servers a previous control plane left running (their PID files are still in
+   * pidDir). Only processes that still run this runtime's `svc serve` are signalled, so a
+   * PID reused by an unrelated process is left alone. Returns how many were stopped.
+   */
+  async reapOrphans(): Promise<number> {
+    const dir = this.options.pidDir;
+    if (dir === undefined) return 0;
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((n) => n.endsWith('.pid'));
+    } catch {
+      return 0;
+    }
+    const orphans: number[] = [];
+    for (const name of names) {
+      const pid = Number(readFileSync(join(dir, name), 'utf8').trim());
+      const command = Number.isInteger(pid) && pid > 0 ? commandLineOf(pid) : null;
+      if (command !== null && command.includes(this.cliPath) && command.includes('serve')) orphans.push(pid);
+      rmSync(join(dir, name), { force: true });
+    }
+    for (const pid of orphans) {
+      this.options.logger?.warn({ serverPid: pid }, 'stopping a server left running by a previous control plane');
+      try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+    }
+    const until = Date.now() + stopGraceMs;
+    while (orphans.some(processRuns) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    for (const pid of orphans.filter(processRuns)) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+    return orphans.length;
   }
 
   start(spec: BackendSpec): Promise<RunningBackend> {
@@ -89,6 +147,12 @@ export class ProcessRuntime implements BackendRuntime {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...this.options.env },
     });
+    const pidFile = this.options.pidDir === undefined || child.pid === undefined ? null
+      : join(this.options.pidDir, `${spec.databaseId}.${spec.role}.${spec.ordinal}.${child.pid}.pid`);
+    if (pidFile !== null) {
+      mkdirSync(this.options.pidDir!, { recursive: true });
+      writeFileSync(pidFile, `${child.pid}\n`);
+    }
     const log = this.options.logger?.child({ databaseId: spec.databaseId, role: spec.role, ordinal: spec.ordinal, serverPid: child.pid });
     const stderrTail: string[] = [];
     let stdout = '';
@@ -101,6 +165,7 @@ export class ProcessRuntime implements BackendRuntime {
       }
     });
     const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
+      if (pidFile !== null) rmSync(pidFile, { force: true });
       log?.info({ code, signal }, 'server exited');
       resolve();
     }));
@@ -359,17 +424,15 @@ export class Provisioner {
   }
 
   /**
-   * After a restart of the control plane: starts the servers of every database that was
-   * Provisioning or Active (their data is in the storage; the old processes are gone).
+   * After a restart of the control plane: marks every database that was Provisioning or
+   * Active as Provisioning again and starts its servers (their data is in the storage; the
+   * old processes are gone). Resolves once marked; `restored` settles when all are done.
    */
-  async restoreAll(): Promise<void> {
-    const databases = await this.store.listDatabases();
-    await Promise.all(databases
-      .filter((d) => d.status === 'Active' || d.status === 'Provisioning')
-      .map(async (d) => {
-        await this.store.setDatabaseStatus(d.id, 'Provisioning');
-        await this.provision(d.id);
-      }));
+  async restoreAll(): Promise<{ readonly restored: Promise<void> }> {
+    const databases = (await this.store.listDatabases()).filter((d) => d.status === 'Active' || d.status === 'Provisioning');
+    // Marked before this resolves, so nobody reads the old run's URLs as Active meanwhile.
+    for (const d of databases) await this.store.setDatabaseStatus(d.id, 'Provisioning');
+    return { restored: Promise.all(databases.map((d) => this.provision(d.id))).then(() => undefined) };
   }
 
   /** Shutdown: stops every server this provisioner started. */
