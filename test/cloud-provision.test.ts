@@ -1,7 +1,7 @@
 // The control plane end to end on loopback: the admin API (src/cloud/admin-api.ts) over a
 // SQLite store, provisioning real `svc serve` processes (the built dist/) on s3rver, and
 // the `svc cloud ...` commands against it. `npm run build` first.
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -275,7 +275,8 @@ describe('admin API', () => {
 
 describe('svc cloud commands', () => {
   it('create a workspace, a database and a key through the admin API; the token comes only from the environment', async () => {
-    const cwd = tempDir('cloud-cli');
+    const cwd = join(dir, 'cli');
+    mkdirSync(cwd);
     const env = { SVC_CLOUD_ADMIN_TOKEN: adminToken, SVC_CLOUD_ADMIN_URL: api.url };
     const noToken = await svc(cwd, ['cloud', 'workspace', 'list'], { SVC_CLOUD_ADMIN_URL: api.url });
     expect(noToken.code).toBe(1);
