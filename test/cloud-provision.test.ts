@@ -1,7 +1,7 @@
 // The control plane end to end on loopback: the admin API (src/cloud/admin-api.ts) over a
 // SQLite store, provisioning real `svc serve` processes (the built dist/) on s3rver, and
 // the `svc cloud ...` commands against it. `npm run build` first.
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -303,6 +303,8 @@ describe('svc cloud commands', () => {
     const secret = (JSON.parse(key.stdout) as { secret: string }).secret;
     expect(secret).toMatch(apiKeyPattern);
     expect(key.stderr).toContain('shown this once');
+    // Nothing is written to a project file: svc.toml never holds keys.
+    expect(readdirSync(cwd)).toEqual([]);
     const listed = await svc(cwd, ['cloud', 'key', 'list', '--database', database.id], env);
     expect(listed.stdout).not.toContain(secret);
     expect(JSON.parse(listed.stdout)).toMatchObject({ keys: [{ permission: 'read', revoked_at: null }] });
