@@ -1,0 +1,83 @@
+// The shared store's driver: a pg connection pool, for several gateway replicas and the
+// admin server against one PostgreSQL database.
+import pg from 'pg';
+import { numberPlaceholders, type SqlDriver, type SqlExecutor, type SqlRow, type SqlValue } from './sql-driver.js';
+
+/** Connections per process: the gateway caches answers, so few queries are in flight. */
+const poolSizeMax = 8;
+const connectTimeoutMs = 5_000;
+/** Any fixed number shared by every process of the control plane: the migration lock. */
+const migrationLockKey = 0x5376_6301;
+const provisionerLockKey = 0x5376_6302;
+
+export class PostgresDriver implements SqlDriver {
+  readonly dialect = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  constructor(private readonly connectionString: string) {
+    this.pool = new pg.Pool({ connectionString, max: poolSizeMax, connectionTimeoutMillis: connectTimeoutMs });
+    // An idle client losing its connection (server restart) must not crash the process;
+    // the pool drops it and the next query opens a new one.
+    this.pool.on('error', () => undefined);
+  }
+
+  async query<Row extends SqlRow = SqlRow>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
+    const result = await this.pool.query<Row>(numberPlaceholders(sql), params as SqlValue[]);
+    return result.rows;
+  }
+
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await work({
+          query: async <Row extends SqlRow>(sql: string, params: readonly SqlValue[] = []) =>
+            (await client.query<Row>(numberPlaceholders(sql), params as SqlValue[])).rows,
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async lockForMigrations(tx: SqlExecutor): Promise<void> {
+    // Held until the transaction ends: replicas opening at once apply each version once.
+    await tx.query('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
+  }
+
+  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+    // A session lock on a connection of its own, outside the pool: it lasts as long as the
+    // connection, so a process that dies (even kill -9) lets go of it with its socket.
+    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: connectTimeoutMs });
+    client.on('error', () => undefined);
+    await client.connect();
+    const rows = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [provisionerLockKey])).rows;
+    if (rows[0]?.locked !== true) {
+      await client.end();
+      return null;
+    }
+    return async () => {
+      await client.query('SELECT pg_advisory_unlock($1)', [provisionerLockKey]).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    };
+  }
+
+  isUniqueViolation(err: unknown): boolean {
+    return (err as { code?: unknown } | null)?.code === '23505';
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
