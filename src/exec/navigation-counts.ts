@@ -9,7 +9,7 @@
 import { limits } from '../limits.js';
 import { queryError } from '../protocol/errors.js';
 import { dirWord } from '../store/store.js';
-import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
+import { kernelDirection, traversalKernelsOn } from '../store/kernels.js';
 import type { Topology } from '../store/topology.js';
 import type { ExecCtx } from './context.js';
 import { guard, ROW_BYTES } from './guard.js';
@@ -35,7 +35,9 @@ const NO_HOP: NodeHop = { dirs: 0, label: -1 };
 export function nodeHop(step: NavigationStep): NodeHop | null {
   if (step.toEdges) return null;
   if (step.noLabelMatch && !step.unlabeled) return NO_HOP;
-  return { dirs: kernelDirections(step.dirs.map(dirWord)), label: step.unlabeled ? -1 : step.label };
+  let dirs = 0;
+  for (const d of step.dirs) dirs |= kernelDirection(dirWord(d));
+  return { dirs, label: step.unlabeled ? -1 : step.label };
 }
 
 // ---------------------------------------------------------------- node marks

@@ -42,9 +42,21 @@ interface Chain {
   readonly ops: (NavigationOp | FilterOp)[];
 }
 
+/** Chains by their last operation (plans are cached and never mutated, so neither is this). */
+const chains = new WeakMap<Op, Chain | null>();
+
 /** The navigation/filter chain `op` ends with, when it has a navigation step and rows need no paths. */
 function chainOf(ctx: ExecCtx, op: Op): Chain | null {
   if (ctx.trackPath) return null;
+  let chain = chains.get(op);
+  if (chain === undefined) {
+    chain = chainEndingWith(op);
+    chains.set(op, chain);
+  }
+  return chain;
+}
+
+function chainEndingWith(op: Op): Chain | null {
   const ops: (NavigationOp | FilterOp)[] = [];
   let navigates = false;
   let current = op;
@@ -83,10 +95,24 @@ function chainMayThrow(chain: Chain): boolean {
     : op.op === 'edge_has' ? op.value.kind === 'expr' && exprMayThrow(op.value.expr) : false));
 }
 
+/**
+ * A chain's steps for one store, made once while every label of the chain is known to it
+ * (label IDs never change; an unknown one may become known, so such steps are made anew).
+ */
+const stepsByStore = new WeakMap<ExecCtx['store'], WeakMap<Chain, ChainStep[]>>();
+
 function stepsOf(ctx: ExecCtx, chain: Chain): ChainStep[] {
-  return chain.ops.map((op) => (navigationOps.has(op.op)
+  let byChain = stepsByStore.get(ctx.store);
+  const kept = byChain?.get(chain);
+  if (kept !== undefined) return kept;
+  const steps = chain.ops.map((op): ChainStep => (navigationOps.has(op.op)
     ? navigationChainStep(navigationStep(ctx, op as NavigationOp))
     : { nav: null, hop: null, filter: op as FilterOp }));
+  if (steps.every((step) => step.nav === null || !step.nav.noLabelMatch)) {
+    if (byChain === undefined) stepsByStore.set(ctx.store, byChain = new WeakMap());
+    byChain.set(chain, steps);
+  }
+  return steps;
 }
 
 function navigationChainStep(nav: NavigationStep): ChainStep {

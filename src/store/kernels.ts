@@ -18,7 +18,8 @@ export interface TraversalKernels {
 }
 
 /** The kernels' `dirs` argument: bit 0 out, bit 1 in. */
-export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | (w === DIR_OUT ? 1 : 2), 0);
+export const kernelDirection = (word: DirWord): number => (word === DIR_OUT ? 1 : 2);
+export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | kernelDirection(w), 0);
 
 /** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
 let kernelsOn = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
