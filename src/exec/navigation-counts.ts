@@ -114,8 +114,12 @@ export function distinctEndCount(ctx: ExecCtx, hops: readonly NodeHop[], rows: r
     const words = topo.words; // after take(): it covers what was taken
     for (let i = 0; i < rows.length; i++) words[level + i] = idOfKey(rows[i]!);
     guard.step(rows.length);
-    let count = kernels.keepUnmarked(level, rows.length, marks);
-    kernels.clearMarks(level, count, marks);
+    // The source level's first occurrences (one row has nothing to drop: no kernel call).
+    let count = rows.length;
+    if (count > 1) {
+      count = kernels.keepUnmarked(level, count, marks);
+      kernels.clearMarks(level, count, marks);
+    }
     for (const hop of hops) {
       if (count === 0) return 0;
       if (hop.dirs === 0) return 0;

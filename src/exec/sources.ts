@@ -30,9 +30,10 @@ function rowsOfVariable(ctx: ExecCtx, name: string): RowSet | null {
   throw queryError(`variable \`${name}\` is not bound to element rows`);
 }
 
+const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
+
 /** Resolve a reference to element IDs of one kind (operations.md §2.1). */
 export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarget: boolean): number[] {
-  const exists = (id: number) => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
   switch (ref.kind) {
     case 'all': {
       const out: number[] = [];
@@ -52,7 +53,7 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
       const out: number[] = [];
       for (const id of ref.ids) {
         const n = id > MAX_SAFE_ID ? -1 : Number(id);
-        if (asTarget ? n >= 0 : exists(n)) out.push(n);
+        if (asTarget ? n >= 0 : exists(ctx, n, edges)) out.push(n);
       }
       return out;
     }
@@ -70,7 +71,7 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
     }
     case 'param': {
       const ids = idsFromParam(ctx, ref.name);
-      return asTarget ? ids : ids.filter(exists);
+      return asTarget ? ids : ids.filter((id) => exists(ctx, id, edges));
     }
   }
 }

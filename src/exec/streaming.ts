@@ -280,6 +280,18 @@ function walkWindow(ctx: ExecCtx, steps: ChainStep[], rows: RowSet, start: numbe
 
 // ---------------------------------------------------------------- entry points
 
+/** The steps as node hops when every one is a node-to-node navigation step, else null (per steps array). */
+const hopsBySteps = new WeakMap<ChainStep[], NodeHop[] | null>();
+
+function nodeHops(steps: ChainStep[]): NodeHop[] | null {
+  let hops = hopsBySteps.get(steps);
+  if (hops === undefined) {
+    hops = steps.every((step) => step.hop !== null) ? steps.map((step) => step.hop!) : null;
+    hopsBySteps.set(steps, hops);
+  }
+  return hops;
+}
+
 /**
  * `count(dedup(chain))` where every step moves node rows to neighbour nodes: the size of the
  * last level, counted on the kernels (navigation-counts.ts); null otherwise.
@@ -289,11 +301,8 @@ function distinctCount(ctx: ExecCtx, dedup: Op, context: Stream | null, evalOp: 
   const chain = chainOf(ctx, dedup.input);
   if (chain === null) return null;
   const steps = stepsOf(ctx, chain);
-  const hops: NodeHop[] = [];
-  for (const step of steps) {
-    if (step.hop === null) return null;
-    hops.push(step.hop);
-  }
+  const hops = nodeHops(steps);
+  if (hops === null) return null;
   const { rows, plain } = sourceRows(ctx, chain, context, evalOp);
   const n = plain ? distinctEndCount(ctx, hops, rows.el) : null;
   // Source rows that are not all node rows: the dedup's own rows, counted.
