@@ -108,13 +108,13 @@ function answer(store: Store, q: Query, role: 'writer' | 'replica'): { kernel: n
   }
 }
 
-const caseArb = fc.integer({ min: 1, max: 24 }).chain((n) => {
+const caseArb = fc.integer({ min: 1, max: 40 }).chain((n) => {
   const node = fc.integer({ min: 0, max: n - 1 });
   const edge = fc.record({ src: node, dst: node, label: fc.constantFrom(...LABELS) });
   const more = fc.integer({ min: 0, max: 6 });
   return fc.record({
     n: fc.constant(n),
-    edges: fc.array(edge, { maxLength: 80 }),
+    edges: fc.array(edge, { maxLength: 160 }),
     // Later batches: dropped edges (by position in the first batch) and nodes, then new
     // nodes with edges that reach them (IDs the older snapshot has never seen).
     droppedEdges: fc.array(fc.nat(), { maxLength: 20 }),
@@ -156,6 +156,29 @@ describe('counts over navigation on the kernels', () => {
         expect(answer(writer, q, 'writer'), `writer ${JSON.stringify(q)}`).toEqual({ kernel: now, js: now });
       }
     }), { numRuns: 150 });
+  });
+
+  it('levels wider than the kernel\'s groups of 8 nodes, counted again and again on one store', () => {
+    // Node 0 -> 1..40 (X), each i -> i + 40 and i -> 0 (Y), a parallel edge 1 -> 41.
+    const store = Store.create();
+    const model: Model = { nodes: [], edges: [] };
+    const edges: Omit<Edge, 'alive'>[] = [];
+    for (let i = 1; i <= 40; i++) edges.push({ src: 0, dst: i, label: 'X' }, { src: i, dst: i + 40, label: 'Y' }, { src: i, dst: 0, label: 'Y' });
+    edges.push({ src: 1, dst: 41, label: 'Y' });
+    addGraph(store, model, 81, edges);
+    const queries: Query[] = [
+      { start: [0], steps: [{ dir: 'out', label: null }, { dir: 'out', label: null }], dedup: true },
+      { start: [0], steps: [{ dir: 'out', label: 'X' }, { dir: 'out', label: 'Y' }, { dir: 'both', label: null }], dedup: true },
+      { start: [0, 5, 45], steps: [{ dir: 'both', label: null }, { dir: 'in', label: null }], dedup: true },
+      { start: [0], steps: [{ dir: 'out', label: null }, { dir: 'out', label: null }], dedup: false },
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const q of queries) {
+        const want = expected(model, q);
+        expect(answer(store, q, 'writer'), `${round} ${JSON.stringify(q)}`).toEqual({ kernel: want, js: want });
+      }
+    }
+    expect(expected(model, queries[0]!)).toBe(41); // the 40 ends and node 0
   });
 
   it('leave the node marks clear: the same count again, and after a query the inline work cap stopped', () => {
