@@ -42,7 +42,7 @@ interface Chain {
   readonly ops: (NavigationOp | FilterOp)[];
 }
 
-/** Chains by their last operation (plans are cached and never mutated, so neither is this). */
+/** Chains by their last operation: a cached plan's operations keep their structure (only ID lists may be rebound), so its chain is found once. */
 const chains = new WeakMap<Op, Chain | null>();
 
 /** The navigation/filter chain `op` ends with, when it has a navigation step and rows need no paths. */
