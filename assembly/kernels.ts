@@ -410,3 +410,135 @@ export function hasSuccessorAt(node: u32, dirs: u32, label: i32, at: u32, search
   }
   return 0;
 }
+
+// Node marks for counts over navigation (src/exec/navigation-counts.ts): one bit per node
+// ID at word `marks`, in this thread's scratch. Every bit is clear between calls: a kernel
+// that sets marks either clears them before it returns or appends each node it marked to a
+// list the caller clears with clearMarks (also when the query stops between calls), so the
+// bitset is reused across queries without being zeroed. Only neighbours of visible entries
+// are marked, and those are nodes of the snapshot, below the bit count JS sized it for.
+
+/** Set `node`'s mark; true when it was clear. */
+// @ts-ignore: decorator
+@inline function markNode(marks: u32, node: u32): bool {
+  const at: usize = (<usize>(marks + (node >> 5))) << 2;
+  const bits = load<u32>(at);
+  const bit: u32 = 1 << (node & 31);
+  if ((bits & bit) != 0) return false;
+  store<u32>(at, bits | bit);
+  return true;
+}
+
+// @ts-ignore: decorator
+@inline function unmarkNode(marks: u32, node: u32): void {
+  const at: usize = (<usize>(marks + (node >> 5))) << 2;
+  store<u32>(at, load<u32>(at) & ~(<u32>1 << (node & 31)));
+}
+
+/**
+ * Distinct visible neighbours (snapshot `at`, label `label` or any when < 0) of `node` in
+ * the directions of `dirs` (bit 0 out, bit 1 in): the length of neighbors() in
+ * src/exec/navigation.ts, without building the list. Leaves the marks clear.
+ */
+export function distinctNeighbourCount(node: u32, dirs: u32, label: i32, at: u32, marks: u32): u32 {
+  const dir = directory(node);
+  const len0: u32 = (dirs & 1) != 0 ? blockLength(dir, 0) : 0;
+  const len1: u32 = (dirs & 2) != 0 ? blockLength(dir, 1) : 0;
+  const block0: u32 = len0 != 0 ? blockStart(dir, 0) : 0;
+  const block1: u32 = len1 != 0 ? blockStart(dir, 1) : 0;
+  let distinct: u32 = 0;
+  for (let d: u32 = 0; d < 2; d++) {
+    const len = d == 0 ? len0 : len1;
+    const block = d == 0 ? block0 : block1;
+    for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+      if (visible(p, at, label) && markNode(marks, word(p + A_NEIGHBOR))) distinct++;
+    }
+  }
+  // The same entries again (the lengths and offsets loaded above, so the same visible set).
+  for (let d: u32 = 0; d < 2; d++) {
+    const len = d == 0 ? len0 : len1;
+    const block = d == 0 ? block0 : block1;
+    for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+      if (visible(p, at, label)) unmarkNode(marks, word(p + A_NEIGHBOR));
+    }
+  }
+  return distinct;
+}
+
+/**
+ * One level of distinct walk ends: the visible neighbours (as distinctNeighbourCount) of
+ * nodes rows[0..count) that are not marked yet are marked and appended to out[..], in the
+ * order found. Returns how many were appended; `out` must have room for every node the
+ * level can still add (at most the bit count of the marks, at most the entries scanned).
+ * The caller clears the marks of out[..) once the level is complete.
+ */
+export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: u32, marks: u32, out: u32): u32 {
+  let end: u32 = 0;
+  for (let group: u32 = 0; group < count; group += TOUCH_GROUP) {
+    const groupEnd = min(group + TOUCH_GROUP, count);
+    touchBlocks(rows, group, groupEnd, dirs, out + end);
+    for (let i = group; i < groupEnd; i++) {
+      const dir = directory(word(rows + i));
+      for (let d: u32 = 0; d < 2; d++) {
+        if ((dirs & (1 << d)) == 0) continue;
+        const len = blockLength(dir, d);
+        if (len == 0) continue;
+        const block = blockStart(dir, d);
+        for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += ADJ_WORDS) {
+          if (!visible(p, at, label)) continue;
+          const next = word(p + A_NEIGHBOR);
+          if (!markNode(marks, next)) continue;
+          setWord(out + end, next);
+          end++;
+        }
+      }
+    }
+  }
+  return end;
+}
+
+/** Nodes whose blocks touchBlocks loads together before they are scanned. */
+const TOUCH_GROUP: u32 = 8;
+/** Words per cache line (64 bytes). */
+const LINE_WORDS: u32 = 16;
+
+/**
+ * Load one word of every cache line of the blocks of nodes rows[from..to) (directions
+ * `dirs`), as read protocol allows (length, then offset, then entries below the length).
+ * The loads do not depend on each other, so the processor overlaps their cache misses,
+ * where the scan that follows would take them one node after another (a block's address
+ * is known only once the previous node is scanned). What they read is summed into the
+ * word at `sink` (the next free word of the caller's output, overwritten after), so they are
+ * not optimized away.
+ */
+function touchBlocks(rows: u32, from: u32, to: u32, dirs: u32, sink: u32): void {
+  let sum: u32 = 0;
+  for (let i = from; i < to; i++) {
+    const dir = directory(word(rows + i));
+    for (let d: u32 = 0; d < 2; d++) {
+      if ((dirs & (1 << d)) == 0) continue;
+      const len = blockLength(dir, d);
+      if (len == 0) continue;
+      const block = blockStart(dir, d);
+      for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += LINE_WORDS) sum += word(p);
+    }
+  }
+  setWord(sink, sum);
+}
+
+/** Keep the first occurrence of each of ids[0..count), in place and in order, marking them; returns how many were kept. */
+export function keepUnmarked(ids: u32, count: u32, marks: u32): u32 {
+  let kept: u32 = 0;
+  for (let i: u32 = 0; i < count; i++) {
+    const id = word(ids + i);
+    if (!markNode(marks, id)) continue;
+    setWord(ids + kept, id);
+    kept++;
+  }
+  return kept;
+}
+
+/** Clear the marks of ids[0..count). */
+export function clearMarks(ids: u32, count: u32, marks: u32): void {
+  for (let i: u32 = 0; i < count; i++) unmarkNode(marks, word(ids + i));
+}

@@ -21,6 +21,8 @@ async function main(): Promise<void> {
   const workloads: [string, string, string[]][] = [
     ['shortest_path between start ids', 'expandOrdered + expandLayer + hasSuccessorAt', ids.map((id, i) => q.shortestPath(id, ids[(i * 7 + 3) % ids.length]!))],
     ['3-hop repeat + dedup + count', 'entryCount + expandRows', ids.map(q.threeHopRepeatDedupCount)],
+    ['2-hop out.out.dedup.count', 'keepUnmarked + entryCount + reachUnmarked + clearMarks', ids.map(q.twoHopDedupCount)],
+    ['1-hop out count', 'distinctNeighbourCount', ids.map(q.oneHopCount)],
   ];
   const rows: string[][] = [];
   for (const [title, kernels, bodies] of workloads) {

@@ -92,8 +92,9 @@ function otherEnds(ctx: ExecCtx, edge: number, extra: RowExtra | null): number[]
   return src === dst ? [src] : [src, dst];
 }
 
+const OUT: readonly Direction[] = ['out'], IN: readonly Direction[] = ['in'], BOTH: readonly Direction[] = ['out', 'in'];
 const dirsOf = (op: string): readonly Direction[] =>
-  op === 'out' || op === 'out_e' || op === 'out_n' ? ['out'] : op === 'in' || op === 'in_e' || op === 'in_n' ? ['in'] : ['out', 'in'];
+  op === 'out' || op === 'out_e' || op === 'out_n' ? OUT : op === 'in' || op === 'in_e' || op === 'in_n' ? IN : BOTH;
 
 export type NavigationOp = Extract<Op, { op: 'out' | 'in' | 'both' | 'out_e' | 'in_e' | 'both_e' | 'out_n' | 'in_n' | 'other_n' }>;
 

@@ -9,11 +9,14 @@ import { guard, ROW_BYTES } from './guard.js';
 import { indexScan } from './index-scan.js';
 
 /** IDs from a parameter value: one non-negative integer or an array of them. */
+/** The largest ID a JS number holds exactly, as a bigint (compared per ID: made once). */
+const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
+
 function idsFromParam(ctx: ExecCtx, name: string): number[] {
   const v = paramValue(ctx, name);
   const one = (x: Value): number => {
     if (typeof x !== 'bigint' || x < 0n) throw queryError(`parameter \`${name}\` must hold non-negative integer ids`);
-    return x > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(x);
+    return x > MAX_SAFE_ID ? Number.MAX_SAFE_INTEGER : Number(x);
   };
   if (Array.isArray(v)) return v.map(one);
   return [one(v)];
@@ -27,9 +30,10 @@ function rowsOfVariable(ctx: ExecCtx, name: string): RowSet | null {
   throw queryError(`variable \`${name}\` is not bound to element rows`);
 }
 
+const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
+
 /** Resolve a reference to element IDs of one kind (operations.md §2.1). */
 export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarget: boolean): number[] {
-  const exists = (id: number) => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
   switch (ref.kind) {
     case 'all': {
       const out: number[] = [];
@@ -48,8 +52,8 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
     case 'ids': {
       const out: number[] = [];
       for (const id of ref.ids) {
-        const n = id > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(id);
-        if (asTarget ? n >= 0 : exists(n)) out.push(n);
+        const n = id > MAX_SAFE_ID ? -1 : Number(id);
+        if (asTarget ? n >= 0 : exists(ctx, n, edges)) out.push(n);
       }
       return out;
     }
@@ -67,7 +71,7 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
     }
     case 'param': {
       const ids = idsFromParam(ctx, ref.name);
-      return asTarget ? ids : ids.filter(exists);
+      return asTarget ? ids : ids.filter((id) => exists(ctx, id, edges));
     }
   }
 }

@@ -22,14 +22,18 @@ import { ElementMarks } from './marks.js';
 import type { EvalOp } from './eval-op.js';
 import { expandElement, navigate, navigationOps, navigationStep, type NavigationOp, type NavigationStep } from './navigation.js';
 import { dedupStream, filterOps, filterRows, keepRow, type FilterOp } from './filters.js';
-import { needRows, NO_ELEMENT, RowSet, rowsOf, type Stream } from './rows.js';
+import { idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, rowsOf, type Stream } from './rows.js';
+import { distinctEndCount, distinctNeighbourCount, nodeHop, type NodeHop } from './navigation-counts.js';
+import { traversalKernelsOn } from '../store/kernels.js';
 
 /** One navigation or filter operation over materialized rows. */
 function applyElementOp(ctx: ExecCtx, op: NavigationOp | FilterOp, rows: RowSet): RowSet {
   return navigationOps.has(op.op) ? navigate(ctx, op as NavigationOp, rows) : filterRows(ctx, op as FilterOp, rows);
 }
 
-type ChainStep = { readonly nav: NavigationStep; readonly filter: null } | { readonly nav: null; readonly filter: FilterOp };
+/** A navigation step (with what it does to node rows, navigation-counts.ts) or a filter. */
+type ChainStep = { readonly nav: NavigationStep; readonly hop: NodeHop | null; readonly filter: null }
+  | { readonly nav: null; readonly hop: null; readonly filter: FilterOp };
 
 interface Chain {
   /** The first operation below the chain; its stream feeds the first step. */
@@ -38,9 +42,21 @@ interface Chain {
   readonly ops: (NavigationOp | FilterOp)[];
 }
 
+/** Chains by their last operation: a cached plan's operations keep their structure (only ID lists may be rebound), so its chain is found once. */
+const chains = new WeakMap<Op, Chain | null>();
+
 /** The navigation/filter chain `op` ends with, when it has a navigation step and rows need no paths. */
 function chainOf(ctx: ExecCtx, op: Op): Chain | null {
   if (ctx.trackPath) return null;
+  let chain = chains.get(op);
+  if (chain === undefined) {
+    chain = chainEndingWith(op);
+    chains.set(op, chain);
+  }
+  return chain;
+}
+
+function chainEndingWith(op: Op): Chain | null {
   const ops: (NavigationOp | FilterOp)[] = [];
   let navigates = false;
   let current = op;
@@ -79,10 +95,28 @@ function chainMayThrow(chain: Chain): boolean {
     : op.op === 'edge_has' ? op.value.kind === 'expr' && exprMayThrow(op.value.expr) : false));
 }
 
+/**
+ * A chain's steps for one store, made once while every label of the chain is known to it
+ * (label IDs never change; an unknown one may become known, so such steps are made anew).
+ */
+const stepsByStore = new WeakMap<ExecCtx['store'], WeakMap<Chain, ChainStep[]>>();
+
 function stepsOf(ctx: ExecCtx, chain: Chain): ChainStep[] {
-  return chain.ops.map((op) => (navigationOps.has(op.op)
-    ? { nav: navigationStep(ctx, op as NavigationOp), filter: null }
-    : { nav: null, filter: op as FilterOp }));
+  let byChain = stepsByStore.get(ctx.store);
+  const kept = byChain?.get(chain);
+  if (kept !== undefined) return kept;
+  const steps = chain.ops.map((op): ChainStep => (navigationOps.has(op.op)
+    ? navigationChainStep(navigationStep(ctx, op as NavigationOp))
+    : { nav: null, hop: null, filter: op as FilterOp }));
+  if (steps.every((step) => step.nav === null || !step.nav.noLabelMatch)) {
+    if (byChain === undefined) stepsByStore.set(ctx.store, byChain = new WeakMap());
+    byChain.set(chain, steps);
+  }
+  return steps;
+}
+
+function navigationChainStep(nav: NavigationStep): ChainStep {
+  return { nav, hop: nodeHop(nav), filter: null };
 }
 
 // ---------------------------------------------------------------- count
@@ -125,6 +159,7 @@ function checkedSum(total: number): number {
 function countWalks(ctx: ExecCtx, steps: ChainStep[], rows: RowSet): number {
   let keys: readonly number[] = rows.el;
   let walks: readonly number[] | null = null; // null: one walk each
+  const kernels = traversalKernelsOn();
   for (let s = 0; s < steps.length; s++) {
     const step = steps[s]!;
     const last = s === steps.length - 1;
@@ -136,6 +171,11 @@ function countWalks(ctx: ExecCtx, steps: ChainStep[], rows: RowSet): number {
         if (!keepRow(ctx, step.filter, el, null)) continue;
         if (next === null) total += w;
         else next.add(el, w);
+        continue;
+      }
+      if (next === null && kernels && step.hop !== null && !isEdgeKey(el)) {
+        // The last step only needs how many children: counted on the kernel, no list.
+        total += w * distinctNeighbourCount(ctx, idOfKey(el), step.hop);
         continue;
       }
       const children = expandElement(ctx, step.nav, el, null);
@@ -240,8 +280,47 @@ function walkWindow(ctx: ExecCtx, steps: ChainStep[], rows: RowSet, start: numbe
 
 // ---------------------------------------------------------------- entry points
 
+/** The steps as node hops when every one is a node-to-node navigation step, else null (per steps array). */
+const hopsBySteps = new WeakMap<ChainStep[], NodeHop[] | null>();
+
+function nodeHops(steps: ChainStep[]): NodeHop[] | null {
+  let hops = hopsBySteps.get(steps);
+  if (hops === undefined) {
+    hops = steps.every((step) => step.hop !== null) ? steps.map((step) => step.hop!) : null;
+    hopsBySteps.set(steps, hops);
+  }
+  return hops;
+}
+
+/**
+ * `count(dedup(chain))` where every step moves node rows to neighbour nodes: the size of the
+ * last level, counted on the kernels (navigation-counts.ts); null otherwise.
+ */
+function distinctCount(ctx: ExecCtx, dedup: Op, context: Stream | null, evalOp: EvalOp): Stream | null {
+  if (dedup.op !== 'dedup' || !traversalKernelsOn()) return null;
+  const chain = chainOf(ctx, dedup.input);
+  if (chain === null) return null;
+  const steps = stepsOf(ctx, chain);
+  const hops = nodeHops(steps);
+  if (hops === null) return null;
+  const { rows, plain } = sourceRows(ctx, chain, context, evalOp);
+  const n = plain ? distinctEndCount(ctx, hops, rows.el) : null;
+  // Source rows that are not all node rows: the dedup's own rows, counted.
+  return { kind: 'count', n: n ?? needRows(dedupChain(ctx, chain, steps, rows, plain), 'count').length };
+}
+
+/** dedup(chain) from the chain's source rows (sourceRows). */
+function dedupChain(ctx: ExecCtx, chain: Chain, steps: ChainStep[], rows: RowSet, plain: boolean): Stream {
+  if (!plain) return dedupStream(ctx, rowsOf(materialize(ctx, chain, rows)));
+  return rowsOf(new RowSet(distinctWalkEnds(ctx, steps, rows, false))); // rows charged as found
+}
+
 /** `count(op)` or `exists(op)` without materializing `op`, or null when it is no chain. */
 export function streamedTerminal(ctx: ExecCtx, terminal: 'count' | 'exists', op: Op, context: Stream | null, evalOp: EvalOp): Stream | null {
+  if (terminal === 'count') {
+    const counted = distinctCount(ctx, op, context, evalOp);
+    if (counted !== null) return counted;
+  }
   const chain = chainOf(ctx, op);
   if (chain === null) return null;
   const { rows, plain } = sourceRows(ctx, chain, context, evalOp);
@@ -259,8 +338,7 @@ export function streamedDedup(ctx: ExecCtx, op: Op, context: Stream | null, eval
   const chain = chainOf(ctx, op);
   if (chain === null) return null;
   const { rows, plain } = sourceRows(ctx, chain, context, evalOp);
-  if (!plain) return dedupStream(ctx, rowsOf(materialize(ctx, chain, rows)));
-  return rowsOf(new RowSet(distinctWalkEnds(ctx, stepsOf(ctx, chain), rows, false))); // rows charged as found
+  return dedupChain(ctx, chain, plain ? stepsOf(ctx, chain) : [], rows, plain);
 }
 
 /** Rows [start, end) of `op`'s stream without materializing the rest, or null. */

@@ -11,10 +11,15 @@ export interface TraversalKernels {
   expandOrdered(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, mark: number, temp: number, tempCap: number): number;
   hasSuccessorAt(node: number, dirs: number, label: number, at: number, search: number, reach: number): number;
   rehash(search: number, table: number, shift: number): void;
+  distinctNeighbourCount(node: number, dirs: number, label: number, at: number, marks: number): number;
+  reachUnmarked(rows: number, count: number, dirs: number, label: number, at: number, marks: number, out: number): number;
+  keepUnmarked(ids: number, count: number, marks: number): number;
+  clearMarks(ids: number, count: number, marks: number): void;
 }
 
 /** The kernels' `dirs` argument: bit 0 out, bit 1 in. */
-export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | (w === DIR_OUT ? 1 : 2), 0);
+export const kernelDirection = (word: DirWord): number => (word === DIR_OUT ? 1 : 2);
+export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | kernelDirection(w), 0);
 
 /** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
 let kernelsOn = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';
