@@ -435,7 +435,7 @@ class GatewayServer {
     } catch (err) {
       const e = err as GatewayError;
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
-      if (logHeaders !== null) this.log.info({ req: { headers: logHeaders }, status: e.status, error: e.code }, 'query rejected');
+      if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
     const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders);
