@@ -15,7 +15,7 @@ export interface HttpResponse {
 }
 
 export interface HttpRequest {
-  readonly method?: 'GET' | 'POST';
+  readonly method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: string;
   /** Whole-exchange limit; none when 0 or absent. */

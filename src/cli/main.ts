@@ -2,6 +2,7 @@
 // The `svc` command. Each subcommand lives in its own file under src/cli/ and registers
 // itself on the program here; this file only assembles them and runs the parser.
 import { Command } from 'commander';
+import { registerCloudAdmin } from './cloud-admin.js';
 import { registerInit } from './init.js';
 import { registerQuery } from './query.js';
 import { registerRepair } from './repair.js';
@@ -31,5 +32,6 @@ registerQuery(program);
 registerSync(program);
 registerRepair(program);
 registerUpdate(program);
+registerCloudAdmin(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,65 @@
+// The shared store's driver: a pg connection pool, for several gateway replicas and the
+// admin server against one PostgreSQL database.
+import pg from 'pg';
+import { numberPlaceholders, type SqlDriver, type SqlExecutor, type SqlRow, type SqlValue } from './sql-driver.js';
+
+/** Connections per process: the gateway caches answers, so few queries are in flight. */
+const poolSizeMax = 8;
+const connectTimeoutMs = 5_000;
+/** Any fixed number shared by every process of the control plane: the migration lock. */
+const migrationLockKey = 0x5376_6301;
+
+export class PostgresDriver implements SqlDriver {
+  readonly dialect = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  constructor(connectionString: string) {
+    this.pool = new pg.Pool({ connectionString, max: poolSizeMax, connectionTimeoutMillis: connectTimeoutMs });
+    // An idle client losing its connection (server restart) must not crash the process;
+    // the pool drops it and the next query opens a new one.
+    this.pool.on('error', () => undefined);
+  }
+
+  async query<Row extends SqlRow = SqlRow>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
+    const result = await this.pool.query<Row>(numberPlaceholders(sql), params as SqlValue[]);
+    return result.rows;
+  }
+
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await work({
+          query: async <Row extends SqlRow>(sql: string, params: readonly SqlValue[] = []) =>
+            (await client.query<Row>(numberPlaceholders(sql), params as SqlValue[])).rows,
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async lockForMigrations(tx: SqlExecutor): Promise<void> {
+    // Held until the transaction ends: replicas opening at once apply each version once.
+    await tx.query('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
+  }
+
+  isUniqueViolation(err: unknown): boolean {
+    return (err as { code?: unknown } | null)?.code === '23505';
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

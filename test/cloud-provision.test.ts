@@ -1,0 +1,235 @@
+// The control plane end to end on loopback: the admin API (src/cloud/admin-api.ts) over a
+// SQLite store, provisioning real `svc serve` processes (the built dist/) on s3rver, and
+// the `svc cloud ...` commands against it. `npm run build` first.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ControlPlaneStore } from '../src/cloud/admin-store.js';
+import { startAdminApi, type RunningAdminApi } from '../src/cloud/admin-api.js';
+import { createCloudLogger } from '../src/cloud/log.js';
+import { openControlPlane } from '../src/cloud/open.js';
+import { ProcessRuntime, Provisioner } from '../src/cloud/provision.js';
+import { apiKeyHash, apiKeyPattern } from '../src/cloud/secrets.js';
+import { svc, tempDir } from './helpers/cli.js';
+import { cliPath } from './helpers/server.js';
+import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
+import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+
+const adminToken = 'test-admin-token-0123456789abcdef';
+const awsEnv = { AWS_ACCESS_KEY_ID: s3Credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: s3Credentials.secretAccessKey, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+const rootPrefix = 'cloud-test';
+process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+
+let s3: S3rverInstance;
+let s3Endpoint = '';
+let dir = '';
+let store: ControlPlaneStore;
+let provisioner: Provisioner;
+let api: RunningAdminApi;
+let logText = '';
+
+beforeAll(async () => {
+  dir = tempDir('cloud-provision');
+  const started = await startS3rver(join(dir, 's3'));
+  s3 = started.server;
+  s3Endpoint = `http://127.0.0.1:${started.port}`;
+  store = await openControlPlane(join(dir, 'control-plane.sqlite'));
+  const destination = new Writable({ write(chunk: Buffer, _enc, done) { logText += chunk.toString('utf8'); done(); } });
+  const logger = createCloudLogger('test', { destination });
+  const runtime = new ProcessRuntime({ cliPath, env: awsEnv, readerRefreshMs: 100, logger });
+  provisioner = new Provisioner(store, runtime, {
+    storage: { kind: 's3', bucket: 'bucket', prefix: rootPrefix, endpointUrl: s3Endpoint, region: 'us-east-1' },
+    readyTimeoutMs: 30_000, logger,
+  });
+  api = await startAdminApi({ store, provisioner, adminToken, gatewayUrl: 'http://gateway.test:8080', logger });
+});
+
+afterAll(async () => {
+  await api?.close();
+  await provisioner?.close();
+  await store?.close();
+  await s3?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function admin(method: string, path: string, body?: unknown, token: string | null = adminToken): Promise<{ status: number; json: any }> {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers['authorization'] = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${api.url}/admin/v1/${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const text = await res.text();
+  return { status: res.status, json: text === '' ? null : JSON.parse(text) };
+}
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${url}/v2/query`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: res.status, body: await res.text() };
+}
+
+async function eventually<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('admin API authentication', () => {
+  it('refuses requests without the admin token, with a malformed header or a wrong token', async () => {
+    expect(await admin('GET', 'workspaces', undefined, null)).toMatchObject({ status: 401, json: { error: 'missing_admin_token' } });
+    expect(await admin('GET', 'workspaces', undefined, 'wrong-token-0123456789abcdef')).toMatchObject({ status: 401, json: { error: 'invalid_admin_token' } });
+    expect(await admin('GET', 'workspaces', undefined, adminToken.slice(0, -1))).toMatchObject({ status: 401, json: { error: 'invalid_admin_token' } });
+    const raw = await fetch(`${api.url}/admin/v1/workspaces`, { headers: { authorization: adminToken } });
+    expect(raw.status).toBe(401);
+    expect(await raw.json()).toMatchObject({ error: 'malformed_authorization' });
+    // Refused before the body is read: nothing was created.
+    expect(await admin('POST', 'workspaces', { name: 'sneaky', plan: 'Idea' }, 'nope-nope-nope-nope-nope-nope')).toMatchObject({ status: 401 });
+    expect((await store.listWorkspaces()).map((w) => w.name)).not.toContain('sneaky');
+    expect((await fetch(`${api.url}/health`)).status).toBe(200);
+  });
+
+  it('will not start with a missing or short token', async () => {
+    await expect(startAdminApi({ store, provisioner, adminToken: '', gatewayUrl: 'http://g' })).rejects.toThrow(/SVC_CLOUD_ADMIN_TOKEN/);
+    await expect(startAdminApi({ store, provisioner, adminToken: 'short', gatewayUrl: 'http://g' })).rejects.toThrow(/shorter/);
+  });
+});
+
+describe('admin API', () => {
+  it('workspaces: create, plan change, usage; validation errors are 400, unknown ids 404', async () => {
+    const created = await admin('POST', 'workspaces', { name: 'Acme', plan: 'Idea' });
+    expect(created).toMatchObject({ status: 201, json: { name: 'Acme', plan: 'Idea' } });
+    const id = created.json.id as string;
+    expect(await admin('PATCH', `workspaces/${id}`, { plan: 'Growth' })).toMatchObject({ status: 200, json: { plan: 'Growth' } });
+    await store.recordUsage(id, 'read', 4);
+    expect(await admin('GET', `workspaces/${id}/usage`)).toMatchObject({ status: 200, json: { reads: 4, writes: 0, allowance: { reads_per_month: 250_000_000 } } });
+    expect(await admin('POST', 'workspaces', { name: 'x', plan: 'Gold' })).toMatchObject({ status: 400, json: { error: 'invalid_request' } });
+    expect(await admin('POST', 'workspaces', { plan: 'Idea' })).toMatchObject({ status: 400 });
+    expect((await fetch(`${api.url}/admin/v1/workspaces`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: '{' })).status).toBe(400);
+    expect(await admin('GET', 'workspaces/ws_nope')).toMatchObject({ status: 404, json: { error: 'not_found' } });
+    expect(await admin('PUT', 'plans/Idea', { reads_per_month: 5, writes_per_month: 6 })).toMatchObject({ status: 200, json: { name: 'Idea', reads_per_month: 5, writes_per_month: 6 } });
+  });
+
+  it('provisions a database (writer + 1 reader on its own prefix), serves a write back through the reader, and stops both on delete', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Prov', plan: 'Startup' })).json;
+    const created = await admin('POST', 'databases', { workspace_id: workspace.id, name: 'Orders', readers: 1 });
+    expect(created).toMatchObject({ status: 202, json: { status: 'Provisioning', endpoint: 'http://gateway.test:8080', rate_limit: { per_second: 10, burst: 20 } } });
+    const id = created.json.id as string;
+    expect(created.json.slug).toMatch(/^orders-[a-z0-9]{6}$/);
+
+    const active = await eventually(async () => {
+      const got = (await admin('GET', `databases/${id}`)).json;
+      if (got.status === 'Failed') throw new Error(`provisioning failed: ${got.status_detail}`);
+      return got.status === 'Active' ? got : null;
+    }, 'the database is Active', 60_000);
+    expect(active.writer_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(active.reader_urls).toHaveLength(1);
+    expect(provisioner.running(id).sort()).toEqual([active.writer_url, ...active.reader_urls].sort());
+    const route = await store.database(id);
+    expect(route).toMatchObject({ status: 'Active', writerUrl: active.writer_url, readerUrls: active.reader_urls });
+
+    // A write through the writer is read back through the reader.
+    const written = await post(active.writer_url, write([q('x', addN('Order', [['n', i64(1)]]))], ['x']));
+    expect(written.status, written.body).toBe(200);
+    const readerUrl = active.reader_urls[0] as string;
+    await eventually(async () => {
+      const res = await post(readerUrl, read([q('c', count(nodes('all')))], ['c']));
+      expect(res.status, res.body).toBe(200);
+      return (JSON.parse(res.body) as { c: number }).c === 1 ? true : null;
+    }, 'the reader sees the write');
+    const readyz = await (await fetch(`${readerUrl}/readyz`)).json();
+    expect(readyz).toMatchObject({ mode: 'reader', ready: true });
+
+    // The data is under this database's own prefix.
+    const client = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3Credentials });
+    try {
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: `${rootPrefix}/` }));
+      const keys = (listed.Contents ?? []).map((o) => o.Key!);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) expect(key.startsWith(`${rootPrefix}/databases/`)).toBe(true);
+      expect(keys.some((k) => k.startsWith(`${rootPrefix}/databases/${id}/`))).toBe(true);
+    } finally {
+      client.destroy();
+    }
+
+    // Keys: the secret once, never in the list.
+    const key = await admin('POST', `databases/${id}/keys`, { name: 'app', permission: 'read_write' });
+    expect(key.status).toBe(201);
+    expect(key.json.secret).toMatch(apiKeyPattern);
+    expect(await store.grantForKeyHash(apiKeyHash(key.json.secret))).toMatchObject({ databaseId: id, permission: 'read_write' });
+    const keys = await admin('GET', `databases/${id}/keys`);
+    expect(keys.json.keys).toEqual([key.json.key]);
+    expect(JSON.stringify(keys.json)).not.toContain(key.json.secret);
+    expect(await admin('POST', `databases/${id}/keys`, { name: 'x', permission: 'admin' })).toMatchObject({ status: 400 });
+
+    // Delete: keys stop granting, the servers stop.
+    expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
+    expect(provisioner.running(id)).toEqual([]);
+    expect(await store.grantForKeyHash(apiKeyHash(key.json.secret))).toBeNull();
+    expect(await admin('GET', `databases/${id}`)).toMatchObject({ status: 404 });
+    for (const url of [active.writer_url, readerUrl]) {
+      await expect(fetch(`${url}/readyz`)).rejects.toThrow();
+    }
+
+    // Secrets never reach the logs: not the key, not the admin token (nor the bad ones tried).
+    expect(logText).toContain('database active');
+    expect(logText).not.toContain(key.json.secret);
+    expect(logText).not.toContain(key.json.secret.slice(4, 24));
+    expect(logText).not.toContain(adminToken);
+    expect(logText).not.toContain('wrong-token-0123456789abcdef');
+  });
+
+  it('a database whose servers cannot start becomes Failed with the reason', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;
+    const badRuntime = new ProcessRuntime({ cliPath: join(dir, 'no-such-cli.js'), logger: undefined });
+    const badProvisioner = new Provisioner(store, badRuntime, { storage: { kind: 'directory', path: join(dir, 'data') }, readyTimeoutMs: 5_000 });
+    const database = await store.createDatabase({ workspaceId: workspace.id, name: 'doomed', readerCount: 1 }, 'http://g');
+    await badProvisioner.provision(database.id);
+    const record = await store.databaseRecord(database.id);
+    expect(record!.status).toBe('Failed');
+    expect(record!.statusDetail).toMatch(/writer server exited during start-up/);
+    expect(badProvisioner.running(database.id)).toEqual([]);
+  });
+});
+
+describe('svc cloud commands', () => {
+  it('create a workspace, a database and a key through the admin API; the token comes only from the environment', async () => {
+    const cwd = tempDir('cloud-cli');
+    const env = { SVC_CLOUD_ADMIN_TOKEN: adminToken, SVC_CLOUD_ADMIN_URL: api.url };
+    const noToken = await svc(cwd, ['cloud', 'workspace', 'list'], { SVC_CLOUD_ADMIN_URL: api.url });
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toContain('SVC_CLOUD_ADMIN_TOKEN');
+    const badToken = await svc(cwd, ['cloud', 'workspace', 'list'], { ...env, SVC_CLOUD_ADMIN_TOKEN: 'x'.repeat(30) });
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toContain('401');
+
+    const ws = await svc(cwd, ['cloud', 'workspace', 'create', '--name', 'CLI Co', '--plan', 'Startup'], env);
+    expect(ws.code, ws.stderr).toBe(0);
+    const workspace = JSON.parse(ws.stdout) as { id: string; plan: string };
+    expect(workspace.plan).toBe('Startup');
+    const plan = await svc(cwd, ['cloud', 'workspace', 'update', workspace.id, '--plan', 'Growth'], env);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ plan: 'Growth' });
+
+    // Readers 0 and an override: created through the API without waiting for servers.
+    const db = await svc(cwd, ['cloud', 'database', 'create', '--workspace', workspace.id, '--name', 'cli-db', '--readers', '0', '--rate-per-second', '3', '--burst', '4'], env);
+    expect(db.code, db.stderr).toBe(0);
+    const database = JSON.parse(db.stdout) as { id: string; rate_limit: unknown };
+    expect(database.rate_limit).toEqual({ per_second: 3, burst: 4 });
+
+    const key = await svc(cwd, ['cloud', 'key', 'create', '--database', database.id, '--permission', 'read'], env);
+    expect(key.code, key.stderr).toBe(0);
+    const secret = (JSON.parse(key.stdout) as { secret: string }).secret;
+    expect(secret).toMatch(apiKeyPattern);
+    expect(key.stderr).toContain('shown this once');
+    const listed = await svc(cwd, ['cloud', 'key', 'list', '--database', database.id], env);
+    expect(listed.stdout).not.toContain(secret);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ keys: [{ permission: 'read', revoked_at: null }] });
+
+    const deleted = await svc(cwd, ['cloud', 'database', 'delete', database.id], env);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect((await svc(cwd, ['cloud', 'database', 'get', database.id], env)).stderr).toContain('404');
+  });
+});
