@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/gateway.js';
 import { MemoryControlPlane } from './helpers/memory-control-plane.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
-import { spawn } from 'node:child_process';
-import { cliPath } from './helpers/server.js';
+import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } from './helpers/backend-server.js';
 
 const MiB = 1024 * 1024;
 /** Rate limit high enough never to interfere with the functional tests. */
@@ -32,7 +31,7 @@ const gateways: Gateway[] = [];
 
 async function gatewayWith(options: Partial<GatewayOptions> = {}): Promise<Gateway> {
   const g = await startGateway({
-    controlPlane: cp, redisUrl: redis.url, healthIntervalMs: 200, logDestination: discard(), ...options,
+    controlPlane: cp, redisUrl: redis.url, healthIntervalMs: 200, logDestination: process.env['GATEWAY_TEST_LOG'] === '1' ? process.stderr : discard(), ...options,
   });
   gateways.push(g);
   return g;
@@ -114,41 +113,7 @@ async function settledCounts(servers: SpawnedServer[]): Promise<number[]> {
   }
 }
 
-interface SpawnedServer {
-  url: string;
-  stderr(): string;
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
 const extraServers: SpawnedServer[] = [];
-
-/**
- * `svc serve --port 0 ...args` (writer or reader mode), once it printed its start line.
- * (helpers/server.ts's spawnServer only accepts the writer's start line.)
- */
-async function spawnServer(args: string[]): Promise<SpawnedServer> {
-  const child = spawn(process.execPath, [cliPath, 'serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start: ${out} ${err}`)); }, 30_000);
-    child.stdout!.on('data', () => {
-      const match = /^svcdb listening on (http:\/\/[^\s]+) /m.exec(out);
-      if (match !== null) { clearTimeout(timer); resolve(match[1]!); }
-    });
-    void exited.then(() => { clearTimeout(timer); reject(new Error(`server exited during start-up: ${out} ${err}`)); });
-  });
-  return {
-    url,
-    stderr: () => err,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-    },
-  };
-}
 
 beforeAll(async () => {
   redis = await startRedis();

@@ -3,12 +3,32 @@
 // outstanding reader choice), and a health poller that asks each server's `/readyz`.
 //
 // Health: a server is eligible until it is known to fail. A new server is polled at once;
-// after that every `healthIntervalMs`. A failed poll or a connection error while
-// forwarding marks it failing, and only a passing poll brings it back, so a killed reader
-// stops getting requests at the first error instead of at the next poll.
+// after that every `healthIntervalMs`. It is marked failing when /readyz answers anything
+// but 200, when a connection to it is refused, or after `pollTimeoutsToFail` polls in a
+// row got no answer in time (one slow answer on a busy machine is not a dead server).
+// Only a passing poll brings it back, so a killed reader stops getting requests at the
+// first refused connection instead of at the next poll.
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { limits } from '../limits.js';
+
+/** Polls in a row without an answer in time before a server counts as failing. */
+const pollTimeoutsToFail = 3;
+
+function isTimeout(err: unknown): boolean {
+  const e = err as { name?: string; code?: string };
+  return e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED' || e.code === 'UND_ERR_HEADERS_TIMEOUT';
+}
+
+/**
+ * Whether a forwarding error proves the server is down (nothing listens, or no route to
+ * it), as opposed to one connection closing under a request (retried elsewhere, but no
+ * reason to stop choosing the server).
+ */
+export function provesDown(err: unknown): boolean {
+  const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
+  return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
 
 export class Backend {
   readonly url: string;
@@ -20,13 +40,17 @@ export class Backend {
   /** Date.now() of the last time a route named this server. */
   lastNamedMs = Date.now();
   private polling = false;
+  private pollTimeoutsInARow = 0;
 
   constructor(url: string, connections: number) {
     this.url = url;
     this.pool = new Pool(url, {
       connections,
       pipelining: 1,
-      keepAliveTimeout: 30_000,
+      // Below uWS's 10 s idle timeout: a connection the server is about to close is never
+      // reused (that race would fail a request on a healthy server).
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 4_000,
       connect: { timeout: 2_000 },
     });
   }
@@ -44,8 +68,14 @@ export class Backend {
       const res = await this.pool.request({ path: '/readyz', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
       await res.body.dump();
       this.healthy = res.statusCode === 200;
-    } catch {
-      this.healthy = false;
+      this.pollTimeoutsInARow = 0;
+    } catch (err) {
+      if (isTimeout(err)) {
+        this.pollTimeoutsInARow++;
+        if (this.pollTimeoutsInARow >= pollTimeoutsToFail) this.healthy = false;
+      } else {
+        this.healthy = false;
+      }
     } finally {
       this.polling = false;
     }

@@ -19,7 +19,7 @@ import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { assertNativeUws, uws } from '../server/uws.js';
-import { Backend, BackendRegistry } from './backends.js';
+import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache } from './cache.js';
 import { GatewayError } from './errors.js';
 import { RedisRateLimiter } from './rate-limiter.js';
@@ -111,9 +111,12 @@ interface UpstreamAnswer {
 /** No answer from a backend (connection refused, reset, closed). */
 class UpstreamFailure extends Error {
   readonly backend: Backend;
+  /** Nothing listens there (connection refused): stop choosing the server. */
+  readonly down: boolean;
   constructor(backend: Backend, cause: Error) {
     super(cause.message);
     this.backend = backend;
+    this.down = provesDown(cause);
   }
 }
 
@@ -584,7 +587,7 @@ class GatewayServer {
           return await this.send(writer, request, request.upstreamHeaders(false), deadline.signal);
         } catch (err) {
           if (!(err instanceof UpstreamFailure)) throw err;
-          this.backends.markFailing(writer, err.message);
+          if (err.down) this.backends.markFailing(writer, err.message);
           throw new GatewayError('database_unavailable', requestType === 'write'
             ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
             : `the writer of database ${route.id} failed before answering; retry later`);
@@ -616,7 +619,7 @@ class GatewayServer {
         return await this.send(target, request, headers, signal);
       } catch (err) {
         if (!(err instanceof UpstreamFailure)) throw err;
-        this.backends.markFailing(target, err.message);
+        if (err.down) this.backends.markFailing(target, err.message);
       }
     }
   }
@@ -656,7 +659,7 @@ class GatewayServer {
       };
       eligible.forEach((backend, index) => {
         this.send(backend, request, headers, signal).then((answer) => settleOne(index, answer), (err: Error) => {
-          if (err instanceof UpstreamFailure) this.backends.markFailing(backend, err.message);
+          if (err instanceof UpstreamFailure && err.down) this.backends.markFailing(backend, err.message);
           settleOne(index, err);
         });
       });
