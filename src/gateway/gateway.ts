@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
@@ -666,33 +667,64 @@ class GatewayServer {
     });
   }
 
-  /** One upstream request. Throws GatewayError query_timeout at the deadline, UpstreamFailure without an answer. */
-  private async send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamAnswer> {
-    if (signal.aborted) throw this.timeoutError();
+  /**
+   * One upstream request. Rejects with GatewayError query_timeout at the deadline,
+   * UpstreamFailure without an answer. Uses undici's dispatch with callbacks rather than
+   * `request`: no response stream per request (fewer allocations and promise hops; the
+   * answer is a few hundred bytes).
+   */
+  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamAnswer> {
+    if (signal.aborted) return Promise.reject(this.timeoutError());
     backend.outstanding++;
     request.backendUrl = backend.url;
-    try {
-      const res = await backend.pool.request({ path: '/v2/query', method: 'POST', headers, body: request.body, signal });
+    return new Promise<UpstreamAnswer>((resolve, reject) => {
       const chunks: Buffer[] = [];
       let length = 0;
-      for await (const chunk of res.body) {
-        chunks.push(chunk as Buffer);
-        length += (chunk as Buffer).byteLength;
-      }
-      const contentType = res.headers['content-type'];
-      const retryAfter = res.headers['retry-after'];
-      return {
-        status: res.statusCode,
-        body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length),
-        contentType: typeof contentType === 'string' ? contentType : JSON_TYPE,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+      let status = 0;
+      let contentType = JSON_TYPE;
+      let retryAfter: string | null = null;
+      let controller: Dispatcher.DispatchController | null = null;
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        backend.outstanding--;
+        signal.removeEventListener('abort', onDeadline);
+        return true;
       };
-    } catch (err) {
-      if (signal.aborted) throw this.timeoutError();
-      throw new UpstreamFailure(backend, err as Error);
-    } finally {
-      backend.outstanding--;
-    }
+      // At the deadline: answer 408 now, and cancel the upstream request if it started
+      // (or as soon as it starts, when it still waits for a connection).
+      const onDeadline = (): void => {
+        controller?.abort(new Error('gateway deadline'));
+        if (settle()) reject(this.timeoutError());
+      };
+      signal.addEventListener('abort', onDeadline);
+      backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, {
+        onRequestStart: (c) => {
+          controller = c;
+          if (settled) c.abort(new Error('gateway deadline'));
+        },
+        onResponseStart: (_c, statusCode, responseHeaders) => {
+          status = statusCode;
+          const type = responseHeaders['content-type'];
+          if (typeof type === 'string') contentType = type;
+          const retry = responseHeaders['retry-after'];
+          if (typeof retry === 'string') retryAfter = retry;
+        },
+        onResponseData: (_c, chunk) => {
+          chunks.push(chunk);
+          length += chunk.byteLength;
+        },
+        onResponseEnd: () => {
+          if (!settle()) return;
+          resolve({ status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length), contentType, retryAfter });
+        },
+        onResponseError: (_c, err) => {
+          if (!settle()) return;
+          reject(signal.aborted ? this.timeoutError() : new UpstreamFailure(backend, err));
+        },
+      });
+    });
   }
 
   private timeoutError(): GatewayError {

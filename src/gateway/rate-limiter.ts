@@ -95,6 +95,9 @@ export class RedisRateLimiter {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: options.decisionTimeoutMs,
+      // Decisions asked for in the same event-loop turn go to Redis in one write (and come
+      // back in one read): under load the syscalls per decision fall well below two.
+      enableAutoPipelining: true,
       connectTimeout: Math.max(1000, options.decisionTimeoutMs),
       // Keep trying to come back, at most once a second.
       retryStrategy: (attempt: number) => Math.min(50 * attempt, 1000),
