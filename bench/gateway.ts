@@ -1,8 +1,9 @@
 // `npm run bench -- gateway [--duration S] [--connections N]`: what the cloud gateway
 // (src/gateway/, docs/gateway.md) costs, in one run on loopback:
 //   1. point lookups straight to the writer server (the baseline);
-//   2. the same through the gateway, pinned to the same writer (x-svc-require-writer):
-//      the gateway's own cost, one backend either way;
+//   2. the same through the gateway to a database whose only server is that writer (reads
+//      fall back to the writer; no x-svc-require-writer, which would move them off the
+//      writer's inline path onto its writer thread): the gateway's own cost;
 //   3. the same through the gateway to 2 reader servers (the cloud topology);
 // each at one connection (latency: the p50 the gateway adds) and at N connections
 // (throughput). Rate limits are set high so every request is admitted: the Redis decision
@@ -11,7 +12,7 @@
 // Needs wrk and redis-server on PATH. The gateway runs in this process (idle while wrk
 // runs in its own); servers are separate processes.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -34,25 +35,44 @@ const nodes = 1000;
 const HIGH = { perSecond: 10_000_000, burst: 10_000_000 };
 const API_KEY = 'svc_bench_key_0123456789abcdef';
 const DATABASE_ID = 'db_bench';
+/** A database served by the writer alone (same server as the baseline). */
+const WRITER_ONLY_KEY = 'svc_bench_key_writer_only_0123';
+const WRITER_ONLY_ID = 'db_writer_only';
 
-async function startRedis(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
+/** CPU seconds (user + system, every thread) a process has used, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+}
+
+async function startRedis(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const socket = join(dir, 'redis.sock');
   const child: ChildProcess = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no', '--dir', dir],
     { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   for (let i = 0; i < 500 && !existsSync(socket); i++) await sleep(10);
   if (!existsSync(socket)) throw new Error('redis-server did not start');
-  return { url: `unix://${socket}`, stop: async () => { child.kill('SIGTERM'); await exited; } };
+  return { url: `unix://${socket}`, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
 }
 
 /** A control plane that knows one database and one key (the store is not what is measured). */
 function benchControlPlane(writerUrl: string, readerUrls: string[]): ControlPlane {
-  const grant: KeyGrant = { keyId: 'key_bench', databaseId: DATABASE_ID, workspaceId: 'ws_bench', permission: 'read_write' };
-  const route: DatabaseRoute = { id: DATABASE_ID, workspaceId: 'ws_bench', status: 'Active', writerUrl, readerUrls, rateLimit: HIGH };
-  const hash = keyHashOf(API_KEY);
+  const grants = new Map<string, KeyGrant>([
+    [keyHashOf(API_KEY), { keyId: 'key_bench', databaseId: DATABASE_ID, workspaceId: 'ws_bench', permission: 'read_write' }],
+    [keyHashOf(WRITER_ONLY_KEY), { keyId: 'key_writer', databaseId: WRITER_ONLY_ID, workspaceId: 'ws_bench', permission: 'read_write' }],
+  ]);
+  const routes = new Map<string, DatabaseRoute>([
+    [DATABASE_ID, { id: DATABASE_ID, workspaceId: 'ws_bench', status: 'Active', writerUrl, readerUrls, rateLimit: HIGH }],
+    [WRITER_ONLY_ID, { id: WRITER_ONLY_ID, workspaceId: 'ws_bench', status: 'Active', writerUrl, readerUrls: [], rateLimit: HIGH }],
+  ]);
   return {
-    grantForKeyHash: async (h) => (h === hash ? grant : null),
-    database: async (id) => (id === DATABASE_ID ? route : null),
+    grantForKeyHash: async (h) => grants.get(h) ?? null,
+    database: async (id) => routes.get(id) ?? null,
     allowance: async () => ({ readsAllowed: true, writesAllowed: true }),
     recordUsage: async () => {},
     close: async () => {},
@@ -121,7 +141,7 @@ async function main(): Promise<void> {
   const dataDir = join(dir, 'data');
   const processes: RunningProcess[] = [];
   let gateway: Gateway | null = null;
-  let redis: { url: string; stop(): Promise<void> } | null = null;
+  let redis: { url: string; pid: number; stop(): Promise<void> } | null = null;
   try {
     redis = await startRedis(dir);
     const writer = await startListening('writer', svcdbMain, ['serve', '--host', '127.0.0.1', '--port', '0', '--readers', '1', '--disk', dataDir], { cpus: null, startTimeoutMs: 30_000 });
@@ -156,22 +176,36 @@ async function main(): Promise<void> {
     log(`\n## Gateway overhead: point lookups over ${nodes} nodes, ${durationSec} s per run, loopback, load generator wrk`);
     const runs: Array<[string, string, Record<string, string>]> = [
       ['writer directly', writer.url, {}],
-      ['gateway -> writer (x-svc-require-writer)', gateway.url, { ...auth, 'x-svc-require-writer': 'true' }],
+      ['gateway -> writer', gateway.url, { Authorization: `Bearer ${WRITER_ONLY_KEY}`, 'x-svc-tenant-id': WRITER_ONLY_ID }],
       ['gateway -> 2 readers', gateway.url, auth],
     ];
     const rows: string[][] = [];
     const results = new Map<string, LoadResult>();
+    // CPU per request of each process (robust on a shared machine, where latency mostly
+    // measures how long each of the four processes waits for a core).
+    const redisPid = redis.pid;
+    const backendPids = processes.map((p) => p.pid);
+    const perRequestUs = (seconds: number, requests: number): string => (Number.isFinite(seconds) ? `${((seconds * 1e6) / requests).toFixed(0)} us` : 'n/a');
     for (const conns of [1, connections]) {
       for (const [name, url, headers] of runs) {
+        const gatewayBefore = process.cpuUsage();
+        const backendsBefore = backendPids.reduce((a, pid) => a + cpuSeconds(pid), 0);
+        const redisBefore = cpuSeconds(redisPid);
         const r = await wrk(url, bodies, headers, conns, dir);
+        const gatewayCpu = process.cpuUsage(gatewayBefore);
+        const gatewaySeconds = (gatewayCpu.user + gatewayCpu.system) / 1e6;
+        const backendSeconds = backendPids.reduce((a, pid) => a + cpuSeconds(pid), 0) - backendsBefore;
+        const redisSeconds = cpuSeconds(redisPid) - redisBefore;
         results.set(`${name}@${conns}`, r);
-        rows.push([name, String(conns), fmtInt(r.rps), fmtUs(r.p50us), fmtUs(r.p99us), String(r.errors)]);
+        rows.push([name, String(conns), fmtInt(r.rps), fmtUs(r.p50us), fmtUs(r.p99us), String(r.errors),
+          url === writer.url ? '-' : perRequestUs(gatewaySeconds, r.requests), perRequestUs(backendSeconds, r.requests),
+          url === writer.url ? '-' : perRequestUs(redisSeconds, r.requests)]);
       }
     }
-    log(table(['path', 'connections', 'requests/s', 'p50', 'p99', 'errors'], rows));
+    log(table(['path', 'connections', 'requests/s', 'p50', 'p99', 'errors', 'gateway CPU/req', 'servers CPU/req', 'Redis CPU/req'], rows));
     for (const conns of [1, connections]) {
       const base = results.get(`writer directly@${conns}`)!;
-      const same = results.get(`gateway -> writer (x-svc-require-writer)@${conns}`)!;
+      const same = results.get(`gateway -> writer@${conns}`)!;
       log(`at ${conns} connection(s): the gateway in front of the same writer costs ${((1 - same.rps / base.rps) * 100).toFixed(1)} % throughput and adds ${fmtUs(same.p50us - base.p50us)} at p50`);
     }
 

@@ -285,7 +285,7 @@ export const limits = {
   /** Default wall-clock deadline of a request at the gateway (ms); past it: 408 query_timeout. */
   gatewayQueryTimeoutMs: 30_000,
   /** Longest wait for Redis's rate-limit decision (ms); longer: 503 rate_limit_unavailable (fails closed). */
-  gatewayRateLimitDecisionMs: 250,
+  gatewayRateLimitDecisionMs: 500,
   /** Entries of each control-plane answer cache (keys, routes, allowances); the oldest go first. */
   gatewayCacheEntriesMax: 100_000,
   /** Longest a control-plane lookup may take (ms); longer: 503 control_plane_unavailable. */
