@@ -245,9 +245,15 @@ class GatewayRequest {
 
   onAborted(): void {
     this.aborted = true;
+    this.discardBody();
+  }
+
+  /** Keep no more of the body (answered already, or the client left); later chunks are dropped. */
+  discardBody(): void {
     this.fixed = null;
     this.chunks = null;
-    this.finishBody();
+    this.body = Buffer.alloc(0);
+    if (!this.bodyComplete) this.finishBody();
   }
 
   private finishBody(): void {
@@ -530,7 +536,7 @@ class GatewayServer {
     request.settled = true;
     this.bufferedBytes -= request.reservedBytes;
     request.reservedBytes = 0;
-    request.body = Buffer.alloc(0);
+    request.discardBody(); // an early answer (401, 413...) while the body still streams in
     let status: number;
     if (error !== null) status = error.status;
     else if (answer === 'warmed') status = 204;
