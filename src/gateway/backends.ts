@@ -33,6 +33,12 @@ export function provesDown(err: unknown): boolean {
 export class Backend {
   readonly url: string;
   readonly pool: Pool;
+  /**
+   * Health polls go over their own connection: on the query pool a poll would wait behind
+   * slow queries when every connection is busy, time out, and take a busy but healthy
+   * server out of rotation.
+   */
+  private readonly healthPool: Pool;
   /** Requests sent and not yet answered. */
   outstanding = 0;
   /** null: not polled yet (eligible); false: failing its health check or a connection. */
@@ -53,6 +59,11 @@ export class Backend {
       keepAliveMaxTimeout: 4_000,
       connect: { timeout: 2_000 },
     });
+    this.healthPool = new Pool(url, { connections: 1, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, connect: { timeout: 2_000 } });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.pool.destroy().catch(() => {}), this.healthPool.destroy().catch(() => {})]);
   }
 
   get eligible(): boolean {
@@ -65,7 +76,7 @@ export class Backend {
     this.polling = true;
     const wasHealthy = this.healthy;
     try {
-      const res = await this.pool.request({ path: '/readyz', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
+      const res = await this.healthPool.request({ path: '/readyz', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
       await res.body.dump();
       this.healthy = res.statusCode === 200;
       this.pollTimeoutsInARow = 0;
@@ -148,7 +159,7 @@ export class BackendRegistry {
     for (const [url, backend] of this.backends) {
       if (now - backend.lastNamedMs > this.options.forgetAfterMs && backend.outstanding === 0) {
         this.backends.delete(url);
-        void backend.pool.close().catch(() => {});
+        void backend.close();
         continue;
       }
       void backend.poll(this.options.healthTimeoutMs, this.options.log);
@@ -157,7 +168,7 @@ export class BackendRegistry {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    const pools = [...this.backends.values()].map((b) => b.pool.destroy().catch(() => {}));
+    const pools = [...this.backends.values()].map((b) => b.close());
     this.backends.clear();
     await Promise.all(pools);
   }
