@@ -96,6 +96,15 @@ describe('svc gateway', () => {
     for (const s of [secret, readSecret, 'svc_wrong_key']) expect(log).not.toContain(s);
   });
 
+  it('has help, listed with the other commands', async () => {
+    const cwd = tempDir('gateway-help');
+    const help = await svc(cwd, ['gateway', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: svc gateway');
+    for (const flag of ['--store', '--redis-url', '--auth-header', '--auth-scheme', '--cache-ttl-ms', '--query-timeout-ms']) expect(help.stdout).toContain(flag);
+    expect((await svc(cwd, ['--help'])).stdout).toContain('  gateway ');
+  });
+
   it('stops on SIGTERM', async () => {
     const running = gateway!;
     gateway = undefined;
