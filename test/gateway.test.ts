@@ -3,6 +3,7 @@
 // server, a real redis-server for the shared token buckets, and an in-memory control plane.
 // Each backend runs with --log-requests, so a test can count which server answered.
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -553,6 +554,26 @@ describe('caching, metering, metadata, health', () => {
     const ready = await fetch(`${gateway.url}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ rate_limiter: 'ok', ready: true });
+  });
+});
+
+describe('clients that go away', () => {
+  it('release what their request held: close() does not wait for uploads abandoned mid-body', async () => {
+    const g = await gatewayWith();
+    const port = g.port;
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: 100000\r\n\r\n{"request_type":`);
+      await new Promise((r) => setTimeout(r, 50));
+      socket.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const started = performance.now();
+    await g.close();
+    gateways.splice(gateways.indexOf(g), 1);
+    // a leaked in-flight request would hold close() for its 5 s drain timeout
+    expect(performance.now() - started).toBeLessThan(2000);
   });
 });
 

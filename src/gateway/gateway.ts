@@ -492,7 +492,7 @@ class GatewayServer {
       const flags = requestFlags(request);
       // 413, before parsing anything.
       await request.bodyArrived();
-      if (request.aborted) return;
+      if (request.aborted) throw clientGone;
       if (request.tooLarge) {
         throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
       }
@@ -518,7 +518,7 @@ class GatewayServer {
         throw new GatewayError('rate_limited', `rate limit exceeded for database ${route.id}; retry after ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
       }
       this.usage.add(grant.workspaceId, requestType);
-      if (request.aborted) return;
+      if (request.aborted) throw clientGone;
       const answer = await this.forward(request, route, flags, requestType);
       this.finish(request, null, answer);
     } catch (err) {
@@ -797,6 +797,12 @@ class GatewayServer {
     this.log.flush?.();
   }
 }
+
+/**
+ * Thrown when the client went away while its request waited: finish() still releases the
+ * request's body reservation and in-flight count, and writes nothing.
+ */
+const clientGone = new GatewayError('query_timeout', 'the client closed the connection before the answer');
 
 function tenantDisabled(what: string): GatewayError {
   return new GatewayError('tenant_disabled', `query processing disabled: the workspace's monthly allowance of ${what} is used up; change the plan or wait for the next month`);
