@@ -274,6 +274,14 @@ describe('gateway error codes', () => {
     const denied = await post(gateway, addNode(freshLabel()), auth(readKeyA, 'db_a'));
     expect(denied.status).toBe(403);
     expect(errorOf(denied).error).toBe('permission_denied');
+    // A write dressed as a read (JSON.parse keeps the last duplicate key, the server refuses
+    // duplicates) never runs: the writer refuses the body, and nothing was added.
+    const label = freshLabel();
+    const disguised = addNode(label).replace('{"request_type":"write"', '{"request_type":"write","request_type":"read"');
+    expect(disguised).toContain('"request_type":"read"');
+    const sneaked = await post(gateway, disguised, auth(readKeyA, 'db_a', { 'x-svc-require-writer': 'true' }));
+    expect(sneaked.status).toBe(400);
+    expect((await post(writer.url, countNodes(label), {})).text).toBe('{"n":0}');
     for (const body of ['', 'not json', '[]', '{"request_type":"maybe"}', '{"query":{}}', '\xff']) {
       const answer = await post(gateway, body, auth(keyA, 'db_a'));
       expect(answer.status, body).toBe(400);
