@@ -409,6 +409,15 @@ describe('isolation', () => {
     const deltaA = after[0]! + after[1]! + after[2]! - before[0]! - before[1]! - before[2]!;
     expect(deltaA, 'requests that reached database A').toBe(reachedA);
     expect(after[3]! - before[3]!, 'requests that reached database B').toBe(reachedB);
+    // Repeated headers (fetch merges them, so over a raw socket): the first one counts, and
+    // the key must match it.
+    const twice = (key: string, first: string, second: string): Promise<number> => rawStatus(gateway.port,
+      `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nx-svc-tenant-id: ${first}\r\nx-svc-tenant-id: ${second}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(bodies.read)}\r\nConnection: close\r\n\r\n${bodies.read}`);
+    expect(await twice(keyB, 'db_a', 'db_b')).toBe(403);
+    expect(await twice(keyA, 'db_b', 'db_a')).toBe(403);
+    expect(await twice(keyB, 'db_b', 'db_a')).toBe(200);
+    reachedB += 1;
     // B's data never saw A's label: its writes went to B's own server only.
     const onB = await post(otherWriter.url, countNodes(label), {});
     const onA = await post(writer.url, countNodes(label), {});
@@ -658,6 +667,20 @@ function redisPid(): number {
   const pid = redis.pid();
   if (pid === null) throw new Error('redis-server is not running');
   return pid;
+}
+
+/** Send raw HTTP/1.1 bytes and return the status of the answer. */
+function rawStatus(port: number, request: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let reply = '';
+    socket.on('data', (d) => {
+      reply += d.toString();
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(reply);
+      if (match !== null) { socket.destroy(); resolve(Number(match[1])); }
+    });
+    socket.on('error', reject);
+  });
 }
 
 /** A TCP port nothing listens on (bound, then released). */
