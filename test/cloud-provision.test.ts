@@ -1,7 +1,7 @@
 // The control plane end to end on loopback: the admin API (src/cloud/admin-api.ts) over a
 // SQLite store, provisioning real `svc serve` processes (the built dist/) on s3rver, and
 // the `svc cloud ...` commands against it. `npm run build` first.
-import { rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -41,7 +41,7 @@ beforeAll(async () => {
   const runtime = new ProcessRuntime({ cliPath, env: awsEnv, readerRefreshMs: 100, logger });
   provisioner = new Provisioner(store, runtime, {
     storage: { kind: 's3', bucket: 'bucket', prefix: rootPrefix, endpointUrl: s3Endpoint, region: 'us-east-1' },
-    readyTimeoutMs: 30_000, logger,
+    readyTimeoutMs: 30_000, restartDelayMs: 200, logger,
   });
   api = await startAdminApi({ store, provisioner, adminToken, gatewayUrl: 'http://gateway.test:8080', logger });
 });
@@ -106,10 +106,14 @@ describe('admin API', () => {
     expect(await admin('PATCH', `workspaces/${id}`, { plan: 'Growth' })).toMatchObject({ status: 200, json: { plan: 'Growth' } });
     await store.recordUsage(id, 'read', 4);
     expect(await admin('GET', `workspaces/${id}/usage`)).toMatchObject({ status: 200, json: { reads: 4, writes: 0, allowance: { reads_per_month: 250_000_000 } } });
+    expect(await admin('GET', `workspaces/${id}/usage?month=2020-02`)).toMatchObject({ status: 200, json: { month: '2020-02', reads: 0, writes: 0 } });
+    expect(await admin('GET', `workspaces/${id}/usage?month=2020-13`)).toMatchObject({ status: 400 });
     expect(await admin('POST', 'workspaces', { name: 'x', plan: 'Gold' })).toMatchObject({ status: 400, json: { error: 'invalid_request' } });
     expect(await admin('POST', 'workspaces', { plan: 'Idea' })).toMatchObject({ status: 400 });
     expect((await fetch(`${api.url}/admin/v1/workspaces`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: '{' })).status).toBe(400);
     expect(await admin('GET', 'workspaces/ws_nope')).toMatchObject({ status: 404, json: { error: 'not_found' } });
+    expect(await admin('POST', 'workspaces', { name: 'big', plan: 'Idea', padding: 'x'.repeat(70 * 1024) })).toMatchObject({ status: 413, json: { error: 'payload_too_large' } });
+    expect(await admin('DELETE', 'plans')).toMatchObject({ status: 404 });
     expect(await admin('PUT', 'plans/Idea', { reads_per_month: 5, writes_per_month: 6 })).toMatchObject({ status: 200, json: { name: 'Idea', reads_per_month: 5, writes_per_month: 6 } });
   });
 
@@ -143,6 +147,22 @@ describe('admin API', () => {
     const readyz = await (await fetch(`${readerUrl}/readyz`)).json();
     expect(readyz).toMatchObject({ mode: 'reader', ready: true });
 
+    // A reader killed -9 leaves the route at once, then comes back (a new process and
+    // port) following the same data.
+    const killed = provisioner.backend(id, 'reader', 0)!;
+    expect(killed.url).toBe(readerUrl);
+    process.kill(killed.pid!, 'SIGKILL');
+    await killed.exited;
+    const restarted = await eventually(async () => {
+      const route = await store.database(id);
+      return route !== null && route.readerUrls.length === 1 && route.readerUrls[0] !== readerUrl ? route.readerUrls[0]! : null;
+    }, 'the reader is restarted');
+    const again = await post(restarted, read([q('c', count(nodes('all')))], ['c']));
+    expect(again.status, again.body).toBe(200);
+    expect(JSON.parse(again.body)).toEqual({ c: 1 });
+    expect(logText).toContain('server exited unexpectedly');
+    expect((await store.database(id))!.writerUrl).toBe(active.writer_url);
+
     // The data is under this database's own prefix.
     const client = new S3Client({ endpoint: s3Endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3Credentials });
     try {
@@ -170,7 +190,7 @@ describe('admin API', () => {
     expect(provisioner.running(id)).toEqual([]);
     expect(await store.grantForKeyHash(apiKeyHash(key.json.secret))).toBeNull();
     expect(await admin('GET', `databases/${id}`)).toMatchObject({ status: 404 });
-    for (const url of [active.writer_url, readerUrl]) {
+    for (const url of [active.writer_url, restarted]) {
       await expect(fetch(`${url}/readyz`)).rejects.toThrow();
     }
 
@@ -180,7 +200,65 @@ describe('admin API', () => {
     expect(logText).not.toContain(key.json.secret.slice(4, 24));
     expect(logText).not.toContain(adminToken);
     expect(logText).not.toContain('wrong-token-0123456789abcdef');
-  });
+  }, 180_000);
+
+  it('a writer killed -9 leaves the route (writes refused, not timed out) and comes back on its data', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'WriterKill', plan: 'Idea' })).json;
+    const id = (await admin('POST', 'databases', { workspace_id: workspace.id, name: 'w', readers: 0 })).json.id as string;
+    const active = await eventually(async () => {
+      const got = (await admin('GET', `databases/${id}`)).json;
+      return got.status === 'Active' ? got : null;
+    }, 'the database is Active', 60_000);
+    expect((await post(active.writer_url, write([q('x', addN('W', [['n', i64(1)]]))], ['x']))).status).toBe(200);
+
+    const writer = provisioner.backend(id, 'writer')!;
+    process.kill(writer.pid!, 'SIGKILL');
+    await writer.exited;
+    await eventually(async () => ((await store.database(id))!.writerUrl === null ? true : null), 'the writer leaves the route', 5_000);
+    const back = await eventually(async () => {
+      const url = (await store.database(id))!.writerUrl;
+      return url !== null && url !== active.writer_url ? url : null;
+    }, 'a new writer is in the route', 120_000);
+    expect(await post(back, read([q('c', count(nodes('all')))], ['c']))).toEqual({ status: 200, body: '{"c":1}' });
+    expect((await store.database(id))!.status).toBe('Active');
+    expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
+  }, 180_000);
+
+  it('a database deleted while it is still provisioning ends Deleted, with no server left running', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Hasty', plan: 'Idea' })).json;
+    const id = (await admin('POST', 'databases', { workspace_id: workspace.id, name: 'brief', readers: 1 })).json.id as string;
+    expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
+    expect(provisioner.running(id)).toEqual([]);
+    // Whatever had started (the log names each server's URL) is gone.
+    const startedUrls = logText.split('\n').filter((l) => l.includes(id) && l.includes('"msg":"server started"'))
+      .map((l) => (JSON.parse(l) as { url: string }).url);
+    for (const url of startedUrls) await expect(fetch(`${url}/readyz`)).rejects.toThrow();
+    const record = await store.databaseRecord(id);
+    expect(record).toMatchObject({ status: 'Deleted', writerUrl: null, readerUrls: [] });
+    // Provisioning again is refused for a deleted database.
+    await provisioner.provision(id);
+    expect((await store.databaseRecord(id))!.status).toBe('Deleted');
+    expect(provisioner.running(id)).toEqual([]);
+  }, 120_000);
+
+  it('local-directory storage (a laptop without S3): the reader follows the writer\'s directory', async () => {
+    const local = new Provisioner(store, new ProcessRuntime({ cliPath, readerRefreshMs: 100 }), { storage: { kind: 'directory', path: join(dir, 'local') } });
+    try {
+      const workspace = await store.createWorkspace('Laptop', 'Idea');
+      const database = await store.createDatabase({ workspaceId: workspace.id, name: 'local', readerCount: 1 }, 'http://g');
+      await local.provision(database.id);
+      const route = await store.database(database.id);
+      expect(route).toMatchObject({ status: 'Active' });
+      expect((await post(route!.writerUrl!, write([q('x', addN('L', [['n', i64(2)]]))], ['x']))).status).toBe(200);
+      await eventually(async () => {
+        const res = await post(route!.readerUrls[0]!, read([q('c', count(nodes('all')))], ['c']));
+        return res.body === '{"c":1}' ? true : null;
+      }, 'the reader sees the write');
+      expect(local.storageOf((await store.databaseRecord(database.id))!)).toEqual({ kind: 'directory', path: join(dir, 'local', 'databases', database.id) });
+    } finally {
+      await local.close();
+    }
+  }, 120_000);
 
   it('a database whose servers cannot start becomes Failed with the reason', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;
@@ -197,7 +275,8 @@ describe('admin API', () => {
 
 describe('svc cloud commands', () => {
   it('create a workspace, a database and a key through the admin API; the token comes only from the environment', async () => {
-    const cwd = tempDir('cloud-cli');
+    const cwd = join(dir, 'cli');
+    mkdirSync(cwd);
     const env = { SVC_CLOUD_ADMIN_TOKEN: adminToken, SVC_CLOUD_ADMIN_URL: api.url };
     const noToken = await svc(cwd, ['cloud', 'workspace', 'list'], { SVC_CLOUD_ADMIN_URL: api.url });
     expect(noToken.code).toBe(1);
@@ -224,6 +303,8 @@ describe('svc cloud commands', () => {
     const secret = (JSON.parse(key.stdout) as { secret: string }).secret;
     expect(secret).toMatch(apiKeyPattern);
     expect(key.stderr).toContain('shown this once');
+    // Nothing is written to a project file: svc.toml never holds keys.
+    expect(readdirSync(cwd)).toEqual([]);
     const listed = await svc(cwd, ['cloud', 'key', 'list', '--database', database.id], env);
     expect(listed.stdout).not.toContain(secret);
     expect(JSON.parse(listed.stdout)).toMatchObject({ keys: [{ permission: 'read', revoked_at: null }] });
@@ -231,5 +312,5 @@ describe('svc cloud commands', () => {
     const deleted = await svc(cwd, ['cloud', 'database', 'delete', database.id], env);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect((await svc(cwd, ['cloud', 'database', 'get', database.id], env)).stderr).toContain('404');
-  });
+  }, 180_000);
 });

@@ -93,7 +93,8 @@ for (const variant of [sqliteVariant, postgresVariant]) {
       const b = await store.createWorkspace('Beta', 'Growth');
       expect(a.name).toBe('Acme');
       expect(a.id).toMatch(/^ws_[0-9a-f]{20}$/);
-      expect((await store.listWorkspaces()).map((w) => w.id)).toEqual([a.id, b.id]);
+      // Listed by creation time; two created in one millisecond may come in either order.
+      expect((await store.listWorkspaces()).map((w) => w.id).sort()).toEqual([a.id, b.id].sort());
       expect(await store.updateWorkspace(a.id, { name: 'Acme Inc' })).toMatchObject({ id: a.id, name: 'Acme Inc', plan: 'Idea' });
 
       const db = await store.createDatabase({ workspaceId: b.id, name: 'main', readerCount: 1 }, 'http://gw');
@@ -190,7 +191,8 @@ for (const variant of [sqliteVariant, postgresVariant]) {
       }
 
       const listed = await store.listApiKeys(db.id);
-      expect(listed).toEqual([reader.key, writer.key]);
+      const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id);
+      expect([...listed].sort(byId)).toEqual([reader.key, writer.key].sort(byId));
       expect(JSON.stringify(listed)).not.toContain(reader.secret.slice(4, 20));
 
       expect(await store.grantForKeyHash(apiKeyHash(reader.secret))).toEqual({ keyId: reader.key.id, databaseId: db.id, workspaceId: ws.id, permission: 'read' });
@@ -204,7 +206,8 @@ for (const variant of [sqliteVariant, postgresVariant]) {
       expect(await store.grantForKeyHash(apiKeyHash(reader.secret))).toBeNull();
       expect(await store.grantForKeyHash(apiKeyHash(writer.secret))).not.toBeNull();
       expect((await store.revokeApiKey(db.id, reader.key.id)).revokedAt).toBe(revoked.revokedAt);
-      expect((await store.listApiKeys(db.id)).map((k) => k.revokedAt === null)).toEqual([false, true]);
+      const validity = new Map((await store.listApiKeys(db.id)).map((k) => [k.id, k.revokedAt === null]));
+      expect(validity).toEqual(new Map([[reader.key.id, false], [writer.key.id, true]]));
     }));
 
     it('a key grants only its own database; keys of a deleted database grant nothing', () => withStore(async (store) => {
@@ -261,6 +264,42 @@ for (const variant of [sqliteVariant, postgresVariant]) {
       expect(await store.usage(ws.id)).toMatchObject({ reads: 75, writes: 75 });
     }));
 
+    if (variant.name === 'PostgreSQL') {
+      it('replicas opening a new store at once apply each migration once', async () => {
+        const url = await cluster!.createDatabase(`store_${++databaseCounter}`);
+        const stores = await Promise.all(Array.from({ length: 4 }, () => openControlPlane(url)));
+        try {
+          const ws = await stores[0]!.createWorkspace('shared', 'Idea');
+          for (const store of stores) expect(await store.workspace(ws.id)).toMatchObject({ name: 'shared' });
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            expect((await client.query('SELECT version FROM schema_migrations')).rows).toEqual([{ version: 1 }]);
+          } finally {
+            await client.end();
+          }
+        } finally {
+          await Promise.all(stores.map((s) => s.close()));
+        }
+      });
+    }
+
+    it('one provisioner lock per store: a second holder is refused until the first lets go', () => withStore(async (store, _raw, location) => {
+      const other = await openControlPlane(location);
+      try {
+        const release = await store.tryProvisionerLock();
+        expect(release).not.toBeNull();
+        expect(await other.tryProvisionerLock()).toBeNull();
+        await release!();
+        const releaseOther = await other.tryProvisionerLock();
+        expect(releaseOther).not.toBeNull();
+        expect(await store.tryProvisionerLock()).toBeNull();
+        await releaseOther!();
+      } finally {
+        await other.close();
+      }
+    }));
+
     it('opening the store again keeps its data and applies no migration twice', async () => {
       const { store, location, rawText } = await variant.open();
       const ws = await store.createWorkspace('kept', 'Growth');
@@ -276,3 +315,28 @@ for (const variant of [sqliteVariant, postgresVariant]) {
     });
   });
 }
+
+describe('embedded store in one process', () => {
+  it('two stores on one SQLite file share a connection: concurrent transactions neither stall nor fail', async () => {
+    const path = join(sqliteDir, 'shared.sqlite');
+    const [first, second] = await Promise.all([openControlPlane(path), openControlPlane(`sqlite:${path}`)]);
+    try {
+      const ws = await first.createWorkspace('w', 'Idea');
+      const databases = await Promise.all(Array.from({ length: 6 }, (_, i) => first.createDatabase({ workspaceId: ws.id, name: `d${i}`, readerCount: 0 }, 'http://gw')));
+      const started = Date.now();
+      // markDatabaseDeleted is a transaction; the other store's writes run at the same time.
+      await Promise.all([
+        ...databases.map((d, i) => (i % 2 === 0 ? first : second).markDatabaseDeleted(d.id)),
+        ...Array.from({ length: 20 }, () => second.recordUsage(ws.id, 'write', 1)),
+      ]);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(await first.listDatabases(ws.id)).toEqual([]);
+      expect((await second.usage(ws.id)).writes).toBe(20);
+    } finally {
+      await first.close();
+    }
+    // The other store still works after the first closed its handle.
+    expect(await second.listWorkspaces()).toHaveLength(1);
+    await second.close();
+  });
+});

@@ -16,6 +16,9 @@ export const defaultAdminPort = 7070;
 export const defaultAdminUrl = `http://127.0.0.1:${defaultAdminPort}`;
 /** Kept in step with src/cloud/admin-api.ts (not imported: this file loads fast). */
 const adminTokenEnv = 'SVC_CLOUD_ADMIN_TOKEN';
+/** The same variable and default as `svc gateway --store`, so both find one store. */
+const storeEnv = 'SVC_CONTROL_PLANE_STORE';
+const defaultStore = 'svc-cloud.sqlite';
 const planChoices = ['Idea', 'Startup', 'Growth'];
 const requestTimeoutMs = 30_000;
 const waitPollMs = 500;
@@ -87,13 +90,14 @@ export function registerCloudAdmin(program: Command): void {
 
   cloud.command('serve')
     .description('run the control plane: the admin API and the provisioner of database servers (child processes of this host)')
-    .option('--store <location>', 'SQLite file path (or sqlite:<path>), or postgres://... shared with gateway replicas', 'svc-cloud.sqlite')
+    .option('--store <location>', `control-plane store: SQLite file (or sqlite:<path>), or postgres://... shared with the gateways (default ${storeEnv}, else ${defaultStore}; a password belongs in ${storeEnv} or PGPASSWORD, not in a flag)`)
     .requiredOption('--storage <root>', 'where databases keep their data: s3://bucket/prefix (AWS_* credentials) or a local directory')
     .option('--s3-endpoint-url <url>', 'S3-compatible endpoint (MinIO, s3rver, ...); default AWS')
     .option('--s3-region <region>', 'S3 region')
     .option('--host <host>', 'address of the admin API', '127.0.0.1')
     .option('--port <port>', 'port of the admin API (0 = any free port)', integerOption('port', 0, 65535), defaultAdminPort)
     .option('--gateway-url <url>', 'the gateway\'s public base URL, recorded as each database\'s endpoint', 'http://127.0.0.1:8080')
+    .option('--run-dir <dir>', 'PID files of the running database servers (to stop those a killed control plane left behind)', 'svc-cloud-run')
     .option('--threads-per-server <n>', 'reader threads of each database server', integerOption('threads-per-server', 1, 64), 1)
     .action(action('cloud serve', async (options: ServeFlags) => {
       await serveControlPlane(options);
@@ -123,8 +127,13 @@ export function registerCloudAdmin(program: Command): void {
     .action(action('cloud workspace delete', async (id: string, o: AdminFlags) => {
       await callAdmin(o, 'DELETE', `workspaces/${encodeURIComponent(id)}`);
     }));
-  workspace.command('usage').description('reads and writes of this month, and the plan\'s allowances').argument('<id>').addOption(adminUrlOption())
-    .action(action('cloud workspace usage', async (id: string, o: AdminFlags) => print(await callAdmin(o, 'GET', `workspaces/${encodeURIComponent(id)}/usage`))));
+  workspace.command('usage').description('reads and writes of a month (default this month, UTC), and the plan\'s allowances').argument('<id>')
+    .option('--month <YYYY-MM>', 'another month')
+    .addOption(adminUrlOption())
+    .action(action('cloud workspace usage', async (id: string, o: AdminFlags & { month?: string }) => {
+      const month = o.month === undefined ? '' : `?month=${encodeURIComponent(o.month)}`;
+      print(await callAdmin(o, 'GET', `workspaces/${encodeURIComponent(id)}/usage${month}`));
+    }));
 
   const plan = cloud.command('plan').description('monthly allowances of the plans');
   plan.command('list').description('allowances of every plan').addOption(adminUrlOption())
@@ -145,15 +154,16 @@ export function registerCloudAdmin(program: Command): void {
     .option('--rate-per-second <n>', 'override the plan\'s requests per second (with --burst)', positiveNumberOption('rate-per-second'))
     .option('--burst <n>', 'override the plan\'s burst (with --rate-per-second)', positiveNumberOption('burst'))
     .option('--wait', 'wait until the database is Active (exit 1 if it Failed)')
+    .option('--wait-timeout-ms <ms>', 'with --wait: give up after this long', integerOption('wait-timeout-ms', 1, 3_600_000), 300_000)
     .addOption(adminUrlOption())
-    .action(action('cloud database create', async (o: AdminFlags & { workspace: string; name: string; readers: number; ratePerSecond?: number; burst?: number; wait?: boolean }) => {
+    .action(action('cloud database create', async (o: AdminFlags & { workspace: string; name: string; readers: number; ratePerSecond?: number; burst?: number; wait?: boolean; waitTimeoutMs: number }) => {
       if ((o.ratePerSecond === undefined) !== (o.burst === undefined)) throw new CliError('give --rate-per-second and --burst together');
       const body = {
         workspace_id: o.workspace, name: o.name, readers: o.readers,
         ...(o.ratePerSecond !== undefined ? { rate_limit: { per_second: o.ratePerSecond, burst: o.burst } } : {}),
       };
       let created = await callAdmin(o, 'POST', 'databases', body) as { id: string; status: string; status_detail?: string | null };
-      if (o.wait === true) created = await waitForStatus(o, created.id);
+      if (o.wait === true) created = await waitForStatus(o, created.id, o.waitTimeoutMs);
       print(created);
       if (created.status === 'Failed') throw new CliError(`database ${created.id} failed to provision: ${created.status_detail ?? 'no reason given'}`);
     }));
@@ -199,10 +209,12 @@ export function registerCloudAdmin(program: Command): void {
     }));
 }
 
-async function waitForStatus(flags: AdminFlags, id: string): Promise<{ id: string; status: string; status_detail?: string | null }> {
+async function waitForStatus(flags: AdminFlags, id: string, timeoutMs: number): Promise<{ id: string; status: string; status_detail?: string | null }> {
+  const until = Date.now() + timeoutMs;
   for (;;) {
     const database = await callAdmin(flags, 'GET', `databases/${encodeURIComponent(id)}`) as { id: string; status: string; status_detail?: string | null };
     if (database.status !== 'Provisioning') return database;
+    if (Date.now() > until) throw new CliError(`database ${id} is still Provisioning after ${timeoutMs} ms (see \`svc cloud database get ${id}\`)`);
     await new Promise((r) => setTimeout(r, waitPollMs));
   }
 }
@@ -210,13 +222,14 @@ async function waitForStatus(flags: AdminFlags, id: string): Promise<{ id: strin
 // ---------------------------------------------------------------- svc cloud serve
 
 interface ServeFlags {
-  store: string;
+  store?: string;
   storage: string;
   s3EndpointUrl?: string;
   s3Region?: string;
   host: string;
   port: number;
   gatewayUrl: string;
+  runDir: string;
   threadsPerServer: number;
 }
 
@@ -249,22 +262,48 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
     storage = { kind: 'directory', path: resolve(flags.storage) };
   }
 
+  const location = flags.store ?? process.env[storeEnv] ?? defaultStore;
   const logger = createCloudLogger('svc-cloud');
-  const store = await openControlPlane(flags.store);
-  const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, logger });
+  let store: Awaited<ReturnType<typeof openControlPlane>>;
+  try {
+    store = await openControlPlane(location);
+  } catch (err) {
+    throw new CliError(`cannot open the control-plane store ${describeStoreLocation(location)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const releaseLock = await store.tryProvisionerLock();
+  if (releaseLock === null) {
+    await store.close();
+    throw new CliError(`another \`svc cloud serve\` runs on the store ${describeStoreLocation(location)}: one control plane per store (it starts the databases' servers)`);
+  }
+  const { resolve: resolvePath } = await import('node:path');
+  const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, pidDir: resolvePath(flags.runDir), logger });
+  // Servers of a previous run killed without stopping them hold the storages' writer locks.
+  const reaped = await runtime.reapOrphans();
+  if (reaped > 0) logger.warn({ reaped }, 'stopped servers left running by a previous control plane');
   const provisioner = new Provisioner(store, runtime, { storage, logger });
+  // Databases that were running before a restart get their servers back; they are marked
+  // Provisioning before the API answers, so no client reads the old run's URLs as Active.
+  let restoring: Awaited<ReturnType<typeof provisioner.restoreAll>>;
+  try {
+    restoring = await provisioner.restoreAll();
+  } catch (err) {
+    await releaseLock();
+    await store.close();
+    throw new CliError(`cannot restore the databases: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  void restoring.restored.catch((err: unknown) => logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'restoring databases failed'));
   let api: Awaited<ReturnType<typeof startAdminApi>>;
   try {
     api = await startAdminApi({ store, provisioner, adminToken: token!, gatewayUrl, host: flags.host, port: flags.port, logger });
   } catch (err) {
+    await provisioner.close();
+    await releaseLock();
     await store.close();
     throw new CliError(`cannot start the admin API: ${err instanceof Error ? err.message : String(err)}`);
   }
-  logger.info({ store: describeStoreLocation(flags.store), storage: storage.kind === 's3' ? `s3://${storage.bucket}/${storage.prefix}` : storage.path }, 'control plane started');
-  process.stdout.write(`svc cloud listening on ${api.url} (store: ${describeStoreLocation(flags.store)})\n`);
+  logger.info({ store: describeStoreLocation(location), storage: storage.kind === 's3' ? `s3://${storage.bucket}/${storage.prefix}` : storage.path }, 'control plane started');
+  process.stdout.write(`svc cloud listening on ${api.url} (store: ${describeStoreLocation(location)})\n`);
 
-  // Databases that were running before a restart get their servers back.
-  void provisioner.restoreAll().catch((err: unknown) => logger.error({ reason: err instanceof Error ? err.message : String(err) }, 'restoring databases failed'));
 
   await new Promise<void>((resolve) => {
     let stopping = false;
@@ -275,6 +314,7 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
       void (async () => {
         await api.close();
         await provisioner.close();
+        await releaseLock();
         await store.close();
         logger.flush();
         resolve();

@@ -11,7 +11,7 @@
 //   GET    /admin/v1/workspaces/:id
 //   PATCH  /admin/v1/workspaces/:id                     {name?, plan?}
 //   DELETE /admin/v1/workspaces/:id                     (409 while it has databases)
-//   GET    /admin/v1/workspaces/:id/usage               this month's reads and writes
+//   GET    /admin/v1/workspaces/:id/usage[?month=]      a month's reads and writes (default this month)
 //   POST   /admin/v1/databases                          {workspace_id, name, readers?, rate_limit?} -> 202 Provisioning
 //   GET    /admin/v1/databases[?workspace_id=]
 //   GET    /admin/v1/databases/:id
@@ -139,17 +139,23 @@ function readBody(req: IncomingMessage): Promise<Body> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
+    let tooLarge = false;
     req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
       bytes += chunk.length;
       if (bytes > adminBodyBytesMax) {
+        // Answered at once; the rest is read and dropped, then the connection closes
+        // (destroying the request here would lose the answer).
+        tooLarge = true;
+        chunks.length = 0;
         reject(new HttpError(413, 'payload_too_large', `admin request bodies are limited to ${adminBodyBytesMax} bytes`));
-        req.destroy();
         return;
       }
       chunks.push(chunk);
     });
     req.on('error', reject);
     req.on('end', () => {
+      if (tooLarge) return;
       const text = Buffer.concat(chunks).toString('utf8');
       if (text.trim() === '') {
         resolve({});
@@ -242,7 +248,13 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
         logger?.info({ workspaceId: id }, 'workspace deleted');
         return [204, null];
       }
-      if (method === 'GET' && arity === 3 && sub === 'usage') return [200, usageJson(await store.usage(id!))];
+      if (method === 'GET' && arity === 3 && sub === 'usage') {
+        // ?month=YYYY-MM for a past month's record; default this month (UTC).
+        const month = query.get('month');
+        if (month !== null && !/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new HttpError(400, 'invalid_request', 'month must be YYYY-MM');
+        const at = month === null ? new Date() : new Date(`${month}-01T00:00:00Z`);
+        return [200, usageJson(await store.usage(id!, at))];
+      }
     }
     if (collection === 'databases') {
       if (method === 'POST' && arity === 1) {
@@ -338,6 +350,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
     }
     // Method and path only: query strings and bodies are not logged (they may name secrets).
     logger?.info({ method, path: url.pathname, status, ms: Date.now() - started }, 'admin request');
+    if (status === 413) res.setHeader('connection', 'close');
     if (status === 204 || body === null) {
       res.writeHead(status).end();
     } else {

@@ -120,6 +120,12 @@ export interface ControlPlaneStore extends ControlPlane {
   /** Status Deleted, no servers, every key revoked; the record and slug stay. */
   markDatabaseDeleted(databaseId: string): Promise<void>;
 
+  /**
+   * The store's one provisioner lock (held until the release function is called or the
+   * process ends); null when another `svc cloud serve` holds it.
+   */
+  tryProvisionerLock(): Promise<(() => Promise<void>) | null>;
+
   // API keys
   createApiKey(databaseId: string, name: string, permission: Permission): Promise<CreatedApiKey>;
   listApiKeys(databaseId: string): Promise<ApiKey[]>;

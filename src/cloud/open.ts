@@ -9,7 +9,7 @@ import type { ControlPlaneStore } from './admin-store.js';
 import { migrate } from './migrations.js';
 import { PostgresDriver } from './postgres-driver.js';
 import type { SqlDriver } from './sql-driver.js';
-import { SqliteDriver } from './sqlite-driver.js';
+import { openSqliteDriver } from './sqlite-driver.js';
 import { SqlControlPlaneStore } from './sql-store.js';
 
 export type { ControlPlaneStore } from './admin-store.js';
@@ -42,7 +42,7 @@ export async function openControlPlane(location: string): Promise<ControlPlaneSt
     driver = new PostgresDriver(parsed.url);
   } else {
     if (parsed.path !== ':memory:') mkdirSync(dirname(parsed.path), { recursive: true });
-    driver = new SqliteDriver(parsed.path);
+    driver = openSqliteDriver(parsed.path);
   }
   try {
     await migrate(driver);

@@ -8,12 +8,13 @@ const poolSizeMax = 8;
 const connectTimeoutMs = 5_000;
 /** Any fixed number shared by every process of the control plane: the migration lock. */
 const migrationLockKey = 0x5376_6301;
+const provisionerLockKey = 0x5376_6302;
 
 export class PostgresDriver implements SqlDriver {
   readonly dialect = 'postgres' as const;
   private readonly pool: pg.Pool;
 
-  constructor(connectionString: string) {
+  constructor(private readonly connectionString: string) {
     this.pool = new pg.Pool({ connectionString, max: poolSizeMax, connectionTimeoutMillis: connectTimeoutMs });
     // An idle client losing its connection (server restart) must not crash the process;
     // the pool drops it and the next query opens a new one.
@@ -53,6 +54,23 @@ export class PostgresDriver implements SqlDriver {
   async lockForMigrations(tx: SqlExecutor): Promise<void> {
     // Held until the transaction ends: replicas opening at once apply each version once.
     await tx.query('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
+  }
+
+  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+    // A session lock on a connection of its own, outside the pool: it lasts as long as the
+    // connection, so a process that dies (even kill -9) lets go of it with its socket.
+    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: connectTimeoutMs });
+    client.on('error', () => undefined);
+    await client.connect();
+    const rows = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [provisionerLockKey])).rows;
+    if (rows[0]?.locked !== true) {
+      await client.end();
+      return null;
+    }
+    return async () => {
+      await client.query('SELECT pg_advisory_unlock($1)', [provisionerLockKey]).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    };
   }
 
   isUniqueViolation(err: unknown): boolean {

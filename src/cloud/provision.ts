@@ -10,6 +10,7 @@
 // start() returns the server's reachable base URL and a stop(); the provisioner needs
 // nothing else, and the gateway only ever sees the URLs in the store.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { ControlPlaneStore, Database } from './admin-store.js';
@@ -34,6 +35,8 @@ export interface BackendSpec {
 export interface RunningBackend {
   /** Base URL the gateway reaches the server at, without a trailing slash. */
   readonly url: string;
+  /** The process ID, when the server is a process of this host (diagnostics, tests). */
+  readonly pid?: number;
   /** Settles when the server ended, whether stopped or by itself. */
   readonly exited: Promise<void>;
   /** Stops the server (graceful, then forced) and resolves once it is gone. */
@@ -58,10 +61,34 @@ export interface ProcessRuntimeOptions {
   /** Extra environment for the servers (object-storage credentials come from AWS_*). */
   readonly env?: NodeJS.ProcessEnv;
   readonly startTimeoutMs?: number;
+  /**
+   * A directory for one PID file per running server. A control plane killed without a
+   * chance to stop its servers (SIGKILL, OOM) leaves them running, holding the storage's
+   * writer lock; the next one calls reapOrphans() to stop them before starting new ones.
+   */
+  readonly pidDir?: string;
   readonly logger?: Logger;
 }
 
 const stopGraceMs = 10_000;
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The command line of a process (Linux /proc), or null. */
+function commandLineOf(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return null;
+  }
+}
 /** Lines of a server's stderr kept to explain a failed start. */
 const stderrTailLines = 20;
 
@@ -70,6 +97,39 @@ export class ProcessRuntime implements BackendRuntime {
 
   constructor(private readonly options: ProcessRuntimeOptions = {}) {
     this.cliPath = options.cliPath ?? join(fileURLToPath(new URL('.', import.meta.url)), '../cli/main.js');
+  }
+
+  /**
+   * Stops the servers a previous control plane left running (their PID files are still in
+   * pidDir). Only processes that still run this runtime's `svc serve` are signalled, so a
+   * PID reused by an unrelated process is left alone. Returns how many were stopped.
+   */
+  async reapOrphans(): Promise<number> {
+    const dir = this.options.pidDir;
+    if (dir === undefined) return 0;
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((n) => n.endsWith('.pid'));
+    } catch {
+      return 0;
+    }
+    const orphans: number[] = [];
+    for (const name of names) {
+      const pid = Number(readFileSync(join(dir, name), 'utf8').trim());
+      const command = Number.isInteger(pid) && pid > 0 ? commandLineOf(pid) : null;
+      if (command !== null && command.includes(this.cliPath) && command.includes('serve')) orphans.push(pid);
+      rmSync(join(dir, name), { force: true });
+    }
+    for (const pid of orphans) {
+      this.options.logger?.warn({ serverPid: pid }, 'stopping a server left running by a previous control plane');
+      try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+    }
+    const until = Date.now() + stopGraceMs;
+    while (orphans.some(processRuns) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    for (const pid of orphans.filter(processRuns)) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+    return orphans.length;
   }
 
   start(spec: BackendSpec): Promise<RunningBackend> {
@@ -87,7 +147,13 @@ export class ProcessRuntime implements BackendRuntime {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...this.options.env },
     });
-    const log = this.options.logger?.child({ databaseId: spec.databaseId, role: spec.role, ordinal: spec.ordinal, pid: child.pid });
+    const pidFile = this.options.pidDir === undefined || child.pid === undefined ? null
+      : join(this.options.pidDir, `${spec.databaseId}.${spec.role}.${spec.ordinal}.${child.pid}.pid`);
+    if (pidFile !== null) {
+      mkdirSync(this.options.pidDir!, { recursive: true });
+      writeFileSync(pidFile, `${child.pid}\n`);
+    }
+    const log = this.options.logger?.child({ databaseId: spec.databaseId, role: spec.role, ordinal: spec.ordinal, serverPid: child.pid });
     const stderrTail: string[] = [];
     let stdout = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -99,6 +165,7 @@ export class ProcessRuntime implements BackendRuntime {
       }
     });
     const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
+      if (pidFile !== null) rmSync(pidFile, { force: true });
       log?.info({ code, signal }, 'server exited');
       resolve();
     }));
@@ -122,7 +189,7 @@ export class ProcessRuntime implements BackendRuntime {
         child.stdout!.removeAllListeners('data');
         child.stdout!.resume();
         log?.info({ url: match[1] }, 'server started');
-        resolve({ url: match[1]!, exited, stop });
+        resolve({ url: match[1]!, ...(child.pid !== undefined ? { pid: child.pid } : {}), exited, stop });
       });
       void exited.then(() => {
         clearTimeout(timer);
@@ -138,15 +205,24 @@ export interface ProvisionerOptions {
   readonly storage: StorageRoot;
   /** How long a server may take to answer /readyz 200 once started. */
   readonly readyTimeoutMs?: number;
+  /** First wait before restarting a server that exited by itself; doubles up to restartDelayMaxMs. */
+  readonly restartDelayMs?: number;
+  readonly restartDelayMaxMs?: number;
   readonly logger?: Logger;
 }
 
 interface DatabaseServers {
-  backends: RunningBackend[];
-  /** Set by deprovision(): a provisioning still under way stops what it started. */
+  /** The slots: null while a server is starting or being restarted. */
+  writer: RunningBackend | null;
+  readers: (RunningBackend | null)[];
+  /** Every server started and not yet stopped, slot or not (stopped on deprovision). */
+  started: Set<RunningBackend>;
+  /** Set by deprovision(): a provisioning or restart under way stops what it started. */
   cancelled: boolean;
-  /** Settles when the provisioning ended (Active, Failed or cancelled). */
+  /** Settles when the first provisioning ended (Active, Failed or cancelled). */
   done: Promise<void>;
+  /** Restarts under way (deprovision waits for them). */
+  restarts: Set<Promise<void>>;
 }
 
 const readyPollMs = 100;
@@ -171,6 +247,10 @@ export async function waitUntilReady(url: string, timeoutMs: number, server?: Ru
     if (Date.now() > until) throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
     await new Promise((r) => setTimeout(r, readyPollMs));
   }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 export class Provisioner {
@@ -205,11 +285,28 @@ export class Provisioner {
    */
   provision(databaseId: string): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the provisioner is shut down'));
-    if (this.servers.has(databaseId)) return this.servers.get(databaseId)!.done;
-    const entry: DatabaseServers = { backends: [], cancelled: false, done: Promise.resolve() };
+    const existing = this.servers.get(databaseId);
+    if (existing !== undefined) return existing.done;
+    const entry: DatabaseServers = {
+      writer: null, readers: [], started: new Set(), cancelled: false, done: Promise.resolve(), restarts: new Set(),
+    };
     this.servers.set(databaseId, entry);
     entry.done = this.run(databaseId, entry);
     return entry.done;
+  }
+
+  /** Starts one server and waits until it is ready; stops it again if that fails. */
+  private async startReady(entry: DatabaseServers, spec: BackendSpec): Promise<RunningBackend> {
+    const backend = await this.runtime.start(spec);
+    entry.started.add(backend);
+    void backend.exited.then(() => entry.started.delete(backend));
+    try {
+      await waitUntilReady(backend.url, this.readyTimeoutMs, backend);
+    } catch (err) {
+      await backend.stop();
+      throw err;
+    }
+    return backend;
   }
 
   private async run(databaseId: string, entry: DatabaseServers): Promise<void> {
@@ -222,27 +319,28 @@ export class Provisioner {
       log?.info({ readers: database.readerCount }, 'provisioning');
 
       // The writer first: it creates the storage layout the readers follow.
-      const writer = await this.runtime.start({ databaseId, role: 'writer', ordinal: 0, storage });
-      entry.backends.push(writer);
-      await waitUntilReady(writer.url, this.readyTimeoutMs, writer);
+      entry.writer = await this.startReady(entry, { databaseId, role: 'writer', ordinal: 0, storage });
+      if (entry.cancelled) return;
+      // allSettled, not all: on a failure every reader still starting must have settled
+      // (and be in entry.started) before the cleanup below stops them, or one would be left.
+      const readers = await Promise.allSettled(Array.from({ length: database.readerCount },
+        (_, ordinal) => this.startReady(entry, { databaseId, role: 'reader', ordinal, storage })));
+      const failed = readers.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+      entry.readers = readers.map((r) => (r as PromiseFulfilledResult<RunningBackend>).value);
       if (entry.cancelled) return;
 
-      const readers = await Promise.all(Array.from({ length: database.readerCount }, async (_, ordinal) => {
-        const reader = await this.runtime.start({ databaseId, role: 'reader', ordinal, storage });
-        entry.backends.push(reader);
-        await waitUntilReady(reader.url, this.readyTimeoutMs, reader);
-        return reader;
-      }));
-      if (entry.cancelled) return;
-
-      await this.store.setDatabaseBackends(databaseId, { writerUrl: writer.url, readerUrls: readers.map((r) => r.url) });
+      await this.publish(databaseId, entry);
       await this.store.setDatabaseStatus(databaseId, 'Active');
-      log?.info({ writerUrl: writer.url, readerUrls: readers.map((r) => r.url), ms: Date.now() - started }, 'database active');
+      entry.readers.forEach((reader, ordinal) => this.supervise(databaseId, entry, reader!, 'reader', ordinal, storage));
+      this.supervise(databaseId, entry, entry.writer, 'writer', 0, storage);
+      log?.info({ writerUrl: entry.writer.url, readerUrls: entry.readers.map((r) => r!.url), ms: Date.now() - started }, 'database active');
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = messageOf(err);
       log?.error({ reason }, 'provisioning failed');
-      await Promise.all(entry.backends.map((b) => b.stop()));
-      entry.backends = [];
+      await Promise.all([...entry.started].map((b) => b.stop()));
+      entry.writer = null;
+      entry.readers = [];
       if (!entry.cancelled) {
         this.servers.delete(databaseId);
         await this.store.setDatabaseStatus(databaseId, 'Failed', reason).catch(() => undefined);
@@ -250,9 +348,66 @@ export class Provisioner {
     }
   }
 
-  /** URLs of the servers running for a database (tests, diagnostics). */
+  /** Records the servers in their slots now, for the gateway. */
+  private async publish(databaseId: string, entry: DatabaseServers): Promise<void> {
+    const readerUrls = entry.readers.filter((r): r is RunningBackend => r !== null).map((r) => r.url);
+    await this.store.setDatabaseBackends(databaseId, { writerUrl: entry.writer?.url ?? null, readerUrls });
+  }
+
+  /**
+   * A server of an Active database that exits by itself (crash, OOM kill) is taken out of
+   * the route at once, so the gateway stops sending it requests, and started again with
+   * growing delays until it is ready; then it is put back. Its data is in the storage.
+   */
+  private supervise(databaseId: string, entry: DatabaseServers, backend: RunningBackend, role: BackendRole, ordinal: number, storage: BackendSpec['storage']): void {
+    void backend.exited.then(() => {
+      if (entry.cancelled || this.closed) return;
+      const log = this.options.logger?.child({ databaseId, role, ordinal });
+      log?.warn({ url: backend.url }, 'server exited unexpectedly: restarting it');
+      const restart = (async () => {
+        if (role === 'writer') entry.writer = null;
+        else entry.readers[ordinal] = null;
+        await this.publish(databaseId, entry).catch((err: unknown) => log?.error({ reason: messageOf(err) }, 'recording the exit failed'));
+        let delayMs = this.options.restartDelayMs ?? 1_000;
+        const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
+        while (!entry.cancelled && !this.closed) {
+          await new Promise((r) => setTimeout(r, delayMs));
+          if (entry.cancelled || this.closed) return;
+          try {
+            const replacement = await this.startReady(entry, { databaseId, role, ordinal, storage });
+            if (entry.cancelled || this.closed) {
+              await replacement.stop();
+              return;
+            }
+            if (role === 'writer') entry.writer = replacement;
+            else entry.readers[ordinal] = replacement;
+            await this.publish(databaseId, entry);
+            log?.info({ url: replacement.url }, 'server restarted');
+            this.supervise(databaseId, entry, replacement, role, ordinal, storage);
+            return;
+          } catch (err) {
+            log?.error({ reason: messageOf(err), retryInMs: Math.min(delayMs * 2, delayMaxMs) }, 'restart failed');
+            delayMs = Math.min(delayMs * 2, delayMaxMs);
+          }
+        }
+      })();
+      entry.restarts.add(restart);
+      void restart.finally(() => entry.restarts.delete(restart));
+    });
+  }
+
+  /** URLs of the servers in their slots for a database (tests, diagnostics). */
   running(databaseId: string): string[] {
-    return (this.servers.get(databaseId)?.backends ?? []).map((b) => b.url);
+    const entry = this.servers.get(databaseId);
+    if (entry === undefined) return [];
+    return [entry.writer, ...entry.readers].filter((b): b is RunningBackend => b !== null).map((b) => b.url);
+  }
+
+  /** The server in a slot (tests, diagnostics): the writer, or reader `ordinal`. */
+  backend(databaseId: string, role: BackendRole, ordinal = 0): RunningBackend | null {
+    const entry = this.servers.get(databaseId);
+    if (entry === undefined) return null;
+    return (role === 'writer' ? entry.writer : entry.readers[ordinal]) ?? null;
   }
 
   /** Stops the database's servers (deletion); waits for a provisioning under way to stop. */
@@ -261,23 +416,23 @@ export class Provisioner {
     if (entry === undefined) return;
     entry.cancelled = true;
     await entry.done;
-    await Promise.all(entry.backends.map((b) => b.stop()));
+    await Promise.all([...entry.started].map((b) => b.stop()));
+    await Promise.all([...entry.restarts]);
+    await Promise.all([...entry.started].map((b) => b.stop()));
     this.servers.delete(databaseId);
     this.options.logger?.info({ databaseId }, 'servers stopped');
   }
 
   /**
-   * After a restart of the control plane: starts the servers of every database that was
-   * Provisioning or Active (their data is in the storage; the old processes are gone).
+   * After a restart of the control plane: marks every database that was Provisioning or
+   * Active as Provisioning again and starts its servers (their data is in the storage; the
+   * old processes are gone). Resolves once marked; `restored` settles when all are done.
    */
-  async restoreAll(): Promise<void> {
-    const databases = await this.store.listDatabases();
-    await Promise.all(databases
-      .filter((d) => d.status === 'Active' || d.status === 'Provisioning')
-      .map(async (d) => {
-        await this.store.setDatabaseStatus(d.id, 'Provisioning');
-        await this.provision(d.id);
-      }));
+  async restoreAll(): Promise<{ readonly restored: Promise<void> }> {
+    const databases = (await this.store.listDatabases()).filter((d) => d.status === 'Active' || d.status === 'Provisioning');
+    // Marked before this resolves, so nobody reads the old run's URLs as Active meanwhile.
+    for (const d of databases) await this.store.setDatabaseStatus(d.id, 'Provisioning');
+    return { restored: Promise.all(databases.map((d) => this.provision(d.id))).then(() => undefined) };
   }
 
   /** Shutdown: stops every server this provisioner started. */

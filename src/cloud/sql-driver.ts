@@ -20,6 +20,12 @@ export interface SqlDriver extends SqlExecutor {
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** Serialises migrations across processes sharing the store (PostgreSQL replicas). */
   lockForMigrations(tx: SqlExecutor): Promise<void>;
+  /**
+   * Takes the store's one provisioner lock, held until released or until this process
+   * ends; null when another process holds it. One `svc cloud serve` per store: two would
+   * both start servers for the same databases.
+   */
+  tryProvisionerLock(): Promise<(() => Promise<void>) | null>;
   /** True when `err` is a unique-constraint violation (a slug or key collision). */
   isUniqueViolation(err: unknown): boolean;
   close(): Promise<void>;

@@ -346,6 +346,10 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
     });
   }
 
+  tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+    return this.driver.tryProvisionerLock();
+  }
+
   // ------------------------------------------------------------ API keys
 
   async createApiKey(databaseId: string, name: string, permission: Permission): Promise<CreatedApiKey> {

@@ -5,6 +5,12 @@
 // better-sqlite3 is synchronous. A transaction's work is asynchronous, though, so other
 // callers could run statements between its awaits and land inside it: while a transaction
 // is open, every other statement waits for it to end.
+//
+// One connection per file per process (openSqliteDriver shares it, counting references):
+// a second connection in the same process that wanted the write lock while the first held
+// it across an await would wait synchronously, stalling the very event loop that must let
+// the first one finish.
+import { closeSync, openSync, readFileSync, realpathSync, rmSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
 
@@ -12,21 +18,80 @@ const busyTimeoutMs = 5_000;
 /** Prepared statements kept per connection; our queries are a fixed, small set. */
 const statementCacheMax = 256;
 
+const openDrivers = new Map<string, { driver: SqliteDriver; references: number }>();
+
+/** The process's driver for the file at `path` (opened on first use). */
+export function openSqliteDriver(path: string): SqlDriver {
+  const shared = path === ':memory:' ? null : openDrivers.get(realpathOrSelf(path));
+  if (shared != null) {
+    shared.references++;
+    return referenceTo(shared);
+  }
+  const driver = new SqliteDriver(path);
+  if (path === ':memory:') return driver;
+  const entry = { driver, references: 1 };
+  // Now that the file exists, its real path: the key other spellings of it resolve to.
+  const key = realpathOrSelf(path);
+  openDrivers.set(key, entry);
+  driver.onClosed = () => openDrivers.delete(key);
+  return referenceTo(entry);
+}
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** A handle on a shared driver whose close() only drops this reference (the last one closes). */
+function referenceTo(entry: { driver: SqliteDriver; references: number }): SqlDriver {
+  let closed = false;
+  const { driver } = entry;
+  return {
+    dialect: 'sqlite',
+    query: (sql, params) => driver.query(sql, params),
+    transaction: (work) => driver.transaction(work),
+    lockForMigrations: () => driver.lockForMigrations(),
+    tryProvisionerLock: () => driver.tryProvisionerLock(),
+    isUniqueViolation: (err) => driver.isUniqueViolation(err),
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (--entry.references === 0) await driver.close();
+    },
+  };
+}
+
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
+  /** Called once the connection is closed (the shared-driver registry forgets it). */
+  onClosed: (() => void) | null = null;
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
   private transactionOpen = false;
   private transactionEnded: Promise<void> = Promise.resolve();
 
-  constructor(path: string) {
+  constructor(private readonly path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     this.db.pragma('foreign_keys = ON');
-    // WAL + NORMAL loses at most the last transactions on power loss, never consistency;
-    // the control plane's writes are admin actions and usage counters.
-    this.db.pragma('synchronous = NORMAL');
+    // FULL: a commit is on disk before it is answered. An API key shown once and then
+    // lost to a power cut would leave a client with a secret that grants nothing; the
+    // writes are admin actions and the gateways' batched usage counters, so few.
+    this.db.pragma('synchronous = FULL');
   }
 
   private run<Row extends SqlRow>(sql: string, params: readonly SqlValue[]): Row[] {
@@ -41,17 +106,17 @@ export class SqliteDriver implements SqlDriver {
     return [];
   }
 
-  private async waitForTransaction(): Promise<void> {
-    while (this.transactionOpen) await this.transactionEnded;
-  }
+  // The checks of transactionOpen below are inline loops, never a helper awaited: the
+  // statement (or taking the lock) must follow the check with no await between, or two
+  // waiters woken by one transaction's end would both go ahead.
 
   async query<Row extends SqlRow = SqlRow>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     return this.run<Row>(sql, params);
   }
 
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     this.transactionOpen = true;
     let end!: () => void;
     this.transactionEnded = new Promise<void>((resolve) => { end = resolve; });
@@ -76,14 +141,36 @@ export class SqliteDriver implements SqlDriver {
     // BEGIN IMMEDIATE already holds the database's one write lock.
   }
 
+  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+    if (this.path === ':memory:') return async () => undefined;
+    // A lock file beside the database holding the owner's PID; a file left by a process
+    // that no longer runs (kill -9) is taken over.
+    const lockPath = `${this.path}.provisioner.lock`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fd = openSync(lockPath, 'wx');
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
+        return async () => rmSync(lockPath, { force: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const owner = Number(readFileSync(lockPath, 'utf8').trim());
+        if (Number.isInteger(owner) && owner > 0 && processRuns(owner)) return null;
+        rmSync(lockPath, { force: true });
+      }
+    }
+    return null;
+  }
+
   isUniqueViolation(err: unknown): boolean {
     const code = (err as { code?: unknown } | null)?.code;
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
   }
 
   async close(): Promise<void> {
-    await this.waitForTransaction();
+    while (this.transactionOpen) await this.transactionEnded;
     this.statements.clear();
     this.db.close();
+    this.onClosed?.();
   }
 }
