@@ -276,6 +276,26 @@ export const limits = {
    * in memory per section being read, instead of a copy of the store.
    */
   snapshotChunkBytes: 4 * 1024 * 1024,
+
+  // ---- The cloud gateway (src/gateway/, docs/gateway.md).
+  /** Request body bytes the gateway accepts (SPEC "Request size"); more: 413 payload_too_large, before parsing. */
+  gatewayBodyBytesMax: 2 * 1024 * 1024,
+  /** Body bytes of requests the gateway is still receiving or forwarding; more: 503 server_overloaded. */
+  gatewayBufferedBodyBytesMax: 512 * 1024 * 1024,
+  /** Default wall-clock deadline of a request at the gateway (ms); past it: 408 query_timeout. */
+  gatewayQueryTimeoutMs: 30_000,
+  /** Longest wait for Redis's rate-limit decision (ms); longer: 503 rate_limit_unavailable (fails closed). */
+  gatewayRateLimitDecisionMs: 500,
+  /** Entries of each control-plane answer cache (keys, routes, allowances); the oldest go first. */
+  gatewayCacheEntriesMax: 100_000,
+  /** Longest a control-plane lookup may take (ms); longer: 503 control_plane_unavailable. */
+  gatewayControlPlaneTimeoutMs: 2_000,
+  /** Keep-alive connections from the gateway to one backend server. */
+  gatewayUpstreamConnectionsMax: 64,
+  /** Longest a backend's /readyz may take before the gateway counts it as failing (ms). */
+  gatewayHealthTimeoutMs: 1_000,
+  /** Workspaces whose unflushed usage the gateway holds (each is a few numbers); more are flushed at once. */
+  gatewayUsageWorkspacesMax: 100_000,
 } as const;
 
 /** Overrides of some limits for one component (tests lower the queue bounds). */

@@ -3,6 +3,7 @@
 // itself on the program here; this file only assembles them and runs the parser.
 import { Command } from 'commander';
 import { registerCloudAdmin } from './cloud-admin.js';
+import { registerGateway } from './gateway.js';
 import { registerInit } from './init.js';
 import { registerQuery } from './query.js';
 import { registerRepair } from './repair.js';
@@ -33,5 +34,6 @@ registerSync(program);
 registerRepair(program);
 registerUpdate(program);
 registerCloudAdmin(program);
+registerGateway(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,110 @@
+// `svc gateway`: the managed cloud's front door (docs/gateway.md) in the foreground until
+// SIGTERM/SIGINT. It reads keys, routes and allowances from the control plane's store
+// (the same --store as `svc cloud serve`; SQLite for one gateway on a laptop, PostgreSQL
+// for replicas) and keeps its token buckets in Redis.
+//
+// No secret is taken from a flag: a password in --redis-url or --store would show in
+// `ps`; put it in SVC_REDIS_URL / SVC_CONTROL_PLANE_STORE instead (both are read when the
+// flag is absent).
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { action, CliError } from './errors.js';
+
+const storeEnv = 'SVC_CONTROL_PLANE_STORE';
+const redisEnv = 'SVC_REDIS_URL';
+const defaultPort = 8080;
+
+interface GatewayFlags {
+  host: string;
+  port: number;
+  store?: string;
+  redisUrl?: string;
+  publicUrl?: string;
+  authHeader: string;
+  authScheme: 'bearer' | 'raw';
+  authEnv: string;
+  queryTimeoutMs?: number;
+  cacheTtlMs: number;
+  healthIntervalMs: number;
+  usageFlushMs: number;
+  accessLog?: boolean;
+}
+
+function integerOption(name: string, min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
+    }
+    return Number(value);
+  };
+}
+
+export function registerGateway(program: Command): void {
+  program
+    .command('gateway')
+    .description('run the cloud gateway: API keys, per-database rate limits (Redis), routing to each database\'s writer and readers')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 = any free port)', integerOption('port', 0, 65535), defaultPort)
+    .option('--store <location>', `control-plane store: SQLite file (or sqlite:<path>) or postgres://... (default ${storeEnv}, else svc-cloud.sqlite)`)
+    .option('--redis-url <url>', `Redis for the shared token buckets: redis://host:port or unix:///path.sock (default ${redisEnv}, else redis://127.0.0.1:6379)`)
+    .option('--public-url <url>', 'the address clients use, for GET /v2/metadata (default http://<host>:<port>)')
+    .option('--auth-header <name>', 'header that carries the API key', 'Authorization')
+    .addOption(new Option('--auth-scheme <scheme>', 'bearer ("Bearer <key>") or raw (the key alone)').choices(['bearer', 'raw']).default('bearer'))
+    .option('--auth-env <variable>', 'the environment variable clients keep the key in (metadata document)', 'SVC_API_KEY')
+    .option('--query-timeout-ms <ms>', 'deadline of a request at the gateway; past it 408 query_timeout (default 30000)', integerOption('query-timeout-ms', 1, 86_400_000))
+    .option('--cache-ttl-ms <ms>', 'how long keys, routes and allowances are reused before the store is asked again', integerOption('cache-ttl-ms', 0, 600_000), 1000)
+    .option('--health-interval-ms <ms>', 'how often every backend\'s /readyz is polled', integerOption('health-interval-ms', 50, 600_000), 1000)
+    .option('--usage-flush-ms <ms>', 'how often metered usage is written to the store', integerOption('usage-flush-ms', 100, 3_600_000), 5000)
+    .option('--access-log', 'one JSON line per query on stderr (keys never appear)')
+    .action(action('gateway', async (flags: GatewayFlags) => {
+      await runGateway(flags);
+    }));
+}
+
+async function runGateway(flags: GatewayFlags): Promise<void> {
+  // Loaded here: the gateway, the store drivers and uWS are not needed by other commands.
+  const { startGateway } = await import('../gateway/gateway.js');
+  const { openControlPlane, describeStoreLocation } = await import('../cloud/open.js');
+  const store = flags.store ?? process.env[storeEnv] ?? 'svc-cloud.sqlite';
+  const redisUrl = flags.redisUrl ?? process.env[redisEnv] ?? 'redis://127.0.0.1:6379';
+  const controlPlane = await openControlPlane(store);
+  let gateway;
+  try {
+    gateway = await startGateway({
+      controlPlane, redisUrl, host: flags.host, port: flags.port,
+      ...(flags.publicUrl === undefined ? {} : { publicUrl: flags.publicUrl }),
+      authHeader: flags.authHeader, authScheme: flags.authScheme, queryAuthEnv: flags.authEnv,
+      ...(flags.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: flags.queryTimeoutMs }),
+      cacheTtlMs: flags.cacheTtlMs, healthIntervalMs: flags.healthIntervalMs, usageFlushMs: flags.usageFlushMs,
+      accessLog: flags.accessLog === true,
+    });
+  } catch (err) {
+    await controlPlane.close();
+    throw new CliError(`cannot start the gateway: ${(err as Error).message}`);
+  }
+  process.stdout.write(`svc gateway listening on ${gateway.url} (store: ${describeStoreLocation(store)}, redis: ${describeRedis(redisUrl)})\n`);
+
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      await gateway.close();
+      await controlPlane.close();
+      process.exit(0);
+    })();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  await new Promise<never>(() => {}); // runs until a signal
+}
+
+/** The Redis address without its password. */
+function describeRedis(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}

@@ -1,0 +1,177 @@
+// The backend servers (writers and readers) the gateway forwards to: one undici Pool of
+// keep-alive connections per server, an outstanding-request count per server (for least-
+// outstanding reader choice), and a health poller that asks each server's `/readyz`.
+//
+// Health: a server is eligible until it is known to fail. A new server is polled at once;
+// after that every `healthIntervalMs`. It is marked failing when /readyz answers anything
+// but 200, when a connection to it is refused, or after `pollTimeoutsToFail` polls in a
+// row got no answer in time (one slow answer on a busy machine is not a dead server).
+// Only a passing poll brings it back, so a killed reader stops getting requests at the
+// first refused connection instead of at the next poll.
+import type { Logger } from 'pino';
+import { Pool } from 'undici';
+import { limits } from '../limits.js';
+
+/** Polls in a row without an answer in time before a server counts as failing. */
+const pollTimeoutsToFail = 3;
+
+function isTimeout(err: unknown): boolean {
+  const e = err as { name?: string; code?: string };
+  return e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED' || e.code === 'UND_ERR_HEADERS_TIMEOUT';
+}
+
+/**
+ * Whether a forwarding error proves the server is down (nothing listens, or no route to
+ * it), as opposed to one connection closing under a request (retried elsewhere, but no
+ * reason to stop choosing the server).
+ */
+export function provesDown(err: unknown): boolean {
+  const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
+  return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+export class Backend {
+  readonly url: string;
+  readonly pool: Pool;
+  /**
+   * Health polls go over their own connection: on the query pool a poll would wait behind
+   * slow queries when every connection is busy, time out, and take a busy but healthy
+   * server out of rotation.
+   */
+  private readonly healthPool: Pool;
+  /** Requests sent and not yet answered. */
+  outstanding = 0;
+  /** null: not polled yet (eligible); false: failing its health check or a connection. */
+  healthy: boolean | null = null;
+  /** Date.now() of the last time a route named this server. */
+  lastNamedMs = Date.now();
+  private polling = false;
+  private pollTimeoutsInARow = 0;
+
+  constructor(url: string, connections: number) {
+    this.url = url;
+    this.pool = new Pool(url, {
+      connections,
+      pipelining: 1,
+      // Below uWS's 10 s idle timeout: a connection the server is about to close is never
+      // reused (that race would fail a request on a healthy server).
+      keepAliveTimeout: 4_000,
+      keepAliveMaxTimeout: 4_000,
+      connect: { timeout: 2_000 },
+    });
+    this.healthPool = new Pool(url, { connections: 1, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, connect: { timeout: 2_000 } });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.pool.destroy().catch(() => {}), this.healthPool.destroy().catch(() => {})]);
+  }
+
+  get eligible(): boolean {
+    return this.healthy !== false;
+  }
+
+  /** GET /readyz; 200 = ready. */
+  async poll(timeoutMs: number, log: Logger): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    const wasHealthy = this.healthy;
+    try {
+      const res = await this.healthPool.request({ path: '/readyz', method: 'GET', signal: AbortSignal.timeout(timeoutMs) });
+      await res.body.dump();
+      this.healthy = res.statusCode === 200;
+      this.pollTimeoutsInARow = 0;
+    } catch (err) {
+      if (isTimeout(err)) {
+        this.pollTimeoutsInARow++;
+        if (this.pollTimeoutsInARow >= pollTimeoutsToFail) this.healthy = false;
+      } else {
+        this.healthy = false;
+      }
+    } finally {
+      this.polling = false;
+    }
+    if (wasHealthy !== this.healthy && !(wasHealthy === null && this.healthy)) {
+      log.warn({ backend: this.url, healthy: this.healthy }, this.healthy ? 'backend passes its health check again' : 'backend fails its health check');
+    }
+  }
+}
+
+export interface BackendRegistryOptions {
+  healthIntervalMs: number;
+  healthTimeoutMs: number;
+  connectionsPerBackend: number;
+  /** Servers no route named for this long are forgotten (their connections closed). */
+  forgetAfterMs: number;
+  log: Logger;
+}
+
+export class BackendRegistry {
+  private readonly backends = new Map<string, Backend>();
+  private readonly options: BackendRegistryOptions;
+  private readonly timer: NodeJS.Timeout;
+  /** Rotates the starting point of reader choice so ties do not always pick the first. */
+  private nextTieBreak = 0;
+
+  constructor(options: BackendRegistryOptions) {
+    this.options = options;
+    this.timer = setInterval(() => this.pollAll(), options.healthIntervalMs);
+    this.timer.unref();
+  }
+
+  /** The backend for a base URL, created (and polled at once) on first use. */
+  backend(url: string): Backend {
+    let backend = this.backends.get(url);
+    if (backend === undefined) {
+      backend = new Backend(url, this.options.connectionsPerBackend);
+      this.backends.set(url, backend);
+      void backend.poll(this.options.healthTimeoutMs, this.options.log);
+    }
+    backend.lastNamedMs = Date.now();
+    return backend;
+  }
+
+  /**
+   * The eligible reader with the fewest outstanding requests, skipping `exclude`; null when
+   * none is eligible.
+   */
+  pickReader(readerUrls: readonly string[], exclude: ReadonlySet<Backend> | null): Backend | null {
+    const count = readerUrls.length;
+    if (count === 0) return null;
+    const start = this.nextTieBreak++ % count;
+    let best: Backend | null = null;
+    for (let i = 0; i < count; i++) {
+      const candidate = this.backend(readerUrls[(start + i) % count]!);
+      if (!candidate.eligible || (exclude !== null && exclude.has(candidate))) continue;
+      if (best === null || candidate.outstanding < best.outstanding) best = candidate;
+    }
+    return best;
+  }
+
+  /** A connection to the server failed: stop choosing it until a health check passes. */
+  markFailing(backend: Backend, reason: string): void {
+    if (backend.healthy === false) return;
+    backend.healthy = false;
+    this.options.log.warn({ backend: backend.url, reason }, 'backend connection failed; routing around it until its health check passes');
+  }
+
+  private pollAll(): void {
+    const now = Date.now();
+    for (const [url, backend] of this.backends) {
+      if (now - backend.lastNamedMs > this.options.forgetAfterMs && backend.outstanding === 0) {
+        this.backends.delete(url);
+        void backend.close();
+        continue;
+      }
+      void backend.poll(this.options.healthTimeoutMs, this.options.log);
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    const pools = [...this.backends.values()].map((b) => b.close());
+    this.backends.clear();
+    await Promise.all(pools);
+  }
+}
+
+export const defaultConnectionsPerBackend = limits.gatewayUpstreamConnectionsMax;

@@ -1,0 +1,870 @@
+// The managed-cloud gateway (issue 14, docs/gateway.md): one uWebSockets.js front end that
+// authenticates `POST /v2/query` with an API key and a database ID, admits it through the
+// database's token bucket in Redis, and forwards the raw body to the database's writer or
+// one of its readers over pooled keep-alive connections (undici).
+//
+// The checks run in one fixed order (docs/gateway.md "Order of checks"); each failure is
+// answered `{error, msg}` and nothing after it runs. Everything before the rate limiter
+// costs no token (SPEC "Cloud request rate limit" 4). Control-plane answers come from
+// brief caches (cache.ts), so a request on the hot path reaches no store.
+//
+// uWS rules (as in src/server/http.ts): headers are read synchronously in the handler; an
+// answer given later registers onAborted first and is corked; a response is never touched
+// after its abort.
+import { createHash } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from '../cloud/control-plane.js';
+import { limits } from '../limits.js';
+import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
+import { assertNativeUws, uws } from '../server/uws.js';
+import { Backend, BackendRegistry, provesDown } from './backends.js';
+import { ExpiringCache } from './cache.js';
+import { GatewayError } from './errors.js';
+import { RedisRateLimiter } from './rate-limiter.js';
+import { UsageMeter } from './usage.js';
+
+export type AuthScheme = 'bearer' | 'raw';
+
+export interface GatewayOptions {
+  controlPlane: ControlPlane;
+  /** Redis shared by every gateway replica: `redis://host:port` or `unix:///path.sock`. */
+  redisUrl: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+  /** The address clients use, for GET /v2/metadata; default http://<host>:<port>. */
+  publicUrl?: string;
+  /** Header that carries the API key; default Authorization. */
+  authHeader?: string;
+  /** `bearer`: `Bearer <key>`; `raw`: the key alone. Default bearer. */
+  authScheme?: AuthScheme;
+  /** Environment variable clients read the key from (metadata document); default SVC_API_KEY. */
+  queryAuthEnv?: string;
+  /** Wall-clock deadline of a request, from arrival to the backend's answer (ms). */
+  queryTimeoutMs?: number;
+  /** Longest wait for Redis's rate-limit decision (ms). */
+  rateLimitDecisionMs?: number;
+  /** Prefix of the Redis bucket keys. */
+  rateLimitKeyPrefix?: string;
+  /** How long a control-plane answer is reused (ms); default 1000. */
+  cacheTtlMs?: number;
+  /** How often each backend's /readyz is polled (ms); default 1000. */
+  healthIntervalMs?: number;
+  /** How often metered usage is sent to the control plane (ms); default 5000. */
+  usageFlushMs?: number;
+  connectionsPerBackend?: number;
+  /** Where the structured (pino) log goes; default stderr. */
+  logDestination?: DestinationStream;
+  /** Default info. */
+  logLevel?: pino.Level;
+  /** One log line per /v2/query request (info level). Default off. */
+  accessLog?: boolean;
+}
+
+export interface Gateway {
+  readonly port: number;
+  /** http://<host>:<port> as listened on. */
+  readonly url: string;
+  /** Lookups sent to the control plane per cache (tests: the hot path reaches no store). */
+  readonly controlPlaneLookups: () => { grants: number; routes: number; allowances: number };
+  /** Flush metered usage now (tests; close() flushes too). */
+  flushUsage(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const JSON_TYPE = 'application/json';
+/** Key characters accepted in the auth header: base64url/base64 and the usual token punctuation. */
+const keyPattern = /^[A-Za-z0-9._~+/=-]{1,512}$/;
+/** Database IDs: what the control plane generates is a subset (letters, digits, `_`, `-`, `.`). */
+const tenantPattern = /^[A-Za-z0-9._-]{1,128}$/;
+
+const statusLines = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
+
+/** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
+const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
+interface ListenWithOptions {
+  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
+}
+interface ClosableApp {
+  close?: () => void;
+}
+
+/** What a backend answered, passed to the client unchanged. */
+interface UpstreamAnswer {
+  readonly status: number;
+  readonly body: Buffer;
+  readonly contentType: string;
+  readonly retryAfter: string | null;
+}
+
+/**
+ * A request's wall-clock deadline: one timer, and the upstream requests to cancel when it
+ * passes. (Cheaper than an AbortController per request: no EventTarget, no AbortSignal.)
+ */
+class Deadline {
+  expired = false;
+  private listeners: (() => void)[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => this.expire(), ms);
+  }
+
+  notify(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  forget(listener: () => void): void {
+    const at = this.listeners.indexOf(listener);
+    if (at >= 0) this.listeners.splice(at, 1);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.listeners.length = 0;
+  }
+
+  private expire(): void {
+    this.expired = true;
+    const listeners = this.listeners;
+    this.listeners = [];
+    for (const listener of listeners) listener();
+  }
+}
+
+/** No answer from a backend (connection refused, reset, closed). */
+class UpstreamFailure extends Error {
+  readonly backend: Backend;
+  /** Nothing listens there (connection refused): stop choosing the server. */
+  readonly down: boolean;
+  constructor(backend: Backend, cause: Error) {
+    super(cause.message);
+    this.backend = backend;
+    this.down = provesDown(cause);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The outer JSON decode (SPEC "Cloud request rate limit" 4): only enough to learn the
+ * request type. The backend decodes the body again in full.
+ */
+export function outerRequestType(body: Uint8Array): 'read' | 'write' {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(utf8.decode(body));
+  } catch (err) {
+    throw new GatewayError('invalid_query_json', `invalid query JSON: ${(err as Error).message}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new GatewayError('invalid_query_json', 'invalid query JSON: the request must be a JSON object');
+  }
+  const requestType = (doc as Record<string, unknown>)['request_type'];
+  if (requestType === 'read' || requestType === 'write') return requestType;
+  const shown = typeof requestType === 'string' ? JSON.stringify(requestType) : requestType === undefined ? 'nothing' : typeof requestType;
+  throw new GatewayError('invalid_query_json', `invalid query JSON: request_type must be "read" or "write", got ${shown}`);
+}
+
+/** The key in an auth header value, or a 400. */
+export function keyFromHeader(value: string | undefined, headerName: string, scheme: AuthScheme): string {
+  if (value === undefined || value === '') {
+    throw new GatewayError('invalid_auth_header', `missing ${headerName} header: send ${scheme === 'bearer' ? `${headerName}: Bearer <API key>` : `${headerName}: <API key>`}`);
+  }
+  let key = value;
+  if (scheme === 'bearer') {
+    // RFC 9110: the scheme is case-insensitive; one or more spaces before the token.
+    const match = /^bearer +(\S+) *$/i.exec(value);
+    if (match === null) throw new GatewayError('invalid_auth_header', `malformed ${headerName} header: expected "Bearer <API key>"`);
+    key = match[1]!;
+  } else {
+    key = value.trim();
+  }
+  if (!keyPattern.test(key)) throw new GatewayError('invalid_auth_header', `malformed ${headerName} header: the API key has characters or a length no key has`);
+  return key;
+}
+
+export function keyHashOf(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** One POST /v2/query from the handler to its answer. */
+class GatewayRequest {
+  readonly res: HttpResponse;
+  readonly startedMs = performance.now();
+  readonly keyHash: string;
+  readonly tenantId: string;
+  /** Execution headers as received (validated later, after authentication). */
+  readonly warmHeader: string | undefined;
+  readonly requireWriterHeader: string | undefined;
+  readonly awaitDurableHeader: string | undefined;
+  /** Headers for the log (secrets redacted by pino); null when the access log is off. */
+  readonly logHeaders: Record<string, string> | null;
+  aborted = false;
+  settled = false;
+  /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
+  tooLarge = false;
+  body: Buffer = Buffer.alloc(0);
+  /** Bytes counted against the gateway's body bound. */
+  reservedBytes = 0;
+  private received = 0;
+  private fixed: Buffer | null = null;
+  private chunks: Buffer[] | null = null;
+  private bodyComplete = false;
+  private bodyWaiter: (() => void) | null = null;
+  // For the access log.
+  databaseId: string | null = null;
+  keyId: string | null = null;
+  requestType: UsageKind | null = null;
+  backendUrl: string | null = null;
+
+  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null) {
+    this.res = res;
+    this.keyHash = keyHash;
+    this.tenantId = tenantId;
+    this.warmHeader = headers.warm;
+    this.requireWriterHeader = headers.requireWriter;
+    this.awaitDurableHeader = headers.awaitDurable;
+    this.logHeaders = logHeaders;
+  }
+
+  /** Content-Length as announced (null: chunked), already known to be within the limit. */
+  startBody(expected: number | null): void {
+    if (expected !== null) this.fixed = Buffer.allocUnsafe(expected);
+    else this.chunks = [];
+  }
+
+  /** `chunk` is valid only during this call: copy it. */
+  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number): void {
+    if (this.bodyComplete) return;
+    if (!this.tooLarge) {
+      const size = chunk.byteLength;
+      const total = this.received + size;
+      if (total > bodyBytesMax || (this.fixed !== null && total > this.fixed.byteLength)) {
+        // Stop keeping bytes now; uWS reads and drops the rest.
+        this.tooLarge = true;
+        this.fixed = null;
+        this.chunks = null;
+      } else if (size > 0) {
+        if (this.fixed !== null) this.fixed.set(new Uint8Array(chunk), this.received);
+        else this.chunks!.push(Buffer.from(new Uint8Array(chunk).slice()));
+        this.received = total;
+      }
+    }
+    if (!isLast && !this.tooLarge) return;
+    if (!this.tooLarge) {
+      this.body = this.fixed !== null ? this.fixed.subarray(0, this.received) : Buffer.concat(this.chunks!, this.received);
+    }
+    this.fixed = null;
+    this.chunks = null;
+    this.finishBody();
+  }
+
+  /** Resolves when the body is complete, too large, or the client went away. */
+  bodyArrived(): Promise<void> | void {
+    if (this.bodyComplete) return;
+    return new Promise((resolve) => { this.bodyWaiter = resolve; });
+  }
+
+  onAborted(): void {
+    this.aborted = true;
+    this.discardBody();
+  }
+
+  /** Keep no more of the body (answered already, or the client left); later chunks are dropped. */
+  discardBody(): void {
+    this.fixed = null;
+    this.chunks = null;
+    this.body = Buffer.alloc(0);
+    if (!this.bodyComplete) this.finishBody();
+  }
+
+  private finishBody(): void {
+    this.bodyComplete = true;
+    const waiter = this.bodyWaiter;
+    this.bodyWaiter = null;
+    if (waiter !== null) waiter();
+  }
+
+  /** Headers sent to the backend: the body's type and the execution headers, unchanged. */
+  upstreamHeaders(warm: boolean): Record<string, string> {
+    const headers: Record<string, string> = { 'content-type': JSON_TYPE, [HEADER_TENANT_ID]: this.tenantId };
+    if (warm) headers[HEADER_WARM] = 'true';
+    if (this.requireWriterHeader !== undefined) headers[HEADER_REQUIRE_WRITER] = this.requireWriterHeader;
+    if (this.awaitDurableHeader !== undefined) headers[HEADER_AWAIT_DURABLE] = this.awaitDurableHeader;
+    return headers;
+  }
+}
+
+interface CollectedHeaders {
+  auth: string | undefined;
+  tenant: string | undefined;
+  warm: string | undefined;
+  requireWriter: string | undefined;
+  awaitDurable: string | undefined;
+  contentLength: string | undefined;
+}
+
+/**
+ * Walk the headers once: `req.getHeader` cannot tell an absent header from an empty one,
+ * and an empty execution header is present and invalid. The first occurrence counts.
+ */
+function collectHeaders(req: HttpRequest, authHeaderLower: string): CollectedHeaders {
+  const seen: CollectedHeaders = { auth: undefined, tenant: undefined, warm: undefined, requireWriter: undefined, awaitDurable: undefined, contentLength: undefined };
+  req.forEach((key, value) => {
+    if (key === authHeaderLower) { if (seen.auth === undefined) seen.auth = value; }
+    else if (key === HEADER_TENANT_ID) { if (seen.tenant === undefined) seen.tenant = value; }
+    else if (key === HEADER_WARM) { if (seen.warm === undefined) seen.warm = value; }
+    else if (key === HEADER_REQUIRE_WRITER) { if (seen.requireWriter === undefined) seen.requireWriter = value; }
+    else if (key === HEADER_AWAIT_DURABLE) { if (seen.awaitDurable === undefined) seen.awaitDurable = value; }
+    else if (key === 'content-length') { if (seen.contentLength === undefined) seen.contentLength = value; }
+  });
+  return seen;
+}
+
+/** Validate the execution headers (stage 1 of the server, here after authentication). */
+function requestFlags(request: GatewayRequest): RequestFlags {
+  try {
+    return parseRequestFlags((name) => (name === HEADER_WARM ? request.warmHeader
+      : name === HEADER_REQUIRE_WRITER ? request.requireWriterHeader
+        : name === HEADER_AWAIT_DURABLE ? request.awaitDurableHeader : undefined));
+  } catch (err) {
+    throw new GatewayError('invalid_request_option', (err as Error).message);
+  }
+}
+
+class GatewayServer {
+  private readonly options: GatewayOptions;
+  private readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private readonly log: Logger;
+  private readonly authHeaderName: string;
+  private readonly authHeaderLower: string;
+  private readonly authScheme: AuthScheme;
+  private readonly queryTimeoutMs: number;
+  private readonly bodyBytesMax = limits.gatewayBodyBytesMax;
+  private readonly accessLog: boolean;
+  readonly grants: ExpiringCache<KeyGrant | null>;
+  readonly routes: ExpiringCache<DatabaseRoute | null>;
+  readonly allowances: ExpiringCache<Allowance>;
+  readonly limiter: RedisRateLimiter;
+  private readonly backends: BackendRegistry;
+  readonly usage: UsageMeter;
+  private bufferedBytes = 0;
+  private inFlight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private closing = false;
+  publicUrl = '';
+  localUrl = '';
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    this.authHeaderName = options.authHeader ?? 'Authorization';
+    this.authHeaderLower = this.authHeaderName.toLowerCase();
+    this.authScheme = options.authScheme ?? 'bearer';
+    this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
+    this.accessLog = options.accessLog ?? false;
+    this.log = pino({
+      level: options.logLevel ?? 'info',
+      base: { component: 'gateway', pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      // The key travels in one header; the log never holds it (docs/gateway.md "Logs").
+      // Code never logs a key on purpose; this catches headers logged whole.
+      redact: {
+        paths: ['req.headers.authorization', `req.headers[${JSON.stringify(this.authHeaderLower)}]`, 'req.headers.cookie', 'key', 'apiKey'],
+        censor: '[redacted]',
+      },
+    }, options.logDestination ?? pino.destination({ fd: 2, sync: false }));
+
+    const ttlMs = options.cacheTtlMs ?? 1000;
+    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs };
+    const cp = options.controlPlane;
+    this.grants = new ExpiringCache({ ...cacheBase, what: 'API key', lookup: (hash) => cp.grantForKeyHash(hash) });
+    this.routes = new ExpiringCache({ ...cacheBase, what: 'database route', lookup: (id) => cp.database(id) });
+    this.allowances = new ExpiringCache({ ...cacheBase, what: 'workspace allowance', lookup: (id) => cp.allowance(id) });
+    const limiterOptions = {
+      redisUrl: options.redisUrl,
+      decisionTimeoutMs: options.rateLimitDecisionMs ?? limits.gatewayRateLimitDecisionMs,
+      ...(options.rateLimitKeyPrefix === undefined ? {} : { keyPrefix: options.rateLimitKeyPrefix }),
+    };
+    this.limiter = new RedisRateLimiter(limiterOptions);
+    this.backends = new BackendRegistry({
+      healthIntervalMs: options.healthIntervalMs ?? 1000,
+      healthTimeoutMs: limits.gatewayHealthTimeoutMs,
+      connectionsPerBackend: options.connectionsPerBackend ?? limits.gatewayUpstreamConnectionsMax,
+      forgetAfterMs: 10 * 60_000,
+      log: this.log,
+    });
+    this.usage = new UsageMeter(cp, options.usageFlushMs ?? 5000, this.log);
+
+    const app = uws.App();
+    app.any('/v2/query', (res, req) => {
+      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
+      else this.onQuery(res, req);
+    });
+    app.any('/v2/metadata', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.onMetadata(res, req);
+    });
+    app.any('/health', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else res.writeStatus('200 OK').writeHeader('Content-Type', JSON_TYPE).end('{"status":"ok"}');
+    });
+    app.any('/readyz', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.onReadyz(res);
+    });
+    app.any('/*', (res) => {
+      const e = new GatewayError('not_found', 'no such endpoint; queries go to POST /v2/query');
+      res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
+    });
+    this.app = app;
+  }
+
+  async start(): Promise<number> {
+    const host = this.options.host ?? '127.0.0.1';
+    const port = await new Promise<number>((resolve, reject) => {
+      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, LISTEN_EXCLUSIVE_PORT, (socket) => {
+        if (socket === false) {
+          reject(new Error(`cannot listen on ${host}:${this.options.port ?? 0} (address in use or not available)`));
+          return;
+        }
+        this.listenSocket = socket;
+        resolve(uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]));
+      });
+    });
+    this.localUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.publicUrl = (this.options.publicUrl ?? this.localUrl).replace(/\/+$/, '');
+    // Not fatal: without Redis every query is answered 503 rate_limit_unavailable and
+    // readyz says so, until the client reconnects on its own.
+    if (!(await this.limiter.connect(2000))) this.log.warn('Redis is not reachable yet; queries answer 503 rate_limit_unavailable until it is');
+    this.log.info({ port, authHeader: this.authHeaderName, authScheme: this.authScheme }, 'gateway listening');
+    return port;
+  }
+
+  private onReadyz(res: HttpResponse): void {
+    const limiterUp = this.limiter.available;
+    const ready = limiterUp && !this.closing;
+    res.writeStatus(statusLine(ready ? 200 : 503)).writeHeader('Content-Type', JSON_TYPE)
+      .end(`{"rate_limiter":"${limiterUp ? 'ok' : 'unavailable'}","ready":${ready}}`);
+  }
+
+  // ---------------------------------------------------------------- POST /v2/query
+
+  private onQuery(res: HttpResponse, req: HttpRequest): void {
+    const headers = collectHeaders(req, this.authHeaderLower);
+    const logHeaders = this.accessLog ? allHeaders(req) : null;
+    let keyHash: string;
+    try {
+      const key = keyFromHeader(headers.auth, this.authHeaderName, this.authScheme);
+      keyHash = keyHashOf(key);
+      if (headers.tenant === undefined || headers.tenant === '') {
+        throw new GatewayError('invalid_tenant_id', `missing ${HEADER_TENANT_ID} header: send the database ID`);
+      }
+      if (!tenantPattern.test(headers.tenant)) {
+        throw new GatewayError('invalid_tenant_id', `malformed ${HEADER_TENANT_ID} header: a database ID has 1-128 letters, digits, ".", "_" or "-"`);
+      }
+    } catch (err) {
+      const e = err as GatewayError;
+      res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
+      if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
+      return;
+    }
+    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders);
+    this.inFlight++;
+    res.onAborted(() => request.onAborted());
+    const announced = headers.contentLength === undefined ? null : Number(headers.contentLength);
+    if (announced !== null && Number.isSafeInteger(announced) && announced > this.bodyBytesMax) {
+      request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
+    } else {
+      const expected = announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null;
+      const reserve = expected ?? this.bodyBytesMax;
+      if (this.bufferedBytes + reserve > limits.gatewayBufferedBodyBytesMax) {
+        this.finish(request, new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later'), null);
+        return;
+      }
+      this.bufferedBytes += reserve;
+      request.reservedBytes = reserve;
+      request.startBody(expected);
+    }
+    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax));
+    void this.process(request);
+  }
+
+  /** Everything after the synchronous header checks, in the documented order. */
+  private async process(request: GatewayRequest): Promise<void> {
+    try {
+      // 401, 403: the key, and the database it is for.
+      const grant = await this.grants.get(request.keyHash);
+      if (grant === null) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
+      request.keyId = grant.keyId;
+      if (grant.databaseId !== request.tenantId) {
+        throw new GatewayError('permission_denied', `this API key is not valid for database ${request.tenantId}`);
+      }
+      request.databaseId = grant.databaseId;
+      const route = await this.routes.get(grant.databaseId);
+      if (route === null || route.status === 'Deleted' || route.workspaceId !== grant.workspaceId) {
+        throw new GatewayError('invalid_api_key', 'invalid API key: its database no longer exists');
+      }
+      // 402 when the workspace may run nothing at all this month; the per-kind check
+      // follows the outer decode, which tells reads from writes.
+      const allowance = await this.allowances.get(grant.workspaceId);
+      if (!allowance.readsAllowed && !allowance.writesAllowed) throw tenantDisabled('reads and writes');
+      // 400: the execution headers.
+      const flags = requestFlags(request);
+      // 413, before parsing anything.
+      await request.bodyArrived();
+      if (request.aborted) throw clientGone;
+      if (request.tooLarge) {
+        throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
+      }
+      // 400: outer JSON decode.
+      const requestType = outerRequestType(request.body);
+      request.requestType = requestType;
+      // 403: a read key never runs a write.
+      if (requestType === 'write' && grant.permission !== 'read_write') {
+        throw new GatewayError('permission_denied', 'this API key may only read; writes need a read-write key');
+      }
+      if (requestType === 'write' ? !allowance.writesAllowed : !allowance.readsAllowed) {
+        throw tenantDisabled(requestType === 'write' ? 'writes' : 'reads');
+      }
+      if (requestType === 'write' && flags.warm === true) {
+        throw new GatewayError('invalid_request_option', 'x-svc-warm is only valid for read requests');
+      }
+      if (route.status !== 'Active') {
+        throw new GatewayError('database_unavailable', `database ${route.id} is ${route.status}, not Active; retry when it is`);
+      }
+      // Admission: one token; everything before this cost none.
+      const decision = await this.limiter.take(route.id, route.rateLimit);
+      if (!decision.admitted) {
+        throw new GatewayError('rate_limited', `rate limit exceeded for database ${route.id}; retry after ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
+      }
+      this.usage.add(grant.workspaceId, requestType);
+      if (request.aborted) throw clientGone;
+      const answer = await this.forward(request, route, flags, requestType);
+      this.finish(request, null, answer);
+    } catch (err) {
+      if (err instanceof GatewayError) this.finish(request, err, null);
+      else {
+        this.log.error({ err: (err as Error).message, databaseId: request.databaseId }, 'gateway bug while handling a query');
+        this.finish(request, new GatewayError('database_unavailable', 'internal gateway error; see the gateway log'), null);
+      }
+    }
+  }
+
+  /** Answer (unless the client left), release the body, log. Exactly once per request. */
+  private finish(request: GatewayRequest, error: GatewayError | null, answer: UpstreamAnswer | 'warmed' | null): void {
+    if (request.settled) return;
+    request.settled = true;
+    this.bufferedBytes -= request.reservedBytes;
+    request.reservedBytes = 0;
+    request.discardBody(); // an early answer (401, 413...) while the body still streams in
+    let status: number;
+    if (error !== null) status = error.status;
+    else if (answer === 'warmed') status = 204;
+    else status = answer!.status;
+    if (!request.aborted) {
+      const res = request.res;
+      res.cork(() => {
+        res.writeStatus(statusLine(status));
+        if (error !== null) {
+          res.writeHeader('Content-Type', JSON_TYPE);
+          if (error.retryAfterSeconds !== undefined) res.writeHeader('Retry-After', String(error.retryAfterSeconds));
+          res.end(error.body(), this.closing);
+        } else if (answer === 'warmed') {
+          res.endWithoutBody(0, this.closing);
+        } else {
+          res.writeHeader('Content-Type', answer!.contentType);
+          if (answer!.retryAfter !== null) res.writeHeader('Retry-After', answer!.retryAfter);
+          res.end(answer!.body, this.closing);
+        }
+      });
+    }
+    if (this.accessLog) {
+      const entry: Record<string, unknown> = {
+        databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
+        status, backend: request.backendUrl, ms: Math.round((performance.now() - request.startedMs) * 1000) / 1000,
+      };
+      if (error !== null) entry['error'] = error.code;
+      if (error !== null && status >= 400 && status < 404 && request.logHeaders !== null) entry['req'] = { headers: request.logHeaders };
+      if (request.aborted) entry['aborted'] = true;
+      this.log.info(entry, 'query');
+    }
+    this.inFlight--;
+    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      setImmediate(() => { for (const wake of waiters) wake(); });
+    }
+  }
+
+  // ---------------------------------------------------------------- routing
+
+  private async forward(request: GatewayRequest, route: DatabaseRoute, flags: RequestFlags, requestType: UsageKind): Promise<UpstreamAnswer | 'warmed'> {
+    const remainingMs = this.queryTimeoutMs - (performance.now() - request.startedMs);
+    const deadline = new Deadline(Math.max(0, remainingMs));
+    try {
+      const toWriter = requestType === 'write' || flags.requireWriter === true;
+      if (flags.warm === true) return await this.warm(request, route, toWriter, deadline);
+      if (toWriter) {
+        const writer = route.writerUrl === null ? null : this.backends.backend(route.writerUrl);
+        if (writer === null || !writer.eligible) {
+          throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unavailable; retry later`);
+        }
+        try {
+          return await this.send(writer, request, request.upstreamHeaders(false), deadline);
+        } catch (err) {
+          if (!(err instanceof UpstreamFailure)) throw err;
+          if (err.down) this.backends.markFailing(writer, err.message);
+          throw new GatewayError('database_unavailable', requestType === 'write'
+            ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
+            : `the writer of database ${route.id} failed before answering; retry later`);
+        }
+      }
+      return await this.read(request, route, deadline);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * A read on the least busy eligible reader; on a connection failure the next one (reads
+   * have no effects, and a gateway retry costs no token). With no eligible reader left,
+   * the writer answers: its snapshot is at least as new as any reader's.
+   */
+  private async read(request: GatewayRequest, route: DatabaseRoute, deadline: Deadline): Promise<UpstreamAnswer> {
+    const tried = new Set<Backend>();
+    const headers = request.upstreamHeaders(false);
+    for (;;) {
+      let target = this.backends.pickReader(route.readerUrls, tried);
+      if (target === null && route.writerUrl !== null) {
+        const writer = this.backends.backend(route.writerUrl);
+        if (writer.eligible && !tried.has(writer)) target = writer;
+      }
+      if (target === null) throw new GatewayError('database_unavailable', `no ready backend serves database ${route.id}; retry later`);
+      tried.add(target);
+      try {
+        return await this.send(target, request, headers, deadline);
+      } catch (err) {
+        if (!(err instanceof UpstreamFailure)) throw err;
+        if (err.down) this.backends.markFailing(target, err.message);
+      }
+    }
+  }
+
+  /**
+   * Warming (SPEC "Execution headers"): the read on every eligible backend (the writer and
+   * the readers; only the writer with x-svc-require-writer), 204 as soon as one succeeds.
+   * When all fail, the first target's answer in route order (writer first) is returned.
+   */
+  private warm(request: GatewayRequest, route: DatabaseRoute, writerOnly: boolean, deadline: Deadline): Promise<UpstreamAnswer | 'warmed'> {
+    const targets: Backend[] = [];
+    if (route.writerUrl !== null) targets.push(this.backends.backend(route.writerUrl));
+    if (!writerOnly) for (const url of route.readerUrls) targets.push(this.backends.backend(url));
+    const eligible = targets.filter((b) => b.eligible);
+    if (eligible.length === 0) {
+      return Promise.reject(new GatewayError('database_unavailable', `no ready backend of database ${route.id} to warm; retry later`));
+    }
+    const headers = request.upstreamHeaders(true);
+    return new Promise((resolve, reject) => {
+      const outcomes: (UpstreamAnswer | Error | undefined)[] = new Array(eligible.length);
+      let pending = eligible.length;
+      let done = false;
+      const settleOne = (index: number, outcome: UpstreamAnswer | Error): void => {
+        outcomes[index] = outcome;
+        pending--;
+        if (done) return;
+        if (!(outcome instanceof Error) && outcome.status >= 200 && outcome.status < 300) {
+          done = true;
+          resolve('warmed');
+          return;
+        }
+        if (pending > 0) return;
+        done = true;
+        const answered = outcomes.find((o): o is UpstreamAnswer => o !== undefined && !(o instanceof Error));
+        if (answered !== undefined) resolve(answered);
+        else reject(outcomes.find((o) => o instanceof GatewayError) ?? new GatewayError('database_unavailable', `every backend of database ${route.id} failed while warming; retry later`));
+      };
+      eligible.forEach((backend, index) => {
+        this.send(backend, request, headers, deadline).then((answer) => settleOne(index, answer), (err: Error) => {
+          if (err instanceof UpstreamFailure && err.down) this.backends.markFailing(backend, err.message);
+          settleOne(index, err);
+        });
+      });
+    });
+  }
+
+  /**
+   * One upstream request. Rejects with GatewayError query_timeout at the deadline,
+   * UpstreamFailure without an answer. Uses undici's dispatch with callbacks rather than
+   * `request`: no response stream per request (fewer allocations and promise hops; the
+   * answer is a few hundred bytes).
+   */
+  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline): Promise<UpstreamAnswer> {
+    if (deadline.expired) return Promise.reject(this.timeoutError());
+    backend.outstanding++;
+    request.backendUrl = backend.url;
+    return new Promise<UpstreamAnswer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      let status = 0;
+      let contentType = JSON_TYPE;
+      let retryAfter: string | null = null;
+      let controller: Dispatcher.DispatchController | null = null;
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        backend.outstanding--;
+        deadline.forget(onDeadline);
+        return true;
+      };
+      // At the deadline: answer 408 now, and cancel the upstream request if it started
+      // (or as soon as it starts, when it still waits for a connection).
+      const onDeadline = (): void => {
+        controller?.abort(new Error('gateway deadline'));
+        if (settle()) reject(this.timeoutError());
+      };
+      deadline.notify(onDeadline);
+      backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, {
+        onRequestStart: (c) => {
+          controller = c;
+          if (settled) c.abort(new Error('gateway deadline'));
+        },
+        onResponseStart: (_c, statusCode, responseHeaders) => {
+          status = statusCode;
+          const type = responseHeaders['content-type'];
+          if (typeof type === 'string') contentType = type;
+          const retry = responseHeaders['retry-after'];
+          if (typeof retry === 'string') retryAfter = retry;
+        },
+        onResponseData: (_c, chunk) => {
+          chunks.push(chunk);
+          length += chunk.byteLength;
+        },
+        onResponseEnd: () => {
+          if (!settle()) return;
+          resolve({ status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length), contentType, retryAfter });
+        },
+        onResponseError: (_c, err) => {
+          if (!settle()) return;
+          reject(deadline.expired ? this.timeoutError() : new UpstreamFailure(backend, err));
+        },
+      });
+    });
+  }
+
+  private timeoutError(): GatewayError {
+    return new GatewayError('query_timeout', `query exceeded the gateway's deadline of ${this.queryTimeoutMs} ms`);
+  }
+
+  // ---------------------------------------------------------------- GET /v2/metadata
+
+  /**
+   * The document `svc sync` reads (docs/cli.md "The metadata document"). With a valid key
+   * it names the key's database; without a key it carries the gateway settings only; a
+   * malformed or unknown key is refused as on /v2/query.
+   */
+  private onMetadata(res: HttpResponse, req: HttpRequest): void {
+    const headers = collectHeaders(req, this.authHeaderLower);
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    const reply = (status: number, body: string): void => {
+      if (aborted) return;
+      res.cork(() => { res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body); });
+    };
+    const document = (databaseId: string | null): string => JSON.stringify({
+      gateway_url: this.publicUrl,
+      query_auth_header: this.authHeaderName,
+      query_auth_scheme: this.authScheme,
+      query_auth_env: this.options.queryAuthEnv ?? 'SVC_API_KEY',
+      database_id: databaseId,
+    });
+    void (async () => {
+      try {
+        if (headers.auth === undefined) {
+          reply(200, document(null));
+          return;
+        }
+        const grant = await this.grants.get(keyHashOf(keyFromHeader(headers.auth, this.authHeaderName, this.authScheme)));
+        if (grant === null) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
+        reply(200, document(grant.databaseId));
+      } catch (err) {
+        const e = err instanceof GatewayError ? err : new GatewayError('control_plane_unavailable', 'metadata unavailable; retry later');
+        reply(e.status, e.body());
+      }
+    })();
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  async close(drainTimeoutMs = 5000): Promise<void> {
+    this.closing = true;
+    if (this.listenSocket !== null) {
+      uws.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+    }
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainTimeoutMs);
+        this.drainWaiters.push(() => { clearTimeout(timer); resolve(); });
+      });
+    }
+    const app = this.app as unknown as ClosableApp;
+    if (typeof app.close === 'function') app.close();
+    await this.usage.close();
+    await Promise.all([this.backends.close(), this.limiter.close()]);
+    this.log.info('gateway closed');
+    this.log.flush?.();
+  }
+}
+
+/**
+ * Thrown when the client went away while its request waited: finish() still releases the
+ * request's body reservation and in-flight count, and writes nothing.
+ */
+const clientGone = new GatewayError('query_timeout', 'the client closed the connection before the answer');
+
+function tenantDisabled(what: string): GatewayError {
+  return new GatewayError('tenant_disabled', `query processing disabled: the workspace's monthly allowance of ${what} is used up; change the plan or wait for the next month`);
+}
+
+/** Every header, for the access log of rejected requests (pino redacts the key's header). */
+function allHeaders(req: HttpRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  req.forEach((key, value) => { if (!(key in out)) out[key] = value; });
+  return out;
+}
+
+function methodNotAllowed(res: HttpResponse, allow: string): void {
+  res.writeStatus('405 Method Not Allowed').writeHeader('Allow', allow).end();
+}
+
+/** Start a gateway; resolves once it listens (Redis may still be connecting). */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  assertNativeUws();
+  const server = new GatewayServer(options);
+  const port = await server.start();
+  return {
+    port,
+    url: server.localUrl,
+    controlPlaneLookups: () => ({
+      grants: server.grants.lookupsStarted, routes: server.routes.lookupsStarted, allowances: server.allowances.lookupsStarted,
+    }),
+    flushUsage: () => server.usage.flush(),
+    close: () => server.close(),
+  };
+}

@@ -1,0 +1,706 @@
+// The cloud gateway (issue 14, docs/gateway.md) in front of real svcdb server processes:
+// one writer and two readers following its disk directory, a second database on its own
+// server, a real redis-server for the shared token buckets, and an in-memory control plane.
+// Each backend runs with --log-requests, so a test can count which server answered.
+import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/gateway.js';
+import { MemoryControlPlane } from './helpers/memory-control-plane.js';
+import { startRedis, type RedisServer } from './helpers/redis.js';
+import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } from './helpers/backend-server.js';
+
+const MiB = 1024 * 1024;
+/** Rate limit high enough never to interfere with the functional tests. */
+const UNLIMITED = { perSecond: 100_000, burst: 100_000 };
+
+let redis: RedisServer;
+let dataDir: string;
+let writer: SpawnedServer;
+let readers: SpawnedServer[] = [];
+let otherWriter: SpawnedServer;
+let cp: MemoryControlPlane;
+let gateway: Gateway;
+let keyA: string; // read-write key of database db_a
+let readKeyA: string; // read-only key of database db_a
+let keyB: string; // read-write key of database db_b
+const gateways: Gateway[] = [];
+
+async function gatewayWith(options: Partial<GatewayOptions> = {}): Promise<Gateway> {
+  const g = await startGateway({
+    controlPlane: cp, redisUrl: redis.url, healthIntervalMs: 200, logDestination: process.env['GATEWAY_TEST_LOG'] === '1' ? process.stderr : discard(), ...options,
+  });
+  gateways.push(g);
+  return g;
+}
+
+function discard(): Writable {
+  return new Writable({ write: (_chunk, _enc, done) => done() });
+}
+
+let labelCounter = 0;
+const freshLabel = (): string => `Gw${process.pid}_${++labelCounter}`;
+
+function addNode(label: string): string {
+  return JSON.stringify({
+    request_type: 'write',
+    query: { write: { entries: [{ query: { name: 'n', root: { add_n: { label, properties: [] } } } }], returns: ['n'] } },
+  });
+}
+
+function countNodes(label: string): string {
+  return JSON.stringify({
+    request_type: 'read',
+    query: {
+      read: {
+        entries: [{
+          query: {
+            name: 'n',
+            root: { count: { input: { nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: label } } } } } } } },
+          },
+        }],
+        returns: ['n'],
+      },
+    },
+  });
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+async function post(g: Gateway | string, body: string | Uint8Array, headers: Record<string, string>): Promise<Answer> {
+  const base = typeof g === 'string' ? g : g.url;
+  const res = await fetch(`${base}/v2/query`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const auth = (key: string, tenant: string, extra: Record<string, string> = {}): Record<string, string> =>
+  ({ authorization: `Bearer ${key}`, 'x-svc-tenant-id': tenant, ...extra });
+
+function errorOf(answer: Answer): { error: string; msg: string } {
+  const parsed = JSON.parse(answer.text) as { error: string; msg: string };
+  expect(Object.keys(parsed).sort()).toEqual(['error', 'msg']);
+  return parsed;
+}
+
+/** Query requests a backend logged (--log-requests: one line per request). */
+function served(server: SpawnedServer): number {
+  return server.stderr().split('\n').filter((line) => line.includes('"msg":"query"')).length;
+}
+
+async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Wait until every backend's log count stopped moving (async log writes have landed). */
+async function settledCounts(servers: SpawnedServer[]): Promise<number[]> {
+  let before = servers.map(served);
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = servers.map(served);
+    if (now.every((n, i) => n === before[i])) return now;
+    before = now;
+  }
+}
+
+const extraServers: SpawnedServer[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dataDir = mkdtempSync(join(tmpdir(), 'svcdb-gateway-'));
+  writer = await spawnServer(['--disk', dataDir, '--readers', '1', '--log-requests']);
+  const readerArgs = ['--disk', dataDir, '--mode', 'reader', '--refresh-ms', '50', '--readers', '1', '--log-requests'];
+  readers = await Promise.all([spawnServer(readerArgs), spawnServer(readerArgs)]);
+  otherWriter = await spawnServer(['--readers', '1', '--log-requests']);
+
+  cp = new MemoryControlPlane();
+  cp.addWorkspace('ws_a', 'Growth');
+  cp.addWorkspace('ws_b', 'Idea');
+  cp.addDatabase({ id: 'db_a', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: readers.map((r) => r.url), rateLimit: UNLIMITED });
+  cp.addDatabase({ id: 'db_b', workspaceId: 'ws_b', writerUrl: otherWriter.url, readerUrls: [], rateLimit: UNLIMITED });
+  keyA = cp.addKey('db_a', 'read_write').secret;
+  readKeyA = cp.addKey('db_a', 'read').secret;
+  keyB = cp.addKey('db_b', 'read_write').secret;
+  gateway = await gatewayWith();
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  await Promise.all([writer, ...readers, otherWriter].filter((s) => s !== undefined).map((s) => s.stop()));
+  await Promise.all(extraServers.map((s) => s.stop()));
+  await redis?.dispose();
+  if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('routing', () => {
+  it('sends writes to the writer and reads to the readers, spreading reads over both', async () => {
+    const servers = [writer, ...readers];
+    const before = await settledCounts(servers);
+    const label = freshLabel();
+    const written = await post(gateway, addNode(label), auth(keyA, 'db_a'));
+    expect(written.status, written.text).toBe(200);
+    let after = await settledCounts(servers);
+    expect(after[0]! - before[0]!).toBe(1);
+    expect(after[1]! + after[2]! - before[1]! - before[2]!).toBe(0);
+
+    // Concurrent reads: least-outstanding choice with rotating ties uses both readers.
+    const reads = await Promise.all(Array.from({ length: 20 }, () => post(gateway, countNodes(label), auth(keyA, 'db_a'))));
+    for (const r of reads) expect(r.status, r.text).toBe(200);
+    const mid = after;
+    after = await settledCounts(servers);
+    expect(after[0]! - mid[0]!, 'reads reached the writer').toBe(0);
+    expect(after[1]! - mid[1]!, 'reader 1 got no read').toBeGreaterThan(0);
+    expect(after[2]! - mid[2]!, 'reader 2 got no read').toBeGreaterThan(0);
+    expect(after[1]! + after[2]! - mid[1]! - mid[2]!).toBe(20);
+  });
+
+  it('reads its own writes with x-svc-require-writer: true, and that read runs on the writer', async () => {
+    for (let i = 0; i < 5; i++) {
+      const label = freshLabel();
+      const before = await settledCounts([writer, ...readers]);
+      expect((await post(gateway, addNode(label), auth(keyA, 'db_a'))).status).toBe(200);
+      const read = await post(gateway, countNodes(label), auth(keyA, 'db_a', { 'x-svc-require-writer': 'true' }));
+      expect(read.status, read.text).toBe(200);
+      expect(read.text).toBe('{"n":1}');
+      const after = await settledCounts([writer, ...readers]);
+      expect(after[0]! - before[0]!).toBe(2);
+      expect(after[1]! + after[2]! - before[1]! - before[2]!).toBe(0);
+    }
+  });
+
+  it('passes backend error statuses and bodies through unchanged', async () => {
+    const body = JSON.stringify({ request_type: 'read', query: { read: { entries: [], returns: ['missing'] } } });
+    const direct = await post(writer.url, body, {});
+    const viaGateway = await post(gateway, body, auth(keyA, 'db_a', { 'x-svc-require-writer': 'true' }));
+    expect(direct.status).toBeGreaterThanOrEqual(400);
+    expect(viaGateway.status).toBe(direct.status);
+    expect(viaGateway.text).toBe(direct.text);
+  });
+
+  it('routes around a reader that was killed, and answers 503 when no backend is left', async () => {
+    const doomed = await spawnServer(['--disk', dataDir, '--mode', 'reader', '--refresh-ms', '50', '--readers', '1', '--log-requests']);
+    extraServers.push(doomed);
+    cp.addDatabase({ id: 'db_kill', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [doomed.url, readers[0]!.url], rateLimit: UNLIMITED });
+    const key = cp.addKey('db_kill', 'read').secret;
+    const label = freshLabel();
+    const warmUp = await Promise.all(Array.from({ length: 6 }, () => post(gateway, countNodes(label), auth(key, 'db_kill'))));
+    for (const r of warmUp) expect(r.status).toBe(200);
+    await eventually(() => served(doomed) > 0, 'the reader to be killed served some of the first reads');
+    await doomed.stop('SIGKILL');
+    // Every read still succeeds: a connection error moves it to the other reader at once.
+    const before = await settledCounts([readers[0]!, writer]);
+    for (let i = 0; i < 10; i++) {
+      const r = await post(gateway, countNodes(label), auth(key, 'db_kill'));
+      expect(r.status, r.text).toBe(200);
+    }
+    const after = await settledCounts([readers[0]!, writer]);
+    expect(after[0]! - before[0]!).toBe(10);
+    expect(after[1]! - before[1]!).toBe(0);
+
+    // No backend at all: 503 database_unavailable.
+    const closedPort = `http://127.0.0.1:${await freePort()}`;
+    cp.addDatabase({ id: 'db_gone', workspaceId: 'ws_a', writerUrl: closedPort, readerUrls: [], rateLimit: UNLIMITED });
+    const goneKey = cp.addKey('db_gone').secret;
+    const gone = await post(gateway, countNodes(label), auth(goneKey, 'db_gone'));
+    expect(gone.status).toBe(503);
+    expect(errorOf(gone).error).toBe('database_unavailable');
+  });
+});
+
+describe('warming', () => {
+  it('runs a warm read on the writer and every reader and answers 204; with require-writer only on the writer', async () => {
+    const servers = [writer, ...readers];
+    await eventually(async () => (await Promise.all(readers.map(async (r) => (await fetch(`${r.url}/readyz`)).status))).every((s) => s === 200), 'readers are ready');
+    const before = await settledCounts(servers);
+    const warm = await post(gateway, countNodes('Anything'), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
+    expect(warm.status, warm.text).toBe(204);
+    expect(warm.text).toBe('');
+    let after = await settledCounts(servers);
+    expect(after.map((n, i) => n - before[i]!)).toEqual([1, 1, 1]);
+
+    const writerOnly = await post(gateway, countNodes('Anything'), auth(readKeyA, 'db_a', { 'x-svc-warm': '1', 'x-svc-require-writer': 'true' }));
+    expect(writerOnly.status, writerOnly.text).toBe(204);
+    const mid = after;
+    after = await settledCounts(servers);
+    expect(after.map((n, i) => n - mid[i]!)).toEqual([1, 0, 0]);
+  });
+
+  it('refuses a warm write with 400 before any backend runs it', async () => {
+    const before = await settledCounts([writer]);
+    const answer = await post(gateway, addNode(freshLabel()), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
+    expect(answer.status).toBe(400);
+    expect(errorOf(answer).error).toBe('invalid_request_option');
+    expect(await settledCounts([writer])).toEqual(before);
+  });
+});
+
+describe('gateway error codes', () => {
+  it('answers every authentication and header failure with its status and code', async () => {
+    const read = countNodes('X');
+    const cases: Array<[string, Record<string, string>, number, string]> = [
+      ['no Authorization', { 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
+      ['empty Authorization', { authorization: '', 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
+      ['Basic scheme', { authorization: `Basic ${keyA}`, 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
+      ['Bearer without key', { authorization: 'Bearer', 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
+      ['key with bad characters', { authorization: 'Bearer a"b', 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
+      ['no tenant', { authorization: `Bearer ${keyA}` }, 400, 'invalid_tenant_id'],
+      ['empty tenant', { authorization: `Bearer ${keyA}`, 'x-svc-tenant-id': '' }, 400, 'invalid_tenant_id'],
+      ['two tenants in one header', { authorization: `Bearer ${keyA}`, 'x-svc-tenant-id': 'db_a, db_b' }, 400, 'invalid_tenant_id'],
+      ['unknown key', auth('svc_not_a_real_key', 'db_a'), 401, 'invalid_api_key'],
+      ['key of another database', auth(keyB, 'db_a'), 403, 'permission_denied'],
+      ['bad execution header', auth(keyA, 'db_a', { 'x-svc-warm': 'maybe' }), 400, 'invalid_request_option'],
+    ];
+    for (const [what, headers, status, code] of cases) {
+      const answer = await post(gateway, read, headers);
+      expect(answer.status, what).toBe(status);
+      expect(errorOf(answer).error, what).toBe(code);
+    }
+    // lowercase scheme is the same scheme (RFC 9110)
+    expect((await post(gateway, read, { authorization: `bearer ${keyA}`, 'x-svc-tenant-id': 'db_a' })).status).toBe(200);
+  });
+
+  it('answers 403 to a write with a read key, and 400 invalid_query_json to bodies the outer decode refuses', async () => {
+    const denied = await post(gateway, addNode(freshLabel()), auth(readKeyA, 'db_a'));
+    expect(denied.status).toBe(403);
+    expect(errorOf(denied).error).toBe('permission_denied');
+    // A write dressed as a read (JSON.parse keeps the last duplicate key, the server refuses
+    // duplicates) never runs: the writer refuses the body, and nothing was added.
+    const label = freshLabel();
+    const disguised = addNode(label).replace('{"request_type":"write"', '{"request_type":"write","request_type":"read"');
+    expect(disguised).toContain('"request_type":"read"');
+    const sneaked = await post(gateway, disguised, auth(readKeyA, 'db_a', { 'x-svc-require-writer': 'true' }));
+    expect(sneaked.status).toBe(400);
+    expect((await post(writer.url, countNodes(label), {})).text).toBe('{"n":0}');
+    for (const body of ['', 'not json', '[]', '{"request_type":"maybe"}', '{"query":{}}', '\xff']) {
+      const answer = await post(gateway, body, auth(keyA, 'db_a'));
+      expect(answer.status, body).toBe(400);
+      expect(errorOf(answer).error, body).toBe('invalid_query_json');
+    }
+  });
+
+  it('answers 413 payload_too_large over 2 MiB without parsing, announced or streamed', async () => {
+    const big = new Uint8Array(2 * MiB + 1).fill(0x20); // whitespace: not even valid JSON
+    const announced = await post(gateway, big, auth(keyA, 'db_a'));
+    expect(announced.status).toBe(413);
+    expect(errorOf(announced).error).toBe('payload_too_large');
+    // exactly 2 MiB is not too large: it is parsed (and refused as JSON)
+    const limit = await post(gateway, new Uint8Array(2 * MiB).fill(0x20), auth(keyA, 'db_a'));
+    expect(errorOf(limit).error).toBe('invalid_query_json');
+    // chunked, no Content-Length
+    const chunk = new Uint8Array(256 * 1024).fill(0x20);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 12) controller.close();
+        else { sent++; controller.enqueue(chunk); }
+      },
+    });
+    const res = await fetch(`${gateway.url}/v2/query`, { method: 'POST', body: stream, headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(413);
+    expect((await res.json() as { error: string }).error).toBe('payload_too_large');
+  });
+
+  it('answers 402 tenant_disabled when the workspace allowance is used up, per kind', async () => {
+    cp.addWorkspace('ws_broke');
+    cp.addDatabase({ id: 'db_broke', workspaceId: 'ws_broke', writerUrl: writer.url, readerUrls: [], rateLimit: UNLIMITED });
+    const key = cp.addKey('db_broke').secret;
+    cp.allowances.set('ws_broke', { readsAllowed: true, writesAllowed: false });
+    const g = await gatewayWith({ cacheTtlMs: 50 });
+    expect((await post(g, countNodes('X'), auth(key, 'db_broke'))).status).toBe(200);
+    const write = await post(g, addNode(freshLabel()), auth(key, 'db_broke'));
+    expect(write.status).toBe(402);
+    expect(errorOf(write).error).toBe('tenant_disabled');
+    cp.allowances.set('ws_broke', { readsAllowed: false, writesAllowed: false });
+    await new Promise((r) => setTimeout(r, 100));
+    const read = await post(g, countNodes('X'), auth(key, 'db_broke'));
+    expect(read.status).toBe(402);
+    expect(errorOf(read).error).toBe('tenant_disabled');
+  });
+
+  it('answers 408 query_timeout at the gateway deadline when a backend stalls', async () => {
+    const stalled = await stallingServer();
+    try {
+      cp.addDatabase({ id: 'db_slow', workspaceId: 'ws_a', writerUrl: stalled.url, readerUrls: [], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_slow').secret;
+      const g = await gatewayWith({ queryTimeoutMs: 300 });
+      const started = performance.now();
+      const answer = await post(g, countNodes('X'), auth(key, 'db_slow'));
+      const elapsed = performance.now() - started;
+      expect(answer.status).toBe(408);
+      expect(errorOf(answer).error).toBe('query_timeout');
+      expect(elapsed).toBeGreaterThanOrEqual(290);
+      expect(elapsed).toBeLessThan(5000);
+    } finally {
+      stalled.close();
+    }
+  });
+
+  it('answers 503 database_unavailable while a database is provisioning, 503 control_plane_unavailable when the store is down', async () => {
+    cp.addDatabase({ id: 'db_new', workspaceId: 'ws_a', status: 'Provisioning', writerUrl: null, readerUrls: [], rateLimit: UNLIMITED });
+    const key = cp.addKey('db_new').secret;
+    const provisioning = await post(gateway, countNodes('X'), auth(key, 'db_new'));
+    expect(provisioning.status).toBe(503);
+    expect(errorOf(provisioning).error).toBe('database_unavailable');
+
+    const freshKey = cp.addKey('db_a').secret; // never looked up: not in any cache
+    cp.failure = new Error('store is down');
+    try {
+      const down = await post(gateway, countNodes('X'), auth(freshKey, 'db_a'));
+      expect(down.status).toBe(503);
+      expect(errorOf(down).error).toBe('control_plane_unavailable');
+    } finally {
+      cp.failure = null;
+    }
+  });
+
+  it('answers 404 on unknown paths and 405 on a wrong method', async () => {
+    expect((await fetch(`${gateway.url}/v1/query`)).status).toBe(404);
+    const get = await fetch(`${gateway.url}/v2/query`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe('isolation', () => {
+  it('a key of one database never reaches another, whatever the headers say', async () => {
+    const label = freshLabel();
+    const keys: Record<string, string> = { keyA, readKeyA, keyB, unknown: 'svc_unknown_key_0123456789' };
+    const tenants = ['db_a', 'db_b', 'db_none', 'DB_A', 'db_a ', ' db_b'];
+    const bodies = { read: countNodes(label), write: addNode(label) };
+    const before = await settledCounts([writer, ...readers, otherWriter]);
+    let reachedA = 0;
+    let reachedB = 0;
+    const writes = { db_a: 0, db_b: 0 };
+    for (const [keyName, key] of Object.entries(keys)) {
+      for (const tenant of tenants) {
+        for (const [kind, body] of Object.entries(bodies)) {
+          for (const extra of [{}, { 'x-svc-require-writer': 'true' }, { 'x-svc-warm': 'true' }] as Record<string, string>[]) {
+            const answer = await post(gateway, body, { authorization: `Bearer ${key}`, 'x-svc-tenant-id': tenant, ...extra });
+            const trimmed = tenant.trim();
+            const owner: 'db_a' | 'db_b' | null = key === keyB ? 'db_b' : key === keyA || key === readKeyA ? 'db_a' : null;
+            const allowed = owner !== null && owner === trimmed && !(kind === 'write' && keyName === 'readKeyA') &&
+              !(kind === 'write' && 'x-svc-warm' in extra);
+            const what = `${keyName} -> ${JSON.stringify(tenant)} ${kind} ${JSON.stringify(extra)}`;
+            if (allowed) {
+              expect([200, 204], what).toContain(answer.status);
+              if (owner === 'db_a') reachedA += 'x-svc-warm' in extra && !('x-svc-require-writer' in extra) ? 3 : 1;
+              else reachedB += 1;
+              if (kind === 'write') writes[owner]++;
+            } else {
+              expect(answer.status, what).toBeGreaterThanOrEqual(400);
+              expect(answer.status, what).toBeLessThan(500);
+            }
+          }
+        }
+      }
+    }
+    const after = await settledCounts([writer, ...readers, otherWriter]);
+    const deltaA = after[0]! + after[1]! + after[2]! - before[0]! - before[1]! - before[2]!;
+    expect(deltaA, 'requests that reached database A').toBe(reachedA);
+    expect(after[3]! - before[3]!, 'requests that reached database B').toBe(reachedB);
+    // Repeated headers (fetch merges them, so over a raw socket): the first one counts, and
+    // the key must match it.
+    const twice = (key: string, first: string, second: string): Promise<number> => rawStatus(gateway.port,
+      `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nx-svc-tenant-id: ${first}\r\nx-svc-tenant-id: ${second}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(bodies.read)}\r\nConnection: close\r\n\r\n${bodies.read}`);
+    expect(await twice(keyB, 'db_a', 'db_b')).toBe(403);
+    expect(await twice(keyA, 'db_b', 'db_a')).toBe(403);
+    expect(await twice(keyB, 'db_b', 'db_a')).toBe(200);
+    reachedB += 1;
+    // B's data never saw A's label: its writes went to B's own server only.
+    const onB = await post(otherWriter.url, countNodes(label), {});
+    const onA = await post(writer.url, countNodes(label), {});
+    expect(writes.db_a).toBeGreaterThan(0);
+    expect(writes.db_b).toBeGreaterThan(0);
+    expect(JSON.parse(onB.text)).toEqual({ n: writes.db_b });
+    expect(JSON.parse(onA.text)).toEqual({ n: writes.db_a });
+  });
+});
+
+describe('rate limits', () => {
+  it('shares one bucket between two gateways: admitted = burst + rate x time within one token, 429 with Retry-After', async () => {
+    const rate = { perSecond: 10, burst: 5 };
+    cp.addDatabase({ id: 'db_rl', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: readers.map((r) => r.url), rateLimit: rate });
+    const key = cp.addKey('db_rl', 'read').secret;
+    const [g1, g2] = [gateway, await gatewayWith()];
+    const body = countNodes('Rl');
+
+    let admitted = 0;
+    let limited = 0;
+    const retryAfters = new Set<string>();
+    let firstAnswerMs = 0;
+    const windowMs = 2500;
+    const startMs = performance.now();
+    let lastSendMs = startMs;
+    const client = async (g: Gateway): Promise<void> => {
+      while (performance.now() - startMs < windowMs) {
+        lastSendMs = performance.now();
+        const answer = await post(g, body, auth(key, 'db_rl'));
+        if (firstAnswerMs === 0) firstAnswerMs = performance.now();
+        if (answer.status === 200) admitted++;
+        else {
+          expect(answer.status, answer.text).toBe(429);
+          expect(errorOf(answer).error).toBe('rate_limited');
+          expect(errorOf(answer).msg).toMatch(/rate limit exceeded/);
+          retryAfters.add(answer.headers.get('retry-after') ?? 'missing');
+          for (const name of answer.headers.keys()) expect(name).not.toMatch(/ratelimit/i);
+          limited++;
+        }
+      }
+    };
+    await Promise.all([client(g1), client(g1), client(g2), client(g2)]);
+    const endMs = performance.now();
+    // Redis saw its first decision after startMs and its last before endMs (upper bound), and
+    // its first before firstAnswerMs and its last after lastSendMs (lower bound).
+    const outer = (endMs - startMs) / 1000;
+    const inner = (lastSendMs - firstAnswerMs) / 1000;
+    expect(admitted).toBeLessThanOrEqual(Math.floor(rate.burst + rate.perSecond * outer) + 1);
+    expect(admitted).toBeGreaterThanOrEqual(Math.floor(rate.burst + rate.perSecond * inner) - 1);
+    expect(limited).toBeGreaterThan(0);
+    // Retry-After is whole seconds; at 10/s a token is never more than 1 s away.
+    expect([...retryAfters]).toEqual(['1']);
+  });
+
+  it('spends no token on requests refused at authentication, header validation, size or outer decode', async () => {
+    // 0.001 tokens/s: nothing refills during the test, so the burst is all there is.
+    cp.addDatabase({ id: 'db_tok', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: { perSecond: 0.001, burst: 4 } });
+    const key = cp.addKey('db_tok', 'read').secret;
+    const otherKey = cp.addKey('db_a').secret;
+    const read = countNodes('Tok');
+    const refusals: Array<[string | Uint8Array, Record<string, string>]> = [
+      [read, { 'x-svc-tenant-id': 'db_tok' }],
+      [read, { authorization: 'Basic x', 'x-svc-tenant-id': 'db_tok' }],
+      [read, { authorization: `Bearer ${key}` }],
+      [read, auth('svc_unknown_key', 'db_tok')],
+      [read, auth(otherKey, 'db_tok')],
+      [read, auth(key, 'db_tok', { 'x-svc-require-writer': 'yes' })],
+      [addNode('Tok'), auth(key, 'db_tok')], // read key, write
+      ['{', auth(key, 'db_tok')],
+      ['{"request_type":"both"}', auth(key, 'db_tok')],
+      [new Uint8Array(2 * MiB + 10), auth(key, 'db_tok')],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [body, headers] of refusals) {
+        const answer = await post(gateway, body, headers);
+        expect(answer.status).toBeGreaterThanOrEqual(400);
+        expect(answer.status).not.toBe(429);
+      }
+    }
+    for (let i = 0; i < 3; i++) expect((await post(gateway, read, auth(key, 'db_tok'))).status).toBe(200);
+    // a planning failure happens after admission: it costs the fourth token
+    const bad = JSON.stringify({ request_type: 'read', query: { read: { entries: [], returns: ['missing'] } } });
+    const planned = await post(gateway, bad, auth(key, 'db_tok'));
+    expect(planned.status).toBe(400);
+    expect(errorOf(planned).error).not.toBe('invalid_query_json');
+    const empty = await post(gateway, read, auth(key, 'db_tok'));
+    expect(empty.status).toBe(429);
+    // an empty bucket at 0.001/s: the next token is ~1000 s away, said in whole seconds
+    expect(Number(empty.headers.get('retry-after'))).toBeGreaterThan(900);
+  });
+});
+
+describe('caching, metering, metadata, health', () => {
+  it('answers repeated requests without asking the control plane, and a revoked key stops within the TTL', async () => {
+    const cached = await gatewayWith({ cacheTtlMs: 60_000 });
+    const brief = await gatewayWith({ cacheTtlMs: 300 });
+    const { secret } = cp.addKey('db_a', 'read');
+    const body = countNodes('Cache');
+    expect((await post(cached, body, auth(secret, 'db_a'))).status).toBe(200);
+    expect((await post(brief, body, auth(secret, 'db_a'))).status).toBe(200);
+    const lookups = cached.controlPlaneLookups();
+    expect(lookups).toEqual({ grants: 1, routes: 1, allowances: 1 });
+    for (let i = 0; i < 30; i++) expect((await post(cached, body, auth(secret, 'db_a'))).status).toBe(200);
+    expect(cached.controlPlaneLookups(), 'the hot path asked the control plane').toEqual(lookups);
+    cp.revoke(secret);
+    await new Promise((r) => setTimeout(r, 400));
+    const revoked = await post(brief, body, auth(secret, 'db_a'));
+    expect(revoked.status).toBe(401);
+    expect(errorOf(revoked).error).toBe('invalid_api_key');
+    // The price of caching, as documented: within its TTL a gateway still admits the key.
+    expect((await post(cached, body, auth(secret, 'db_a'))).status).toBe(200);
+  });
+
+  it('meters admitted reads and writes per workspace and flushes them to the control plane', async () => {
+    cp.addWorkspace('ws_meter');
+    cp.addDatabase({ id: 'db_m1', workspaceId: 'ws_meter', writerUrl: writer.url, readerUrls: [], rateLimit: UNLIMITED });
+    cp.addDatabase({ id: 'db_m2', workspaceId: 'ws_meter', writerUrl: writer.url, readerUrls: [], rateLimit: UNLIMITED });
+    const k1 = cp.addKey('db_m1').secret;
+    const k2 = cp.addKey('db_m2').secret;
+    const g = await gatewayWith({ usageFlushMs: 60_000 });
+    for (let i = 0; i < 3; i++) expect((await post(g, countNodes('M'), auth(k1, 'db_m1'))).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await post(g, countNodes('M'), auth(k2, 'db_m2'))).status).toBe(200);
+    expect((await post(g, addNode('M'), auth(k2, 'db_m2'))).status).toBe(200);
+    expect((await post(g, '{', auth(k2, 'db_m2'))).status).toBe(400); // not admitted: not metered
+    expect(cp.usage.get('ws_meter/read')).toBeUndefined();
+    await g.flushUsage();
+    expect(cp.usage.get('ws_meter/read')).toBe(5);
+    expect(cp.usage.get('ws_meter/write')).toBe(1);
+  });
+
+  it('serves GET /v2/metadata for svc sync: settings, and the database of a valid key', async () => {
+    const g = await gatewayWith({ publicUrl: 'https://gw.example.com/', authHeader: 'X-Api-Key', authScheme: 'raw', queryAuthEnv: 'MY_KEY' });
+    const anonymous = await fetch(`${g.url}/v2/metadata`);
+    expect(anonymous.status).toBe(200);
+    expect(await anonymous.json()).toEqual({
+      gateway_url: 'https://gw.example.com', query_auth_header: 'X-Api-Key', query_auth_scheme: 'raw', query_auth_env: 'MY_KEY', database_id: null,
+    });
+    const withKey = await fetch(`${g.url}/v2/metadata`, { headers: { 'x-api-key': keyB } });
+    expect((await withKey.json() as { database_id: string }).database_id).toBe('db_b');
+    const badKey = await fetch(`${g.url}/v2/metadata`, { headers: { 'x-api-key': 'svc_nope' } });
+    expect(badKey.status).toBe(401);
+    // the raw scheme takes the key as the whole header value
+    expect((await post(g, countNodes('X'), { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_b' })).status).toBe(200);
+    expect((await post(g, countNodes('X'), { 'x-api-key': `Bearer ${keyB}`, 'x-svc-tenant-id': 'db_b' })).status).toBe(400);
+  });
+
+  it('answers /health and /readyz', async () => {
+    const health = await fetch(`${gateway.url}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ rate_limiter: 'ok', ready: true });
+  });
+});
+
+describe('clients that go away', () => {
+  it('release what their request held: close() does not wait for uploads abandoned mid-body', async () => {
+    const g = await gatewayWith();
+    const port = g.port;
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: 100000\r\n\r\n{"request_type":`);
+      await new Promise((r) => setTimeout(r, 50));
+      socket.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const started = performance.now();
+    await g.close();
+    gateways.splice(gateways.indexOf(g), 1);
+    // a leaked in-flight request would hold close() for its 5 s drain timeout
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('logs', () => {
+  it('never write a key or an Authorization header, in access lines, rejections or errors', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const g = await gatewayWith({ logDestination: capture, accessLog: true, logLevel: 'debug' });
+    const raw = await gatewayWith({ logDestination: capture, accessLog: true, authHeader: 'X-Api-Key', authScheme: 'raw' });
+    const secrets = [keyA, readKeyA, keyB, 'svc_unknown_secret_123456'];
+    const body = countNodes('Log');
+    await post(g, body, auth(keyA, 'db_a'));
+    await post(g, addNode('Log'), auth(readKeyA, 'db_a')); // 403
+    await post(g, body, auth(keyB, 'db_a')); // 403 other database
+    await post(g, body, auth('svc_unknown_secret_123456', 'db_a')); // 401
+    await post(g, body, { authorization: `Bearer ${keyA}` }); // 400 no tenant
+    await post(g, body, { authorization: `Basic ${keyA}`, 'x-svc-tenant-id': 'db_a' }); // 400 malformed
+    await post(g, '{', auth(keyA, 'db_a'));
+    await post(raw, body, { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_b' });
+    await post(raw, body, { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_a' });
+    await eventually(() => output.split('\n').filter((l) => l.includes('"msg":"query"')).length >= 9, 'nine access lines were written');
+    // The log is about the requests (so this test would notice an empty log)...
+    expect(output).toContain('"status":403');
+    expect(output).toContain('"error":"invalid_auth_header"');
+    expect(output).toContain('"keyId":"key_1"');
+    expect(output).toContain('[redacted]');
+    // ...and holds no secret in any form.
+    for (const secret of secrets) expect(output).not.toContain(secret);
+    expect(output).not.toMatch(/bearer /i);
+  });
+});
+
+describe('Redis down', () => {
+  it('answers 503 rate_limit_unavailable (never admits blindly) and recovers when Redis is back', async () => {
+    const body = countNodes('RedisDown');
+    expect((await post(gateway, body, auth(keyA, 'db_a'))).status).toBe(200);
+    const before = await settledCounts([writer, ...readers]);
+    await redis.stop();
+    try {
+      for (let i = 0; i < 5; i++) {
+        const answer = await post(gateway, body, auth(keyA, 'db_a'));
+        expect(answer.status).toBe(503);
+        expect(errorOf(answer).error).toBe('rate_limit_unavailable');
+      }
+      const ready = await fetch(`${gateway.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await settledCounts([writer, ...readers]), 'a request reached a backend without a decision').toEqual(before);
+    } finally {
+      await redis.start();
+    }
+    await eventually(async () => (await post(gateway, body, auth(keyA, 'db_a'))).status === 200, 'the gateway admits again after Redis restarted', 15_000);
+  });
+
+  it('answers 503 rate_limit_unavailable when Redis stalls past the decision bound', async () => {
+    const g = await gatewayWith({ rateLimitDecisionMs: 100 });
+    const body = countNodes('RedisStall');
+    expect((await post(g, body, auth(keyA, 'db_a'))).status).toBe(200);
+    const pid = redisPid();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const answer = await post(g, body, auth(keyA, 'db_a'));
+      expect(answer.status).toBe(503);
+      expect(errorOf(answer).error).toBe('rate_limit_unavailable');
+      expect(performance.now() - started).toBeLessThan(2000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await eventually(async () => (await post(g, body, auth(keyA, 'db_a'))).status === 200, 'Redis answers again');
+  });
+});
+
+function redisPid(): number {
+  const pid = redis.pid();
+  if (pid === null) throw new Error('redis-server is not running');
+  return pid;
+}
+
+/** Send raw HTTP/1.1 bytes and return the status of the answer. */
+function rawStatus(port: number, request: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let reply = '';
+    socket.on('data', (d) => {
+      reply += d.toString();
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(reply);
+      if (match !== null) { socket.destroy(); resolve(Number(match[1])); }
+    });
+    socket.on('error', reject);
+  });
+}
+
+/** A TCP port nothing listens on (bound, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A backend that answers /readyz but never answers a query (a stalled server). */
+async function stallingServer(): Promise<{ url: string; close(): void }> {
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    req.resume(); // read the body, never answer
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => { server.closeAllConnections(); server.close(); },
+  };
+}
