@@ -5,6 +5,7 @@ import type { Request } from '../protocol/ast.js';
 import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
+import { bindIds, findIdSlots, holeCount, probeText, shapeKey, type IdSlots } from '../protocol/literal-ids.js';
 import type { Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
@@ -87,9 +88,17 @@ export type QueryBounds = Pick<ExecOptions, 'queryTimeoutMs' | 'queryMemoryBytes
  * parameters, with the request's `parameter_types`. Planning reads no parameter (access
  * paths keep the parameter expression and evaluate it when the scan starts,
  * exec/index-scan.ts), so one plan is exact for every value; the kinds in the key keep it
- * exact should planning ever depend on them. A body without a plain `parameters` member is
- * keyed on its exact text. Plans are never mutated by execution, so sharing one across
- * requests is exact; a plan made under another index catalog is made again.
+ * exact should planning ever depend on them.
+ *
+ * A body without `parameters` is keyed on its shape (protocol/literal-ids.ts): its text
+ * with the integers cut out. When every integer of a shape is an element ID of an `ids`
+ * list, one entry serves every body of that shape: a hit writes the body's IDs into the
+ * entry's AST and runs it. Other shapes are remembered as such (a null entry) and their
+ * bodies keyed on their exact text ('T' + the text).
+ *
+ * Plans are never mutated by execution, so sharing one across requests is exact (a shape's
+ * ID slots are written before each run, and execution is synchronous on this thread); a
+ * plan made under another index catalog is made again.
  */
 interface CachedPlan {
   readonly plan: Plan;
@@ -103,8 +112,11 @@ interface CachedPlan {
    * whose catalogs share version numbers. One object per store and version (planningCatalog).
    */
   readonly catalog: PlanningCatalog;
+  /** A shape entry: where the body's element IDs go in plan.request. null: keyed on the values too. */
+  readonly idSlots: IdSlots | null;
 }
-const planCache = new Map<string, CachedPlan>();
+/** null: a shape whose integers are not all element IDs (its bodies are keyed on their text). */
+const planCache = new Map<string, CachedPlan | null>();
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
 /** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
@@ -148,23 +160,93 @@ function exactKey(text: string): string | null {
   return span === null ? 'T' + text : keyAt(text, span);
 }
 
+/** What lookUp() found: the entry (undefined: none), the key to store a new plan under, and a new shape. */
+interface Lookup {
+  cached: CachedPlan | undefined;
+  key: string | null;
+  /** A shape not seen yet: its key, and its text with a distinct ID in each hole (literal-ids.ts probeText). */
+  newShape: string | null;
+  probe: string;
+}
+const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '' };
+
 /**
- * The cached plan of a body's text and the key it was found under, or the exact key to
- * store a plan under. Clients put `parameters` last, so the cheap candidate span comes
- * first; the exact scan only on a miss.
+ * The cached plan of a body's text, or where to store the plan made for it. Clients put
+ * `parameters` last, so the cheap candidate span comes first; the exact scan only on a
+ * miss. A text without `"parameters"` has no such member: its shape is looked up.
  */
-function lookUp(text: string): { key: string | null; cached: CachedPlan | undefined } {
+function lookUp(text: string): Lookup {
+  found.cached = undefined;
+  found.newShape = null;
   const candidate = lastParametersSpan(text);
-  let first: string | null = null;
-  if (candidate !== null) {
-    first = keyAt(text, candidate);
-    const cached = first === null ? undefined : planCache.get(first);
-    if (cached !== undefined) return { key: first, cached };
+  if (candidate === null) {
+    const shape = shapeKey(text);
+    if (shape === null) return hitOrKey(found, 'T' + text);
+    const entry = planCache.get(shape);
+    if (entry === undefined) {
+      found.newShape = shape;
+      found.probe = holeCount === 0 ? text : probeText(text);
+      found.key = null;
+      return found;
+    }
+    if (entry === null) return hitOrKey(found, 'T' + text);
+    // A body whose IDs the shape cannot take is decoded from scratch and not cached.
+    found.key = null;
+    if (bindIds(text, entry.idSlots!)) {
+      found.key = shape;
+      found.cached = entry;
+    }
+    return found;
+  }
+  const first = keyAt(text, candidate);
+  if (first !== null) {
+    const cached = planCache.get(first);
+    if (cached) {
+      found.key = first;
+      found.cached = cached;
+      return found;
+    }
   }
   const key = exactKey(text);
-  if (key === null || key === first) return { key, cached: undefined };
-  return { key, cached: planCache.get(key) };
+  found.key = key;
+  if (key !== null && key !== first) found.cached = planCache.get(key) ?? undefined;
+  return found;
 }
+
+function hitOrKey(into: Lookup, key: string): Lookup {
+  into.key = key;
+  into.cached = planCache.get(key) ?? undefined;
+  return into;
+}
+
+/**
+ * A new shape's entry, made when its first body planned: the shape decoded and planned
+ * from its probe text, whose distinct IDs show where each hole goes (literal-ids.ts). A
+ * shape whose probe does not decode or plan, or has a hole outside an `ids` list, is
+ * remembered as null; the body's own plan is then kept under its exact text.
+ */
+function rememberShape(shape: string, probe: string, text: string, own: CachedPlan): void {
+  if (holeCount === 0) {
+    remember(shape, { ...own, idSlots: noIdSlots });
+    return;
+  }
+  const holes = holeCount;
+  let entry: CachedPlan | null = null;
+  try {
+    const parts: { parameterTypes?: JsonValue } = {};
+    const request = decodeRequest(probe, parts);
+    const slots = findIdSlots(request, holes);
+    if (slots !== null) {
+      entry = { plan: planRequest(request, own.catalog), parameterized: false, parameterTypes: parts.parameterTypes, catalog: own.catalog, idSlots: slots };
+    }
+  } catch {
+    entry = null;
+  }
+  remember(shape, entry);
+  if (entry === null) remember('T' + text, own);
+}
+
+const noIdSlots: IdSlots = { list: [], index: new Int32Array(0), multi: [] };
 
 /** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
 function parameterKinds(params: JsonValue): string {
@@ -179,7 +261,7 @@ function parameterKinds(params: JsonValue): string {
   return kinds;
 }
 
-function remember(key: string, entry: CachedPlan): void {
+function remember(key: string, entry: CachedPlan | null): void {
   if (planCache.size >= limits.planCacheEntriesMax) planCache.delete(planCache.keys().next().value!);
   planCache.set(key, entry);
 }
@@ -211,9 +293,11 @@ export function executeRequest(
     // planning. A cached plan already passed decoding and planning of its query, and its
     // parameters are decoded here, before the option checks, as a fresh body's are.
     const text = cacheText(body);
-    const found = text === null ? null : lookUp(text);
-    const key = found === null ? null : found.key;
-    let cached = found === null ? undefined : found.cached;
+    const look = text === null ? null : lookUp(text);
+    const key = look === null ? null : look.key;
+    const newShape = look === null ? null : look.newShape;
+    const probe = look === null ? '' : look.probe;
+    let cached = look === null ? undefined : look.cached;
     let request: Request;
     let parameters: Map<string, Value>;
     let parameterTypes: JsonValue | undefined;
@@ -256,11 +340,17 @@ export function executeRequest(
     try {
       catalog = planningCatalog(currentView(store));
       plan = cached !== undefined && cached.catalog === catalog ? cached.plan : planRequest(request, catalog);
+      if (plan !== cached?.plan) {
+        const entry: CachedPlan = {
+          plan, parameterized: key !== null && key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog, idSlots: cached?.idSlots ?? null,
+        };
+        if (newShape !== null) rememberShape(newShape, probe, text!, entry);
+        else if (key !== null) remember(key, entry);
+      }
     } catch (err) {
       if (write) store.rollback(); else store.endRead();
       throw err;
     }
-    if (plan !== cached?.plan && key !== null) remember(key, { plan, parameterized: key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog });
     if (inline && !plan.inlineSafe) {
       if (write) store.rollback(); else store.endRead();
       return { forward: 'pool' };
