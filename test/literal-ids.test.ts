@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { executeRequest, noFlags, type ExecOptions, type ExecRole, type RequestFlags } from '../src/exec/request.js';
 import type { IndexRuntime } from '../src/index/runtime.js';
 import { limits } from '../src/limits.js';
-import { holeCount, shapeKey } from '../src/protocol/literal-ids.js';
+import { holeCount, holeId, matchShape, shapeKey, shapePieces } from '../src/protocol/literal-ids.js';
 import { Store } from '../src/store/store.js';
 import { addN, q, read, str, i64, write } from './helpers/requests.js';
 
@@ -201,6 +201,24 @@ describe('shapeKey', () => {
       // Same key: replacing every integer word by 0 makes the texts equal.
       const zeroed = (t: string) => t.replace(/"(?:[^"\\]|\\.)*"|[0-9A-Za-z+\-.]+/g, (w) => (/^-?(0|[1-9][0-9]*)$/.test(w) ? '0' : w));
       expect(zeroed(ta)).toBe(zeroed(tb));
+    }), { numRuns: 5000 });
+  });
+
+  it('matchShape accepts a text exactly when its shape key is the pieces\' key, with the same holes', () => {
+    const wordArb = fc.constantFrom('{', '}', '[', ']', ',', ':', '"a"', '"1"', '"\\""', ' ', '1', '23', '-4', '0', '007', '1.5', 'e', 'true', 'x', '-', '\u0000');
+    const textArb = fc.array(wordArb, { maxLength: 16 }).map((w) => w.join(''));
+    // The second text is often the first with its integers changed, so matches are common.
+    const pairArb = fc.tuple(textArb, textArb, fc.boolean(), fc.array(fc.constantFrom('0', '5', '-1', '18446744073709551616', '12'), { minLength: 1, maxLength: 1 }))
+      .map(([a, b, related, [n]]) => [a, related ? a.replace(/(?<![0-9A-Za-z+\-.])-?(0|[1-9][0-9]*)(?![0-9A-Za-z+\-.])/g, n!) : b] as const);
+    fc.assert(fc.property(pairArb, ([ta, tb]) => {
+      const ka = shapeKey(ta);
+      if (ka === null) return;
+      const pieces = shapePieces(ta);
+      const kb = shapeKey(tb);
+      const holesB = kb === null ? [] : Array.from({ length: holeCount }, (_, k) => holeId(tb, k));
+      const matched = matchShape(tb, pieces);
+      expect(matched).toBe(kb === ka);
+      if (matched) expect(Array.from({ length: holeCount }, (_, k) => holeId(tb, k))).toEqual(holesB);
     }), { numRuns: 5000 });
   });
 });

@@ -5,7 +5,7 @@ import type { Request } from '../protocol/ast.js';
 import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
-import { bindIds, findIdSlots, holeCount, probeText, shapeKey, type IdSlots } from '../protocol/literal-ids.js';
+import { bindIds, findIdSlots, holeCount, matchShape, probeText, shapeKey, shapePieces, type IdSlots } from '../protocol/literal-ids.js';
 import type { Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
@@ -171,6 +171,12 @@ interface Lookup {
 const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '' };
 
 /**
+ * The shape entry used last: a body of the same shape is matched against its pieces in
+ * place (literal-ids.ts matchShape), without building and hashing its key.
+ */
+let recentShape: CachedPlan | null = null;
+
+/**
  * The cached plan of a body's text, or where to store the plan made for it. Clients put
  * `parameters` last, so the cheap candidate span comes first; the exact scan only on a
  * miss. A text without `"parameters"` has no such member: its shape is looked up.
@@ -178,6 +184,11 @@ const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '' 
 function lookUp(text: string): Lookup {
   found.cached = undefined;
   found.newShape = null;
+  if (recentShape !== null && matchShape(text, recentShape.idSlots!.pieces) && bindIds(text, recentShape.idSlots!)) {
+    found.key = null; // the entry is stored already
+    found.cached = recentShape;
+    return found;
+  }
   const candidate = lastParametersSpan(text);
   if (candidate === null) {
     const shape = shapeKey(text);
@@ -195,6 +206,7 @@ function lookUp(text: string): Lookup {
     if (bindIds(text, entry.idSlots!)) {
       found.key = shape;
       found.cached = entry;
+      recentShape = entry;
     }
     return found;
   }
@@ -226,8 +238,9 @@ function hitOrKey(into: Lookup, key: string): Lookup {
  * remembered as null; the body's own plan is then kept under its exact text.
  */
 function rememberShape(shape: string, probe: string, text: string, own: CachedPlan): void {
+  const pieces = shapePieces(text);
   if (holeCount === 0) {
-    remember(shape, { ...own, idSlots: noIdSlots });
+    remember(shape, recentShape = { ...own, idSlots: { list: [], index: new Int32Array(0), multi: [], pieces } });
     return;
   }
   const holes = holeCount;
@@ -235,7 +248,7 @@ function rememberShape(shape: string, probe: string, text: string, own: CachedPl
   try {
     const parts: { parameterTypes?: JsonValue } = {};
     const request = decodeRequest(probe, parts);
-    const slots = findIdSlots(request, holes);
+    const slots = findIdSlots(request, holes, pieces);
     if (slots !== null) {
       entry = { plan: planRequest(request, own.catalog), parameterized: false, parameterTypes: parts.parameterTypes, catalog: own.catalog, idSlots: slots };
     }
@@ -244,9 +257,8 @@ function rememberShape(shape: string, probe: string, text: string, own: CachedPl
   }
   remember(shape, entry);
   if (entry === null) remember('T' + text, own);
+  else recentShape = entry;
 }
-
-const noIdSlots: IdSlots = { list: [], index: new Int32Array(0), multi: [] };
 
 /** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
 function parameterKinds(params: JsonValue): string {
@@ -346,6 +358,10 @@ export function executeRequest(
         };
         if (newShape !== null) rememberShape(newShape, probe, text!, entry);
         else if (key !== null) remember(key, entry);
+        // A shape planned again under a new catalog: the entry stored under its key is the
+        // one to match from now on (an entry found by matching has no key at hand: the next
+        // body of the shape is looked up by key and stores it).
+        if (entry.idSlots !== null) recentShape = key !== null ? entry : null;
       }
     } catch (err) {
       if (write) store.rollback(); else store.endRead();

@@ -120,6 +120,49 @@ export function holeId(text: string, k: number): bigint {
   return id > U64_MAX ? -1n : id;
 }
 
+/** The last shapeKey()'s text cut at its holes: holeCount + 1 pieces, for matchShape(). */
+export function shapePieces(text: string): string[] {
+  const pieces: string[] = [];
+  let last = 0;
+  for (let k = 0; k < holeCount; k++) {
+    pieces.push(text.slice(last, holeStarts[k]));
+    last = holeEnds[k]!;
+  }
+  pieces.push(text.slice(last));
+  return pieces;
+}
+
+/**
+ * Whether `text` has the shape whose pieces (shapePieces) are given, i.e. shapeKey(text)
+ * would be that shape's key; then its holes are set as shapeKey() sets them. Compares the
+ * pieces in place, without building or hashing a key: the plan cache tries the shape seen
+ * last this way first, since one shape usually follows another. Exact: the text is the
+ * pieces with an integer token between each two, each a whole word: a hole was a whole word
+ * where the pieces came from, so no piece starts or ends with a word character (nor is one
+ * between two holes empty), and the digits read here are followed by the next piece.
+ */
+export function matchShape(text: string, pieces: readonly string[]): boolean {
+  const holes = pieces.length - 1;
+  const n = text.length;
+  let at = 0;
+  for (let k = 0; k < holes; k++) {
+    const piece = pieces[k]!;
+    if (!text.startsWith(piece, at)) return false;
+    at += piece.length;
+    const start = at;
+    if (text.charCodeAt(at) === MINUS) at++;
+    const first = at;
+    while (at < n && text.charCodeAt(at) >= ZERO && text.charCodeAt(at) <= NINE) at++;
+    if (at === first || (text.charCodeAt(first) === ZERO && at - first > 1)) return false;
+    holeStarts[k] = start;
+    holeEnds[k] = at;
+  }
+  const tail = pieces[holes]!;
+  if (n - at !== tail.length || !text.startsWith(tail, at)) return false;
+  holeCount = holes;
+  return true;
+}
+
 /**
  * A probe of the last shapeKey()'s text: hole k holds 2^64-1-k. Every hole holds a distinct
  * integer that no other token of the text can decode to, so each can be found in the AST.
@@ -141,6 +184,8 @@ export interface IdSlots {
   readonly index: Int32Array;
   /** The lists with two or more elements: a new body must not repeat an ID in one (plan.ts). */
   readonly multi: readonly bigint[][];
+  /** The shape's text cut at its holes (shapePieces), for matchShape(). */
+  readonly pieces: readonly string[];
 }
 
 /**
@@ -148,7 +193,7 @@ export interface IdSlots {
  * hole is not an element of an `ids` reference list (an `i64` value, a `limit`, a
  * parameter...: its value may matter to decoding or planning) or went to two places.
  */
-export function findIdSlots(probe: Request, holes: number): IdSlots | null {
+export function findIdSlots(probe: Request, holes: number, pieces: readonly string[]): IdSlots | null {
   const list: (bigint[] | undefined)[] = new Array(holes).fill(undefined);
   const index = new Int32Array(holes);
   const multi: bigint[][] = [];
@@ -180,7 +225,7 @@ export function findIdSlots(probe: Request, holes: number): IdSlots | null {
   };
   visit(probe.batch);
   if (twice || found !== holes) return null;
-  return { list: list as bigint[][], index, multi };
+  return { list: list as bigint[][], index, multi, pieces };
 }
 
 /**
