@@ -117,22 +117,28 @@ if (baseline !== null) {
 }
 const selected = args.only === undefined ? phases : phases.filter((p) => p.name.includes(args.only!));
 
-/** Nanoseconds per call of a phase over about `ms` milliseconds. */
+/**
+ * Nanoseconds of CPU per call of a phase over about `ms` milliseconds of CPU. CPU time
+ * (process.cpuUsage: this thread plus V8's helper threads, e.g. concurrent GC) rather than
+ * wall time: on the shared machine the process is often descheduled, which wall time
+ * would count.
+ */
 function time(phase: Phase, ms: number): number {
   let calls = 0;
   let i = 0;
-  const t0 = process.hrtime.bigint();
-  const until = t0 + BigInt(ms * 1e6);
-  let now = t0;
-  while (now < until) {
+  const t0 = process.cpuUsage();
+  const until = ms * 1000;
+  let used = 0;
+  while (used < until) {
     for (let k = 0; k < 256; k++) {
       phase.run(i);
       if (++i === BODIES) i = 0;
     }
     calls += 256;
-    now = process.hrtime.bigint();
+    const t = process.cpuUsage(t0);
+    used = t.user + t.system;
   }
-  return Number(now - t0) / calls;
+  return (used * 1000) / calls;
 }
 
 if (args.calls !== undefined) {
@@ -145,13 +151,16 @@ for (const phase of selected) time(phase, 200); // warm-up: JIT and the plan cac
 const samples = selected.map(() => [] as number[]);
 for (let r = 0; r < rounds; r++) selected.forEach((phase, k) => samples[k]!.push(time(phase, roundMs)));
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-console.log(`${nodes} nodes, ${BODIES} distinct bodies per form, ${rounds} rounds of ${roundMs} ms, median us/call`);
+console.log(`${nodes} nodes, ${BODIES} distinct bodies per form, ${rounds} rounds of ${roundMs} ms of CPU, median CPU us/call (min..max)`);
 for (let k = 0; k < selected.length; k++) {
   const xs = samples[k]!;
   console.log(`${(median(xs) / 1000).toFixed(2).padStart(8)} us  (${(Math.min(...xs) / 1000).toFixed(2)}..${(Math.max(...xs) / 1000).toFixed(2)})  ${selected[k]!.name}`);
 }
 if (baseline !== null) {
-  const medianOf = (prefix: string): number => median(samples[selected.findIndex((p) => p.name.startsWith(prefix))]!);
+  const medianOf = (prefix: string): number => {
+    const k = selected.findIndex((p) => p.name.startsWith(prefix));
+    return k < 0 ? NaN : median(samples[k]!);
+  };
   const ratio = (mine: string, base: string): string => (medianOf(base) / medianOf(mine)).toFixed(2);
   console.log(`speed-up vs baseline (baseline time / this build's time, medians of the same rounds):`);
   console.log(`  literal whole request ${ratio('literal: whole', 'BASELINE literal: whole')}x, param whole request ${ratio('param: whole', 'BASELINE param: whole')}x, one literal body repeated ${ratio('literal: one body', 'BASELINE literal: one')}x`);

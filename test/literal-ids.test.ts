@@ -183,6 +183,36 @@ describe('element IDs in the query text: one plan per shape', () => {
   });
 });
 
+describe('one query text with other parameters: the same answers as decoding from scratch', () => {
+  const byParam = (root: unknown) => JSON.stringify(read([q('r', root)], ['r'])).slice(0, -1);
+  const queries = [
+    byParam({ value_map: { input: { nodes: { reference: { param: 'id' } } } } }),
+    byParam({ id: { input: { out: { input: { nodes: { reference: { param: 'id' } } }, label: 'E' } } } }),
+    byParam({ id: { input: { limit: { input: { nodes: { reference: 'all' } }, count: { expr: { param: 'id' } } } } } }),
+    byParam({ values: { input: { has: { input: { nodes: { reference: 'all' } }, property: 'k', value: { expr: { param: 'id' } } } }, properties: ['name'] } }),
+  ];
+  const valueArb = fc.oneof(
+    { weight: 6, arbitrary: fc.nat(7).map(String) },
+    { weight: 3, arbitrary: fc.constantFrom('-0', '-1', '1.5', '"3"', 'null', '[1,2]', '[2,2]', 'true', '{}', '18446744073709551616', '', '1 ', '01') },
+  );
+  const paramsArb = fc.oneof(
+    { weight: 6, arbitrary: valueArb.map((v) => `{"id":${v}}`) },
+    { weight: 1, arbitrary: fc.constantFrom('{}', 'null', '[1]', '{"id":1,"x":2}', '{"id":1,"id":2}', '{"x":1}', '{"id":', ' {"id" : 2} ') },
+  );
+  const typesArb = fc.constantFrom('', ',"parameter_types":{"id":"i64"}', ',"parameter_types":{"id":"value"}', ',"parameter_types":{"id":{"array":"i64"}}', ',"parameter_types":{"id":"f64"}');
+  const bodyArb = fc.record({ query: fc.nat(queries.length - 1), params: paramsArb, types: typesArb, typesFirst: fc.boolean(), damage: damageArb, run: runArb });
+
+  it('for valid, ill-typed and malformed parameters, with the types before or after them', () => {
+    fc.assert(fc.property(fc.array(bodyArb, { minLength: 1, maxLength: 30 }), (picks) => {
+      differential(picks.map((p) => {
+        const query = queries[p.query % 3 === 0 ? 0 : p.query]!;
+        const params = `,"parameters":${p.params}`;
+        return { text: p.damage(`${query}${p.typesFirst ? p.types + params : params + p.types}}`), run: p.run };
+      }));
+    }), { numRuns: 400 });
+  });
+});
+
 describe('shapeKey', () => {
   it('cuts out exactly the integer tokens outside strings', () => {
     expect(shapeKey('{"a":[12,-3,0],"b":"45","c":1.5,"d":1e3,"e":true}')).toBe('S{"a":[\u0000,\u0000,\u0000],"b":"45","c":1.5,"d":1e3,"e":true}');

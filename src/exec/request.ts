@@ -130,8 +130,21 @@ function cacheText(body: Uint8Array | string): string | null {
   }
 }
 
-/** The `parameters` JSON parsed by the last keyAt() that returned a key. */
+/** The `parameters` JSON and its kinds (parameterKinds) parsed by the last parseParametersAt() that returned true. */
 let keyParameters: JsonValue | undefined;
+let keyKinds = '';
+
+/** Parses the `parameters` value at `span` into keyParameters and keyKinds; false when it does not parse. */
+function parseParametersAt(text: string, span: [number, number]): boolean {
+  try {
+    // One level below the top: the depth limit counts as in the whole body.
+    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
+  } catch {
+    return false;
+  }
+  keyKinds = parameterKinds(keyParameters);
+  return true;
+}
 
 /**
  * The cache key of a body's text with its `parameters` value at `span`: 'P' + where the
@@ -140,14 +153,26 @@ let keyParameters: JsonValue | undefined;
  * the value does not parse.
  */
 function keyAt(text: string, span: [number, number]): string | null {
-  try {
-    // One level below the top: the depth limit counts as in the whole body.
-    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
-  } catch {
-    return null;
-  }
-  const kinds = parameterKinds(keyParameters);
-  return `P${span[0]}:${kinds.length}:${kinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+  if (!parseParametersAt(text, span)) return null;
+  return `P${span[0]}:${keyKinds.length}:${keyKinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+}
+
+/**
+ * The parameterized entry found last by key, with what its key is made of: a body with the
+ * same text around its `parameters` value, of the same kinds, has that key, which is then
+ * checked in place (startsWith, endsWith) instead of built and hashed.
+ */
+interface RecentParameterized {
+  entry: CachedPlan;
+  readonly kinds: string;
+  readonly before: string;
+  readonly after: string;
+}
+let recentParameterized: RecentParameterized | null = null;
+
+function isRecentParameterized(text: string, span: [number, number], recent: RecentParameterized): boolean {
+  return span[0] === recent.before.length && text.length - span[1] === recent.after.length && keyKinds === recent.kinds
+    && text.startsWith(recent.before) && text.endsWith(recent.after);
 }
 
 /**
@@ -210,12 +235,20 @@ function lookUp(text: string): Lookup {
     }
     return found;
   }
+  if (recentParameterized !== null && parseParametersAt(text, candidate) && isRecentParameterized(text, candidate, recentParameterized)) {
+    found.key = null; // the entry is stored already
+    found.cached = recentParameterized.entry;
+    return found;
+  }
   const first = keyAt(text, candidate);
   if (first !== null) {
     const cached = planCache.get(first);
     if (cached) {
       found.key = first;
       found.cached = cached;
+      if (cached.parameterized) {
+        recentParameterized = { entry: cached, kinds: keyKinds, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]) };
+      }
       return found;
     }
   }
@@ -353,15 +386,14 @@ export function executeRequest(
       catalog = planningCatalog(currentView(store));
       plan = cached !== undefined && cached.catalog === catalog ? cached.plan : planRequest(request, catalog);
       if (plan !== cached?.plan) {
-        const entry: CachedPlan = {
-          plan, parameterized: key !== null && key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog, idSlots: cached?.idSlots ?? null,
-        };
+        // A cached entry planned again keeps what it is (it may have been found without its key).
+        const entry: CachedPlan = cached !== undefined ? { ...cached, plan, catalog }
+          : { plan, parameterized: key !== null && key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog, idSlots: null };
         if (newShape !== null) rememberShape(newShape, probe, text!, entry);
         else if (key !== null) remember(key, entry);
-        // A shape planned again under a new catalog: the entry stored under its key is the
-        // one to match from now on (an entry found by matching has no key at hand: the next
-        // body of the shape is looked up by key and stores it).
-        if (entry.idSlots !== null) recentShape = key !== null ? entry : null;
+        // Planned again under a new catalog: the entry found last is the new one from now on.
+        if (cached !== undefined && recentShape === cached) recentShape = entry;
+        if (cached !== undefined && recentParameterized?.entry === cached) recentParameterized.entry = entry;
       }
     } catch (err) {
       if (write) store.rollback(); else store.endRead();
