@@ -5,7 +5,7 @@ import type { Request } from '../protocol/ast.js';
 import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
-import { bindIds, findIdSlots, holeCount, matchShape, probeText, shapeKey, shapePieces, type IdSlots } from '../protocol/literal-ids.js';
+import { bindIds, findIdSlots, hasAt, holeCount, matchShape, probeText, shapeKey, shapePieces, type IdSlots } from '../protocol/literal-ids.js';
 import type { Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
@@ -160,7 +160,7 @@ function keyAt(text: string, span: [number, number]): string | null {
 /**
  * The parameterized entry found last by key, with what its key is made of: a body with the
  * same text around its `parameters` value, of the same kinds, has that key, which is then
- * checked in place (startsWith, endsWith) instead of built and hashed.
+ * checked in place instead of built and hashed.
  */
 interface RecentParameterized {
   entry: CachedPlan;
@@ -172,7 +172,7 @@ let recentParameterized: RecentParameterized | null = null;
 
 function isRecentParameterized(text: string, span: [number, number], recent: RecentParameterized): boolean {
   return span[0] === recent.before.length && text.length - span[1] === recent.after.length && keyKinds === recent.kinds
-    && text.startsWith(recent.before) && text.endsWith(recent.after);
+    && hasAt(text, 0, recent.before) && hasAt(text, span[1], recent.after);
 }
 
 /**
