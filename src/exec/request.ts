@@ -130,11 +130,10 @@ function cacheText(body: Uint8Array | string): string | null {
   }
 }
 
-/** The `parameters` JSON and its kinds (parameterKinds) parsed by the last parseParametersAt() that returned true. */
+/** The `parameters` JSON parsed by the last parseParametersAt() that returned true. */
 let keyParameters: JsonValue | undefined;
-let keyKinds = '';
 
-/** Parses the `parameters` value at `span` into keyParameters and keyKinds; false when it does not parse. */
+/** Parses the `parameters` value at `span` into keyParameters; false when it does not parse. */
 function parseParametersAt(text: string, span: [number, number]): boolean {
   try {
     // One level below the top: the depth limit counts as in the whole body.
@@ -142,7 +141,6 @@ function parseParametersAt(text: string, span: [number, number]): boolean {
   } catch {
     return false;
   }
-  keyKinds = parameterKinds(keyParameters);
   return true;
 }
 
@@ -154,7 +152,8 @@ function parseParametersAt(text: string, span: [number, number]): boolean {
  */
 function keyAt(text: string, span: [number, number]): string | null {
   if (!parseParametersAt(text, span)) return null;
-  return `P${span[0]}:${keyKinds.length}:${keyKinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+  const kinds = parameterKinds(keyParameters!);
+  return `P${span[0]}:${kinds.length}:${kinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
 }
 
 /**
@@ -164,15 +163,31 @@ function keyAt(text: string, span: [number, number]): string | null {
  */
 interface RecentParameterized {
   entry: CachedPlan;
-  readonly kinds: string;
+  /** The parameters' JSON: the same names in the same order, each of the same kind, is the same kinds string. */
+  readonly parameters: JsonValue;
   readonly before: string;
   readonly after: string;
 }
 let recentParameterized: RecentParameterized | null = null;
 
 function isRecentParameterized(text: string, span: [number, number], recent: RecentParameterized): boolean {
-  return span[0] === recent.before.length && text.length - span[1] === recent.after.length && keyKinds === recent.kinds
-    && hasAt(text, 0, recent.before) && hasAt(text, span[1], recent.after);
+  return span[0] === recent.before.length && text.length - span[1] === recent.after.length
+    && hasAt(text, 0, recent.before) && hasAt(text, span[1], recent.after) && sameKinds(keyParameters!, recent.parameters);
+}
+
+/** Whether parameterKinds() of the two is the same, compared without building either string. */
+function sameKinds(a: JsonValue, b: JsonValue): boolean {
+  if (!(a instanceof Map) || !(b instanceof Map)) {
+    // null is '' and any other non-object '!'. ({} is '' too: that match is only missed here.)
+    return !(a instanceof Map) && !(b instanceof Map) && (a === null) === (b === null);
+  }
+  if (a.size !== b.size) return false;
+  const names = b.keys();
+  for (const [name, value] of a) {
+    const other = names.next().value!;
+    if (name !== other || kindOf(value) !== kindOf(b.get(other)!)) return false;
+  }
+  return true;
 }
 
 /**
@@ -247,7 +262,7 @@ function lookUp(text: string): Lookup {
       found.key = first;
       found.cached = cached;
       if (cached.parameterized) {
-        recentParameterized = { entry: cached, kinds: keyKinds, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]) };
+        recentParameterized = { entry: cached, parameters: keyParameters!, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]) };
       }
       return found;
     }
@@ -298,12 +313,13 @@ function parameterKinds(params: JsonValue): string {
   if (params === null) return '';
   if (!(params instanceof Map)) return '!';
   let kinds = '';
-  for (const [name, v] of params) {
-    const kind = v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
-      : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
-    kinds += `${name.length}:${name}${kind}`;
-  }
+  for (const [name, v] of params) kinds += `${name.length}:${name}${kindOf(v)}`;
   return kinds;
+}
+
+function kindOf(v: JsonValue): string {
+  return v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
+    : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
 }
 
 function remember(key: string, entry: CachedPlan | null): void {
