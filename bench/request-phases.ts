@@ -5,14 +5,12 @@
 // own over the same bodies: JSON parse, decode, plan, execute + render.
 //
 // Usage: node dist/bench/request-phases.js [--nodes 100000] [--rounds 5] [--ms 400]
-//   [--only TEXT] [--baseline DIST] [--calls N]
+//   [--only TEXT] [--baseline DIST]
 // Every figure is the median of `rounds` interleaved rounds (all phases once per round), so
 // a burst of load on the shared machine moves every phase of a round alike. --baseline
 // names another build's `dist` directory (e.g. of the commit before a change): its
 // executeRequest, on its own store, runs the whole-request phases in the same rounds, and
-// the table gives this build / baseline. --calls N runs each selected phase exactly N times
-// and prints nothing else: under `valgrind --tool=callgrind`, the difference in instructions
-// between two N is the instructions per call, which the machine's load does not move.
+// the table gives this build / baseline.
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -33,7 +31,6 @@ const { values: args } = parseArgs({
     ms: { type: 'string', default: '400' },
     only: { type: 'string' },
     baseline: { type: 'string' },
-    calls: { type: 'string' },
   },
 });
 const nodes = Number(args.nodes);
@@ -141,12 +138,6 @@ function time(phase: Phase, ms: number): number {
   return (used * 1000) / calls;
 }
 
-if (args.calls !== undefined) {
-  const calls = Number(args.calls);
-  for (const phase of selected) for (let i = 0; i < calls; i++) phase.run(i % BODIES);
-  console.log(`ran ${calls} calls of: ${selected.map((p) => p.name).join('; ')} (${sink > 0 ? 'ok' : ''})`);
-  process.exit(0);
-}
 for (const phase of selected) time(phase, 200); // warm-up: JIT and the plan cache
 const samples = selected.map(() => [] as number[]);
 for (let r = 0; r < rounds; r++) selected.forEach((phase, k) => samples[k]!.push(time(phase, roundMs)));
