@@ -202,6 +202,21 @@ describe('one query text with other parameters: the same answers as decoding fro
   const typesArb = fc.constantFrom('', ',"parameter_types":{"id":"i64"}', ',"parameter_types":{"id":"value"}', ',"parameter_types":{"id":{"array":"i64"}}', ',"parameter_types":{"id":"f64"}');
   const bodyArb = fc.record({ query: fc.nat(queries.length - 1), params: paramsArb, types: typesArb, typesFirst: fc.boolean(), damage: damageArb, run: runArb });
 
+  it('integer parameters decoded from the text alone (the recent entry) answer like a fresh decoding, out-of-range ones included', () => {
+    const run: Run = { flags: noFlags, role: 'writer', options: undefined };
+    for (const types of ['', ',"parameter_types":{"id":"i64"}']) {
+      for (const query of queries) {
+        const values = ['5', '1', '2', '18446744073709551616', '-0', '9223372036854775807', '9223372036854775808', '-9223372036854775809', '3', '7'];
+        const outcomes = differential(values.map((v) => ({ text: `${query},"parameters":{"id":${v}}${types}}`, run })));
+        expect(outcomes.every((o) => 'status' in o)).toBe(true);
+      }
+    }
+    // Two integer parameters, declared in another order than given.
+    const two = `${byParam({ values: { input: { nodes: { reference: { param: 'id' } } }, properties: ['name'] } }).slice(0, -1)}`;
+    const twoText = (a: string, b: string) => `${two}},"parameters":{"id":${a},"n":${b}},"parameter_types":{"n":"i64","id":"i64"}}`;
+    differential([['1', '2'], ['3', '4'], ['5', '99999999999999999999'], ['0', '0'], ['2', '-1']].map(([a, b]) => ({ text: twoText(a!, b!), run })));
+  });
+
   it('for valid, ill-typed and malformed parameters, with the types before or after them', () => {
     fc.assert(fc.property(fc.array(bodyArb, { minLength: 1, maxLength: 30 }), (picks) => {
       differential(picks.map((p) => {

@@ -2,11 +2,13 @@
 // render (envelope.md §6 stages 3-10). Used by reader workers, the writer thread and
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import type { Request } from '../protocol/ast.js';
-import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
+import { decodeParameterValues, decodeRequest, plainToValue } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
-import { bindIds, findIdSlots, hasAt, holeCount, matchShape, probeText, shapeKey, shapePieces, type IdSlots } from '../protocol/literal-ids.js';
-import type { Value } from '../protocol/value.js';
+import {
+  bindIds, findIdSlots, hasAt, holeCount, holeEnd, holeInteger, holeStart, matchShape, probeText, shapeKey, shapePieces, type IdSlots,
+} from '../protocol/literal-ids.js';
+import { I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
 import { currentView, type CatalogView } from '../index/view.js';
@@ -167,8 +169,61 @@ interface RecentParameterized {
   readonly parameters: JsonValue;
   readonly before: string;
   readonly after: string;
+  /** When every parameter is an integer: how to decode a body that differs only in them. */
+  readonly integers: IntegerParameters | null;
 }
 let recentParameterized: RecentParameterized | null = null;
+
+/**
+ * Parameters that are all integer tokens (`"parameters":{"id":12345}`, the client libraries'
+ * point lookup), untyped or declared `i64`, in a text with no other integer. A body that is
+ * that text with other integers in their places (literal-ids.ts matchShape over the whole
+ * text) has the same key, and its parameters decode from the integers alone: no span to
+ * find, no JSON to parse. The names (non-empty), their match with `parameter_types` and the
+ * kinds are what they were; only an `i64`'s range is left to check, and a body out of range
+ * goes the usual way, which reports the error.
+ */
+interface IntegerParameters {
+  /** The whole text cut at its integers. */
+  readonly pieces: readonly string[];
+  /** The parameters in the order decodeParameterValues sets them (declared order when typed). */
+  readonly names: readonly string[];
+  /** For each of `names`, its hole (the order of the `parameters` member). */
+  readonly holeOf: Int32Array;
+  readonly typed: boolean;
+}
+
+function integerParametersOf(text: string, span: [number, number], params: JsonValue, types: JsonValue | undefined): IntegerParameters | null {
+  if (!(params instanceof Map) || params.size === 0) return null;
+  const given: string[] = [];
+  for (const [name, v] of params) {
+    if (name === '' || !(typeof v === 'bigint' || v instanceof NegativeZeroInteger)) return null;
+    given.push(name);
+  }
+  let names = given;
+  const typed = types !== undefined && types !== null;
+  if (typed) {
+    if (!(types instanceof Map) || types.size !== params.size) return null;
+    names = [];
+    for (const [name, t] of types) {
+      if (t !== 'i64' || !params.has(name)) return null;
+      names.push(name);
+    }
+  }
+  if (shapeKey(text) === null || holeCount !== given.length || holeStart(0) < span[0] || holeEnd(holeCount - 1) > span[1]) return null;
+  return { pieces: shapePieces(text), names, holeOf: Int32Array.from(names, (name) => given.indexOf(name)), typed };
+}
+
+/** The parameters of a text matched against `integers` (matchShape), or null when an `i64` is out of range. */
+function integerParameters(text: string, integers: IntegerParameters): Map<string, Value> | null {
+  const values = new Map<string, Value>();
+  for (let i = 0; i < integers.names.length; i++) {
+    const n = holeInteger(text, integers.holeOf[i]!);
+    if (integers.typed && (n < I64_MIN || n > I64_MAX)) return null;
+    values.set(integers.names[i]!, integers.typed ? n : plainToValue(n));
+  }
+  return values;
+}
 
 function isRecentParameterized(text: string, span: [number, number], recent: RecentParameterized): boolean {
   return span[0] === recent.before.length && text.length - span[1] === recent.after.length
@@ -207,8 +262,10 @@ interface Lookup {
   /** A shape not seen yet: its key, and its text with a distinct ID in each hole (literal-ids.ts probeText). */
   newShape: string | null;
   probe: string;
+  /** The parameters of a parameterized entry's body when already decoded (IntegerParameters), else null. */
+  parameters: Map<string, Value> | null;
 }
-const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '' };
+const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '', parameters: null };
 
 /**
  * The shape entry used last: a body of the same shape is matched against its pieces in
@@ -224,10 +281,21 @@ let recentShape: CachedPlan | null = null;
 function lookUp(text: string): Lookup {
   found.cached = undefined;
   found.newShape = null;
+  found.parameters = null;
   if (recentShape !== null && matchShape(text, recentShape.idSlots!.pieces) && bindIds(text, recentShape.idSlots!)) {
     found.key = null; // the entry is stored already
     found.cached = recentShape;
     return found;
+  }
+  const integers = recentParameterized?.integers;
+  if (integers != null && matchShape(text, integers.pieces)) {
+    const parameters = integerParameters(text, integers);
+    if (parameters !== null) {
+      found.key = null; // the entry is stored already
+      found.cached = recentParameterized!.entry;
+      found.parameters = parameters;
+      return found;
+    }
   }
   const candidate = lastParametersSpan(text);
   if (candidate === null) {
@@ -262,7 +330,10 @@ function lookUp(text: string): Lookup {
       found.key = first;
       found.cached = cached;
       if (cached.parameterized) {
-        recentParameterized = { entry: cached, parameters: keyParameters!, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]) };
+        recentParameterized = {
+          entry: cached, parameters: keyParameters!, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]),
+          integers: integerParametersOf(text, candidate, keyParameters!, cached.parameterTypes),
+        };
       }
       return found;
     }
@@ -359,6 +430,7 @@ export function executeRequest(
     const newShape = look === null ? null : look.newShape;
     const probe = look === null ? '' : look.probe;
     let cached = look === null ? undefined : look.cached;
+    const decodedParameters = look === null ? null : look.parameters;
     let request: Request;
     let parameters: Map<string, Value>;
     let parameterTypes: JsonValue | undefined;
@@ -366,6 +438,7 @@ export function executeRequest(
       request = cached.plan.request;
       parameterTypes = cached.parameterTypes;
       if (!cached.parameterized) parameters = request.parameters;
+      else if (decodedParameters !== null) parameters = decodedParameters;
       else {
         try {
           parameters = decodeParameterValues(keyParameters, parameterTypes);

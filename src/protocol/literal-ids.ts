@@ -172,6 +172,25 @@ export function hasAt(text: string, at: number, part: string): boolean {
   return text.slice(at, at + part.length) === part;
 }
 
+/** Where hole k of the last shapeKey() or matchShape() starts and ends in its text. */
+export function holeStart(k: number): number {
+  return holeStarts[k]!;
+}
+export function holeEnd(k: number): number {
+  return holeEnds[k]!;
+}
+
+/** The integer of hole k of the last shapeKey() or matchShape() (`-0` is 0). */
+export function holeInteger(text: string, k: number): bigint {
+  const start = holeStarts[k]!, end = holeEnds[k]!;
+  const negative = text.charCodeAt(start) === MINUS;
+  const digitsStart = negative ? start + 1 : start;
+  if (end - digitsStart > 15) return BigInt(text.slice(start, end));
+  let n = 0;
+  for (let i = digitsStart; i < end; i++) n = n * 10 + (text.charCodeAt(i) - ZERO);
+  return BigInt(negative ? -n : n);
+}
+
 /**
  * A probe of the last shapeKey()'s text: hole k holds 2^64-1-k. Every hole holds a distinct
  * integer that no other token of the text can decode to, so each can be found in the AST.
