@@ -11,6 +11,8 @@
 //   --no-pin             do not pin server (CPU 0) and load generator (CPU 1) with taskset
 //   --tool wrk|autocannon  (default wrk when installed)
 //   --no-http / --no-inprocess   run only one half
+//   --scenarios K,K      only these HTTP scenarios (keys as in the table: point, point_rand,
+//                        point_param, ...); the first one's bodies drive the bare server
 //   --start-ids K        rotating start ids (default 512)
 //   --flood-connections C  connections of pathological reads in the flood scenario (default 8;
 //                        0 skips it): point lookups and /healthz idle vs under the flood
@@ -37,7 +39,7 @@ import { runHttp, type HttpOutcome } from './http.js';
 import { runEnginePhase, runPeerPhase } from './inprocess.js';
 import { defaultChunking, loadGraphology, loadSvcdb, type LoadReport } from './load.js';
 import { wrkAvailable } from './loadgen.js';
-import { goals, inProcessScenarios, type Results } from './scenarios.js';
+import { goals, httpScenarios, inProcessScenarios, type Results } from './scenarios.js';
 import { repoRoot, svcdbAvailable } from './servers.js';
 import { fmtMs, fmtOps, fmtRatio, fmtUs, hasCommand, log, procMemory, setPatienceDeadline, table } from './util.js';
 
@@ -55,6 +57,7 @@ const { values: opt } = parseArgs({
     tool: { type: 'string' },
     'no-http': { type: 'boolean', default: false },
     'no-inprocess': { type: 'boolean', default: false },
+    scenarios: { type: 'string' },
     'start-ids': { type: 'string', default: '512' },
     'flood-connections': { type: 'string', default: '8' },
     'wait-idle': { type: 'string', default: '30' },
@@ -165,12 +168,18 @@ async function main(): Promise<void> {
     } else {
       const readers = Number(opt.readers ?? (pin ? 1 : availableParallelism()));
       log(`HTTP: ${tool}, c=${opt.connections}, ${opt.threads} thread(s), ${pin ? 'server pinned to CPU 0, load generator to CPU 1' : 'unpinned'}, svcdb --readers ${readers}`);
+      const keys = opt.scenarios?.split(',');
+      const scenarios = keys === undefined ? httpScenarios : keys.map((key) => {
+        const found = httpScenarios.find((x) => x.key === key);
+        if (found === undefined) throw new Error(`--scenarios: no HTTP scenario ${key} (${httpScenarios.map((x) => x.key).join(', ')})`);
+        return found;
+      });
       httpOutcome = await runHttp(graph, { graph, startIds }, {
         connections: Number(opt.connections), threads: Number(opt.threads),
         durationSec: Number(opt.duration ?? (quick ? 3 : 8)), warmupSec: Number(opt.warmup ?? (quick ? 1 : 2)),
         cpus: pin ? '1' : null, serverCpus: pin ? '0' : null, readers, tool, chunking: defaultChunking, ...measureOpts,
         floodConnections: Number(opt['flood-connections']),
-      });
+      }, scenarios);
       results.http = httpOutcome.results;
       loads.push({ name: 'svcdb over HTTP (POST /v2/query, sequential)', report: httpOutcome.load });
     }

@@ -589,3 +589,27 @@ describe('renderJsonValue and writeString', () => {
     expect(writeString('\ud800')).toBe('"\\ud800"'); // readable, but not accepted back (lone surrogate)
   });
 });
+
+describe('renderValue: objects', () => {
+  // Reference: members sorted byte-wise by UTF-8 key, each `"key":value`, as values.md §3 says.
+  const reference = (v: Map<string, Value>): string => {
+    const members = [...v].sort((a, b) => compareKeys(a[0], b[0]));
+    return `{${members.map(([k, x]) => `${JSON.stringify(k)}:${x instanceof Map ? reference(x) : renderValue(x)}`).join(',')}}`;
+  };
+  const keyArb = fc.oneof(fc.constantFrom('$id', '$label', 'name', 'age', 'a', 'b', '\u{1F600}', '\uE000', ''), fc.string({ maxLength: 4, unit: 'binary' }));
+  const leafArb = fc.oneof(fc.string(), fc.integer().map(BigInt), fc.double({ noNaN: true }), fc.boolean(), fc.constant(null));
+  const mapArb: fc.Arbitrary<Map<string, Value>> = fc.letrec<{ map: Map<string, Value> }>((tie) => ({
+    map: fc.array(fc.tuple(keyArb, fc.oneof({ weight: 5, arbitrary: leafArb }, { weight: 1, arbitrary: tie('map') as fc.Arbitrary<Value> })), { maxLength: 6 })
+      .map((members) => new Map(members)),
+  })).map;
+
+  it('renders members in byte-wise key order whatever the insertion order, the same on every render (cached key lists)', () => {
+    // Enough distinct key lists to fill the key-list cache, so objects past it are covered too.
+    fc.assert(fc.property(mapArb, (m) => {
+      const want = reference(m);
+      expect(renderValue(m)).toBe(want);
+      expect(renderValue(m)).toBe(want);
+      expect(renderValue(new Map([...m].reverse()))).toBe(want);
+    }), { numRuns: 3000 });
+  });
+});

@@ -106,9 +106,10 @@ export function renderValueKey(v: Value): string {
 
 /** The response object: returned names in byte-wise key order (envelope.md §7). */
 export function renderResponse(returns: readonly string[], values: Map<string, string>): string {
-  const names = [...returns].sort(compareKeys);
   let length = 0;
   for (const text of values.values()) length += text.length;
   guard.charge(2 * length);
+  if (returns.length === 1) return `{${writeString(returns[0]!)}:${values.get(returns[0]!)!}}`;
+  const names = [...returns].sort(compareKeys);
   return `{${names.map((n) => `${writeString(n)}:${values.get(n)!}`).join(',')}}`;
 }

@@ -2,10 +2,13 @@
 // render (envelope.md §6 stages 3-10). Used by reader workers, the writer thread and
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import type { Request } from '../protocol/ast.js';
-import { decodeParameterValues, decodeRequest } from '../protocol/decode.js';
+import { decodeParameterValues, decodeRequest, plainToValue } from '../protocol/decode.js';
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
-import type { Value } from '../protocol/value.js';
+import {
+  bindIds, findIdSlots, hasAt, holeCount, holeEnd, holeInteger, holeStart, matchShape, probeText, shapeKey, shapePieces, type IdSlots,
+} from '../protocol/literal-ids.js';
+import { I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
 import { eachOp, planRequest, type Plan, type PlanningCatalog } from '../plan/plan.js';
 import { currentView, type CatalogView } from '../index/view.js';
@@ -87,9 +90,17 @@ export type QueryBounds = Pick<ExecOptions, 'queryTimeoutMs' | 'queryMemoryBytes
  * parameters, with the request's `parameter_types`. Planning reads no parameter (access
  * paths keep the parameter expression and evaluate it when the scan starts,
  * exec/index-scan.ts), so one plan is exact for every value; the kinds in the key keep it
- * exact should planning ever depend on them. A body without a plain `parameters` member is
- * keyed on its exact text. Plans are never mutated by execution, so sharing one across
- * requests is exact; a plan made under another index catalog is made again.
+ * exact should planning ever depend on them.
+ *
+ * A body without `parameters` is keyed on its shape (protocol/literal-ids.ts): its text
+ * with the integers cut out. When every integer of a shape is an element ID of an `ids`
+ * list, one entry serves every body of that shape: a hit writes the body's IDs into the
+ * entry's AST and runs it. Other shapes are remembered as such (a null entry) and their
+ * bodies keyed on their exact text ('T' + the text).
+ *
+ * Plans are never mutated by execution, so sharing one across requests is exact (a shape's
+ * ID slots are written before each run, and execution is synchronous on this thread); a
+ * plan made under another index catalog is made again.
  */
 interface CachedPlan {
   readonly plan: Plan;
@@ -103,8 +114,11 @@ interface CachedPlan {
    * whose catalogs share version numbers. One object per store and version (planningCatalog).
    */
   readonly catalog: PlanningCatalog;
+  /** A shape entry: where the body's element IDs go in plan.request. null: keyed on the values too. */
+  readonly idSlots: IdSlots | null;
 }
-const planCache = new Map<string, CachedPlan>();
+/** null: a shape whose integers are not all element IDs (its bodies are keyed on their text). */
+const planCache = new Map<string, CachedPlan | null>();
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
 /** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
@@ -118,8 +132,19 @@ function cacheText(body: Uint8Array | string): string | null {
   }
 }
 
-/** The `parameters` JSON parsed by the last keyAt() that returned a key. */
+/** The `parameters` JSON parsed by the last parseParametersAt() that returned true. */
 let keyParameters: JsonValue | undefined;
+
+/** Parses the `parameters` value at `span` into keyParameters; false when it does not parse. */
+function parseParametersAt(text: string, span: [number, number]): boolean {
+  try {
+    // One level below the top: the depth limit counts as in the whole body.
+    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
+  } catch {
+    return false;
+  }
+  return true;
+}
 
 /**
  * The cache key of a body's text with its `parameters` value at `span`: 'P' + where the
@@ -128,14 +153,96 @@ let keyParameters: JsonValue | undefined;
  * the value does not parse.
  */
 function keyAt(text: string, span: [number, number]): string | null {
-  try {
-    // One level below the top: the depth limit counts as in the whole body.
-    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
-  } catch {
-    return null;
-  }
-  const kinds = parameterKinds(keyParameters);
+  if (!parseParametersAt(text, span)) return null;
+  const kinds = parameterKinds(keyParameters!);
   return `P${span[0]}:${kinds.length}:${kinds}${text.slice(0, span[0])}${text.slice(span[1])}`;
+}
+
+/**
+ * The parameterized entry found last by key, with what its key is made of: a body with the
+ * same text around its `parameters` value, of the same kinds, has that key, which is then
+ * checked in place instead of built and hashed.
+ */
+interface RecentParameterized {
+  entry: CachedPlan;
+  /** The parameters' JSON: the same names in the same order, each of the same kind, is the same kinds string. */
+  readonly parameters: JsonValue;
+  readonly before: string;
+  readonly after: string;
+  /** When every parameter is an integer: how to decode a body that differs only in them. */
+  readonly integers: IntegerParameters | null;
+}
+let recentParameterized: RecentParameterized | null = null;
+
+/**
+ * Parameters that are all integer tokens (`"parameters":{"id":12345}`, the client libraries'
+ * point lookup), untyped or declared `i64`, in a text with no other integer. A body that is
+ * that text with other integers in their places (literal-ids.ts matchShape over the whole
+ * text) has the same key, and its parameters decode from the integers alone: no span to
+ * find, no JSON to parse. The names (non-empty), their match with `parameter_types` and the
+ * kinds are what they were; only an `i64`'s range is left to check, and a body out of range
+ * goes the usual way, which reports the error.
+ */
+interface IntegerParameters {
+  /** The whole text cut at its integers. */
+  readonly pieces: readonly string[];
+  /** The parameters in the order decodeParameterValues sets them (declared order when typed). */
+  readonly names: readonly string[];
+  /** For each of `names`, its hole (the order of the `parameters` member). */
+  readonly holeOf: Int32Array;
+  readonly typed: boolean;
+}
+
+function integerParametersOf(text: string, span: [number, number], params: JsonValue, types: JsonValue | undefined): IntegerParameters | null {
+  if (!(params instanceof Map) || params.size === 0) return null;
+  const given: string[] = [];
+  for (const [name, v] of params) {
+    if (name === '' || !(typeof v === 'bigint' || v instanceof NegativeZeroInteger)) return null;
+    given.push(name);
+  }
+  let names = given;
+  const typed = types !== undefined && types !== null;
+  if (typed) {
+    if (!(types instanceof Map) || types.size !== params.size) return null;
+    names = [];
+    for (const [name, t] of types) {
+      if (t !== 'i64' || !params.has(name)) return null;
+      names.push(name);
+    }
+  }
+  if (shapeKey(text) === null || holeCount !== given.length || holeStart(0) < span[0] || holeEnd(holeCount - 1) > span[1]) return null;
+  return { pieces: shapePieces(text), names, holeOf: Int32Array.from(names, (name) => given.indexOf(name)), typed };
+}
+
+/** The parameters of a text matched against `integers` (matchShape), or null when an `i64` is out of range. */
+function integerParameters(text: string, integers: IntegerParameters): Map<string, Value> | null {
+  const values = new Map<string, Value>();
+  for (let i = 0; i < integers.names.length; i++) {
+    const n = holeInteger(text, integers.holeOf[i]!);
+    if (integers.typed && (n < I64_MIN || n > I64_MAX)) return null;
+    values.set(integers.names[i]!, integers.typed ? n : plainToValue(n));
+  }
+  return values;
+}
+
+function isRecentParameterized(text: string, span: [number, number], recent: RecentParameterized): boolean {
+  return span[0] === recent.before.length && text.length - span[1] === recent.after.length
+    && hasAt(text, 0, recent.before) && hasAt(text, span[1], recent.after) && sameKinds(keyParameters!, recent.parameters);
+}
+
+/** Whether parameterKinds() of the two is the same, compared without building either string. */
+function sameKinds(a: JsonValue, b: JsonValue): boolean {
+  if (!(a instanceof Map) || !(b instanceof Map)) {
+    // null is '' and any other non-object '!'. ({} is '' too: that match is only missed here.)
+    return !(a instanceof Map) && !(b instanceof Map) && (a === null) === (b === null);
+  }
+  if (a.size !== b.size) return false;
+  const names = b.keys();
+  for (const [name, value] of a) {
+    const other = names.next().value!;
+    if (name !== other || kindOf(value) !== kindOf(b.get(other)!)) return false;
+  }
+  return true;
 }
 
 /**
@@ -148,22 +255,128 @@ function exactKey(text: string): string | null {
   return span === null ? 'T' + text : keyAt(text, span);
 }
 
+/** What lookUp() found: the entry (undefined: none), the key to store a new plan under, and a new shape. */
+interface Lookup {
+  cached: CachedPlan | undefined;
+  key: string | null;
+  /** A shape not seen yet: its key, and its text with a distinct ID in each hole (literal-ids.ts probeText). */
+  newShape: string | null;
+  probe: string;
+  /** The parameters of a parameterized entry's body when already decoded (IntegerParameters), else null. */
+  parameters: Map<string, Value> | null;
+}
+const found: Lookup = { cached: undefined, key: null, newShape: null, probe: '', parameters: null };
+
 /**
- * The cached plan of a body's text and the key it was found under, or the exact key to
- * store a plan under. Clients put `parameters` last, so the cheap candidate span comes
- * first; the exact scan only on a miss.
+ * The shape entry used last: a body of the same shape is matched against its pieces in
+ * place (literal-ids.ts matchShape), without building and hashing its key.
  */
-function lookUp(text: string): { key: string | null; cached: CachedPlan | undefined } {
+let recentShape: CachedPlan | null = null;
+
+/**
+ * The cached plan of a body's text, or where to store the plan made for it. Clients put
+ * `parameters` last, so the cheap candidate span comes first; the exact scan only on a
+ * miss. A text without `"parameters"` has no such member: its shape is looked up.
+ */
+function lookUp(text: string): Lookup {
+  found.cached = undefined;
+  found.newShape = null;
+  found.parameters = null;
+  if (recentShape !== null && matchShape(text, recentShape.idSlots!.pieces) && bindIds(text, recentShape.idSlots!)) {
+    found.key = null; // the entry is stored already
+    found.cached = recentShape;
+    return found;
+  }
+  const integers = recentParameterized?.integers;
+  if (integers != null && matchShape(text, integers.pieces)) {
+    const parameters = integerParameters(text, integers);
+    if (parameters !== null) {
+      found.key = null; // the entry is stored already
+      found.cached = recentParameterized!.entry;
+      found.parameters = parameters;
+      return found;
+    }
+  }
   const candidate = lastParametersSpan(text);
-  let first: string | null = null;
-  if (candidate !== null) {
-    first = keyAt(text, candidate);
-    const cached = first === null ? undefined : planCache.get(first);
-    if (cached !== undefined) return { key: first, cached };
+  if (candidate === null) {
+    const shape = shapeKey(text);
+    if (shape === null) return hitOrKey(found, 'T' + text);
+    const entry = planCache.get(shape);
+    if (entry === undefined) {
+      found.newShape = shape;
+      found.probe = holeCount === 0 ? text : probeText(text);
+      found.key = null;
+      return found;
+    }
+    if (entry === null) return hitOrKey(found, 'T' + text);
+    // A body whose IDs the shape cannot take is decoded from scratch and not cached.
+    found.key = null;
+    if (bindIds(text, entry.idSlots!)) {
+      found.key = shape;
+      found.cached = entry;
+      recentShape = entry;
+    }
+    return found;
+  }
+  if (recentParameterized !== null && parseParametersAt(text, candidate) && isRecentParameterized(text, candidate, recentParameterized)) {
+    found.key = null; // the entry is stored already
+    found.cached = recentParameterized.entry;
+    return found;
+  }
+  const first = keyAt(text, candidate);
+  if (first !== null) {
+    const cached = planCache.get(first);
+    if (cached) {
+      found.key = first;
+      found.cached = cached;
+      if (cached.parameterized) {
+        recentParameterized = {
+          entry: cached, parameters: keyParameters!, before: text.slice(0, candidate[0]), after: text.slice(candidate[1]),
+          integers: integerParametersOf(text, candidate, keyParameters!, cached.parameterTypes),
+        };
+      }
+      return found;
+    }
   }
   const key = exactKey(text);
-  if (key === null || key === first) return { key, cached: undefined };
-  return { key, cached: planCache.get(key) };
+  found.key = key;
+  if (key !== null && key !== first) found.cached = planCache.get(key) ?? undefined;
+  return found;
+}
+
+function hitOrKey(into: Lookup, key: string): Lookup {
+  into.key = key;
+  into.cached = planCache.get(key) ?? undefined;
+  return into;
+}
+
+/**
+ * A new shape's entry, made when its first body planned: the shape decoded and planned
+ * from its probe text, whose distinct IDs show where each hole goes (literal-ids.ts). A
+ * shape whose probe does not decode or plan, or has a hole outside an `ids` list, is
+ * remembered as null; the body's own plan is then kept under its exact text.
+ */
+function rememberShape(shape: string, probe: string, text: string, own: CachedPlan): void {
+  const pieces = shapePieces(text);
+  if (holeCount === 0) {
+    remember(shape, recentShape = { ...own, idSlots: { list: [], index: new Int32Array(0), multi: [], pieces } });
+    return;
+  }
+  const holes = holeCount;
+  let entry: CachedPlan | null = null;
+  try {
+    const parts: { parameterTypes?: JsonValue } = {};
+    const request = decodeRequest(probe, parts);
+    const slots = findIdSlots(request, holes, pieces);
+    if (slots !== null) {
+      entry = { plan: planRequest(request, own.catalog), parameterized: false, parameterTypes: parts.parameterTypes, catalog: own.catalog, idSlots: slots };
+    }
+  } catch {
+    entry = null;
+  }
+  remember(shape, entry);
+  if (entry === null) remember('T' + text, own);
+  else recentShape = entry;
 }
 
 /** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
@@ -171,15 +384,16 @@ function parameterKinds(params: JsonValue): string {
   if (params === null) return '';
   if (!(params instanceof Map)) return '!';
   let kinds = '';
-  for (const [name, v] of params) {
-    const kind = v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
-      : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
-    kinds += `${name.length}:${name}${kind}`;
-  }
+  for (const [name, v] of params) kinds += `${name.length}:${name}${kindOf(v)}`;
   return kinds;
 }
 
-function remember(key: string, entry: CachedPlan): void {
+function kindOf(v: JsonValue): string {
+  return v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
+    : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
+}
+
+function remember(key: string, entry: CachedPlan | null): void {
   if (planCache.size >= limits.planCacheEntriesMax) planCache.delete(planCache.keys().next().value!);
   planCache.set(key, entry);
 }
@@ -211,9 +425,12 @@ export function executeRequest(
     // planning. A cached plan already passed decoding and planning of its query, and its
     // parameters are decoded here, before the option checks, as a fresh body's are.
     const text = cacheText(body);
-    const found = text === null ? null : lookUp(text);
-    const key = found === null ? null : found.key;
-    let cached = found === null ? undefined : found.cached;
+    const look = text === null ? null : lookUp(text);
+    const key = look === null ? null : look.key;
+    const newShape = look === null ? null : look.newShape;
+    const probe = look === null ? '' : look.probe;
+    let cached = look === null ? undefined : look.cached;
+    const decodedParameters = look === null ? null : look.parameters;
     let request: Request;
     let parameters: Map<string, Value>;
     let parameterTypes: JsonValue | undefined;
@@ -221,6 +438,7 @@ export function executeRequest(
       request = cached.plan.request;
       parameterTypes = cached.parameterTypes;
       if (!cached.parameterized) parameters = request.parameters;
+      else if (decodedParameters !== null) parameters = decodedParameters;
       else {
         try {
           parameters = decodeParameterValues(keyParameters, parameterTypes);
@@ -256,11 +474,20 @@ export function executeRequest(
     try {
       catalog = planningCatalog(currentView(store));
       plan = cached !== undefined && cached.catalog === catalog ? cached.plan : planRequest(request, catalog);
+      if (plan !== cached?.plan) {
+        // A cached entry planned again keeps what it is (it may have been found without its key).
+        const entry: CachedPlan = cached !== undefined ? { ...cached, plan, catalog }
+          : { plan, parameterized: key !== null && key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog, idSlots: null };
+        if (newShape !== null) rememberShape(newShape, probe, text!, entry);
+        else if (key !== null) remember(key, entry);
+        // Planned again under a new catalog: the entry found last is the new one from now on.
+        if (cached !== undefined && recentShape === cached) recentShape = entry;
+        if (cached !== undefined && recentParameterized?.entry === cached) recentParameterized.entry = entry;
+      }
     } catch (err) {
       if (write) store.rollback(); else store.endRead();
       throw err;
     }
-    if (plan !== cached?.plan && key !== null) remember(key, { plan, parameterized: key.charCodeAt(0) === 0x50 /* P */, parameterTypes, catalog });
     if (inline && !plan.inlineSafe) {
       if (write) store.rollback(); else store.endRead();
       return { forward: 'pool' };

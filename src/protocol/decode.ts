@@ -8,7 +8,7 @@ import type {
   Request, StreamBound, SubTraversal, ValueInput,
 } from './ast.js';
 import { mutatingOps } from './ast.js';
-import { jsonError } from './errors.js';
+import { jsonError, type SvcError } from './errors.js';
 import { NegativeZeroInteger, parseJson, type JsonObject, type JsonValue } from './json.js';
 import { DateTime, F32, I64_MAX, I64_MIN, StringArray, type Value } from './value.js';
 
@@ -628,38 +628,41 @@ function isRfc3339(s: string): boolean {
 
 const typeLabel = (t: ParamType): string => (typeof t === 'string' ? t.toUpperCase() : `ARRAY<${typeLabel(t.array)}>`);
 
+function typeMismatch(v: JsonValue, t: ParamType, path: string): SvcError {
+  return jsonError(`parameter '${path}' expected ${typeLabel(t)}, but received ${typeName(v)}`);
+}
+
 /** Check a typed parameter and normalize it (only f32 changes the value). */
 function typedValue(v: JsonValue, t: ParamType, path: string): Value {
-  const fail = () => jsonError(`parameter '${path}' expected ${typeLabel(t)}, but received ${typeName(v)}`);
   if (typeof t !== 'string') {
-    if (!Array.isArray(v)) throw fail();
+    if (!Array.isArray(v)) throw typeMismatch(v, t, path);
     return v.map((item, i) => typedValue(item, t.array, `${path}[${i}]`));
   }
   switch (t) {
-    case 'bool': if (typeof v !== 'boolean') throw fail(); return v;
+    case 'bool': if (typeof v !== 'boolean') throw typeMismatch(v, t, path); return v;
     case 'i64': {
       const n = integerOf(v);
-      if (n === undefined || n < I64_MIN || n > I64_MAX) throw fail();
+      if (n === undefined || n < I64_MIN || n > I64_MAX) throw typeMismatch(v, t, path);
       return n;
     }
     case 'f64': {
       // Integer tokens are accepted and converted exactly (envelope.md §3.3 recommendation).
       const n = floatOf(v);
-      if (n === undefined) throw fail();
+      if (n === undefined) throw typeMismatch(v, t, path);
       return n;
     }
     case 'f32': {
       const n = floatOf(v) ?? NaN;
-      if (!Number.isFinite(n) || !Number.isFinite(Math.fround(n))) throw fail();
+      if (!Number.isFinite(n) || !Number.isFinite(Math.fround(n))) throw typeMismatch(v, t, path);
       return new F32(n);
     }
-    case 'string': if (typeof v !== 'string') throw fail(); return v;
+    case 'string': if (typeof v !== 'string') throw typeMismatch(v, t, path); return v;
     case 'date_time':
-      if (typeof v !== 'string' || !isRfc3339(v)) throw fail();
+      if (typeof v !== 'string' || !isRfc3339(v)) throw typeMismatch(v, t, path);
       return v; // stays a string at run time, like the reference (envelope.md §3.1)
     case 'bytes': throw jsonError(`parameter '${path}': bytes parameters cannot be sent as JSON`);
     case 'value': return plainToValue(v);
-    case 'object': if (!(v instanceof Map)) throw fail(); return plainToValue(v);
+    case 'object': if (!(v instanceof Map)) throw typeMismatch(v, t, path); return plainToValue(v);
   }
 }
 
@@ -672,9 +675,12 @@ function decodeParameters(params: JsonValue | undefined, types: JsonValue | unde
     return { values, typed: false };
   }
   const declared = expectObject(types, 'parameter_types');
-  const missing = [...declared.keys()].filter((n) => !given.has(n));
-  const extra = [...given.keys()].filter((n) => !declared.has(n));
-  if (missing.length > 0 || extra.length > 0) {
+  // Names are unique in each: the same count and every declared name given is a match.
+  let match = declared.size === given.size;
+  if (match) for (const name of declared.keys()) if (!given.has(name)) { match = false; break; }
+  if (!match) {
+    const missing = [...declared.keys()].filter((n) => !given.has(n));
+    const extra = [...given.keys()].filter((n) => !declared.has(n));
     throw jsonError(`parameters do not match parameter_types (missing: [${missing.join(', ')}], undeclared: [${extra.join(', ')}])`);
   }
   for (const [name, t] of declared) {

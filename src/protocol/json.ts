@@ -518,14 +518,64 @@ export function renderValue(v: Value): string {
     for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + renderValue(v[i]!);
     return `${out}]`;
   }
-  const names = Array.from(v.keys());
-  if (names.length > 1) names.sort(compareKeys);
-  let out = '{';
-  for (let i = 0; i < names.length; i++) {
-    const k = names[i]!;
-    out += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${renderValue(v.get(k)!)}`;
+  const layout = layoutOf(v);
+  if (layout === null) {
+    const names = Array.from(v.keys());
+    if (names.length > 1) names.sort(compareKeys);
+    let out = '{';
+    for (let i = 0; i < names.length; i++) {
+      const k = names[i]!;
+      out += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${renderValue(v.get(k)!)}`;
+    }
+    return `${out}}`;
   }
+  const { names, heads } = layout;
+  if (names.length === 0) return '{}';
+  let out = '';
+  for (let i = 0; i < names.length; i++) out += heads[i]! + renderValue(v.get(names[i]!)!);
   return `${out}}`;
+}
+
+// Objects rendered many times have few distinct key lists: every `value_map` row of a label
+// has the same keys, in the same insertion order (the record's, then `$label`, `$id`). The
+// sorted order and the quoted member heads of a key list are kept in a trie over its keys in
+// insertion order, so a row costs one Map lookup per key instead of a sort and a
+// JSON.stringify per key. The trie is bounded; objects beyond it take the sorting path.
+
+/** A key list's members in output order: names sorted byte-wise, heads `{"name":` then `,"name":`. */
+interface KeyLayout {
+  readonly names: readonly string[];
+  readonly heads: readonly string[];
+}
+interface LayoutNode {
+  /** The key lists that continue this one, by their next key. */
+  readonly next: Map<string, LayoutNode>;
+  /** The keys so far (insertion order). */
+  readonly keys: readonly string[];
+  layout: KeyLayout | null;
+}
+const LAYOUT_NODES_MAX = 4096;
+let layoutNodes = 1;
+const layoutRoot: LayoutNode = { next: new Map(), keys: [], layout: null };
+
+/** The cached layout of an object's key list, or null when the trie is full. */
+function layoutOf(v: Map<string, Value>): KeyLayout | null {
+  let node = layoutRoot;
+  for (const key of v.keys()) {
+    let child = node.next.get(key);
+    if (child === undefined) {
+      if (layoutNodes >= LAYOUT_NODES_MAX) return null;
+      layoutNodes++;
+      child = { next: new Map(), keys: [...node.keys, key], layout: null };
+      node.next.set(key, child);
+    }
+    node = child;
+  }
+  if (node.layout === null) {
+    const names = [...node.keys].sort(compareKeys);
+    node.layout = { names, heads: names.map((name, i) => `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`) };
+  }
+  return node.layout;
 }
 
 /** A parsed JSON value written back: bigint as an integer, number via writeF64, Map members in their order. */
