@@ -1,6 +1,7 @@
 // What travels between the HTTP front end (main thread), the reader pool and the
 // writer thread. Kept free of uWS and worker imports so every side can load it.
 import type { RequestFlags } from '../protocol/headers.js';
+import type { QueryRoute } from './request-log.js';
 import { Buffer } from 'node:buffer';
 import { errorBody, SvcError } from '../protocol/errors.js';
 
@@ -103,4 +104,17 @@ export function allocTransferable(size: number): Uint8Array {
 /** The message of anything thrown, for logs and internal_error bodies. */
 export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A sink that notes on the job where it went, for the request log (a job handed on, e.g.
+ * a write a reader forwards, ends with the last route), then hands it over.
+ */
+export function routedTo(route: QueryRoute, sink: QuerySink): QuerySink {
+  return {
+    submit(job: QueryJob): void {
+      (job as QueryJob & { route?: QueryRoute | null }).route = route;
+      sink.submit(job);
+    },
+  };
 }

@@ -19,6 +19,8 @@ export interface RequestLogOptions {
   slowQueryMs: number;
   /** Where lines go; default stderr. */
   destination?: DestinationStream;
+  /** Which front-end thread logs (0: the main thread; http-threads.ts numbers the others). */
+  httpThread?: number;
 }
 
 /** What the front end knows about one request when it ends. */
@@ -54,11 +56,13 @@ export class RequestLog {
   readonly wantsQueryPrefix: boolean;
   private readonly logRequests: boolean;
   private readonly slowQueryMs: number;
+  private readonly httpThread: number;
   private readonly logger: Logger;
 
   private constructor(options: RequestLogOptions) {
     this.logRequests = options.logRequests;
     this.slowQueryMs = options.slowQueryMs;
+    this.httpThread = options.httpThread ?? 0;
     this.wantsQueryPrefix = options.slowQueryMs > 0;
     const destination = options.destination ?? pino.destination({ fd: 2, sync: false });
     this.logger = pino({
@@ -92,6 +96,7 @@ export class RequestLog {
       body_bytes: query.bodyBytes,
     };
     if (query.route !== null) line['route'] = query.route;
+    line['http_thread'] = this.httpThread;
     if (query.status === null) line['client_gone'] = true;
     else if (query.status !== 200) {
       const code = errorCodeOf(query.answer);
