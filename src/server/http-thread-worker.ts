@@ -11,7 +11,7 @@ import { explainer } from './explain.js';
 import { HttpFrontEnd } from './http.js';
 import type { FrontThreadData, ToFrontThread, ToMainThread } from './http-threads.js';
 import { InlineReads } from './inline-reads.js';
-import { encodeFlags, routedTo, type QueryJob, type QuerySink } from './job.js';
+import { bodyToTransfer, encodeFlags, routedTo, type QueryJob, type QuerySink } from './job.js';
 import { RequestLog, type QueryRoute } from './request-log.js';
 
 const port = parentPort;
@@ -41,7 +41,7 @@ function relayTo(target: 'pool' | 'writer'): QuerySink {
       post({
         kind: 'query', id, target, body: job.body, flags: encodeFlags(job.flags),
         receivedAtMs: job.receivedAtMs ?? 0, costly: job.costly === true,
-      }, [job.body.buffer as ArrayBuffer]);
+      }, [bodyToTransfer(job)]);
     },
   };
 }

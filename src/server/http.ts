@@ -105,9 +105,12 @@ interface ClosableApp {
   close?: () => void;
 }
 
+/** The body of a request until its bytes arrived (shared: one allocation less per request). */
+const NO_BODY = new Uint8Array(0);
+
 /** One `POST /v2/query` from the handler to its answer. It is its own job and responder. */
 class PendingQuery implements QueryJob, QueryResponder {
-  body: Uint8Array = new Uint8Array(0);
+  body: Uint8Array = NO_BODY;
   readonly flags: RequestFlags;
   /** `POST /v2/explain` (answered by the front end's explainer), not `/v2/query`. */
   readonly explain: boolean;
@@ -130,6 +133,10 @@ class PendingQuery implements QueryJob, QueryResponder {
   private readonly startedMs: number;
   /** Set by the sinks that take the job (server.ts); null until dispatched. */
   route: QueryRoute | null = null;
+  /**
+   * The start of the body, copied when the body left for another thread (the slow-query
+   * log shows it); a body answered on this thread is read in place, never copied.
+   */
   private queryPrefix: Uint8Array | null = null;
 
   constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number, explain: boolean) {
@@ -172,8 +179,6 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.buffer = null;
     this.front.releaseReceiving(this); // from here on the queue that takes the job counts it
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
-    // Copied now: dispatching may transfer the body's buffer to another thread.
-    if (this.log !== null) this.queryPrefix = this.log.prefixOf(this.body);
     this.receivedAtMs = Date.now();
     this.front.dispatch(this);
   }
@@ -203,6 +208,10 @@ class PendingQuery implements QueryJob, QueryResponder {
     return grown;
   }
 
+  bodyLeaving(): void {
+    if (this.log !== null && this.queryPrefix === null) this.queryPrefix = this.log.prefixOf(this.body);
+  }
+
   fail(err: SvcError): void {
     this.respond(err.status, errorBody(err));
   }
@@ -229,7 +238,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (log === null) return;
     log.finished({
       status, answer, durationMs: performance.now() - this.startedMs, bodyBytes: this.received,
-      route: this.route, queryPrefix: this.queryPrefix,
+      route: this.route, queryPrefix: this.queryPrefix ?? (this.body.buffer.byteLength > 0 ? this.body : null),
     });
   }
 

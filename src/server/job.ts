@@ -35,6 +35,17 @@ export interface QueryJob {
    * inline-reads.ts): the reader pool runs it in a task of its own.
    */
   costly?: boolean;
+  /**
+   * Called just before the body's buffer is transferred to another thread (bodyToTransfer),
+   * after which the body is unreadable here: the front end copies what its log may need.
+   */
+  bodyLeaving?(): void;
+}
+
+/** The job's body buffer, to transfer to another thread; the job may keep what it needs of it first. */
+export function bodyToTransfer(job: QueryJob): ArrayBuffer {
+  job.bodyLeaving?.();
+  return job.body.buffer as ArrayBuffer;
 }
 
 /** Something that executes jobs: the reader pool or the writer thread. */

@@ -32,7 +32,7 @@ export interface FinishedQuery {
   route: QueryRoute | null;
   /** The answer (its error code is read from it when status is not 200). */
   answer: Uint8Array | string | null;
-  /** The first bytes of the request body, copied before the body left the thread. */
+  /** The request body or its first bytes (a copy, when the body left the thread). */
   queryPrefix: Uint8Array | null;
 }
 
@@ -103,8 +103,9 @@ export class RequestLog {
       if (code !== undefined) line['error'] = code;
     }
     if (slow && query.queryPrefix !== null) {
-      line['query'] = utf8.decode(query.queryPrefix);
-      if (query.bodyBytes > query.queryPrefix.byteLength) line['query_truncated'] = true;
+      const shown = query.queryPrefix.subarray(0, limits.slowQueryLogBodyBytesMax);
+      line['query'] = utf8.decode(shown);
+      if (query.bodyBytes > shown.byteLength) line['query_truncated'] = true;
     }
     // One line per request: a slow one is a warning (and carries the query), others info.
     if (slow) this.logger.warn(line, 'slow query');
