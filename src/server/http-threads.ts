@@ -122,31 +122,35 @@ export class FrontThreads {
 
     const started: FrontThread[] = [];
     const front = new FrontThreads(started);
-    try {
-      for (let i = 0; i < count; i++) {
-        const worker = new Worker(new URL('./http-thread-worker.js', import.meta.url), { workerData: { ...rest, httpThread: i + 1 } satisfies FrontThreadData, name: `svcdb-http-${i + 1}` });
-        const thread = new FrontThread(worker);
-        started.push(thread);
-        let up = false;
-        worker.on('exit', (code) => {
-          thread.stopped = true;
-          if (up && !front.closing) onFatal(new Error(`front-end thread ${i + 1} exited with code ${code}`));
-        });
-        worker.on('error', (err) => {
-          process.stderr.write(`svcdb: front-end thread ${i + 1} failed: ${describeError(err)}\n`);
-        });
-        await listening(worker, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT);
-        up = true;
-        worker.on('message', (message: ToMainThread) => {
-          if (message.kind !== 'query') return;
-          const job = new RelayedQuery(thread, message.id, message.body, message.flags, message.receivedAtMs, message.costly);
-          (message.target === 'pool' ? pool : writer).submit(job);
-        });
-      }
-    } catch (err) {
-      await front.close();
-      throw err;
+    const listeners: Promise<void>[] = [];
+    let up = false;
+    for (let i = 0; i < count; i++) {
+      const worker = new Worker(new URL('./http-thread-worker.js', import.meta.url), { workerData: { ...rest, httpThread: i + 1 } satisfies FrontThreadData, name: `svcdb-http-${i + 1}` });
+      const thread = new FrontThread(worker);
+      started.push(thread);
+      // Before it listens: its first query may follow its 'listening' message at once.
+      worker.on('message', (message: ToMainThread) => {
+        if (message.kind !== 'query') return;
+        const job = new RelayedQuery(thread, message.id, message.body, message.flags, message.receivedAtMs, message.costly);
+        (message.target === 'pool' ? pool : writer).submit(job);
+      });
+      worker.on('exit', (code) => {
+        thread.stopped = true;
+        if (up && !front.closing) onFatal(new Error(`front-end thread ${i + 1} exited with code ${code}`));
+      });
+      worker.on('error', (err) => {
+        process.stderr.write(`svcdb: front-end thread ${i + 1} failed: ${describeError(err)}\n`);
+      });
+      listeners.push(listening(worker, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT));
     }
+    // Started together: on a 64-core machine one after the other would add seconds.
+    const outcomes = await Promise.allSettled(listeners);
+    const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failure !== undefined) {
+      await front.close();
+      throw failure.reason;
+    }
+    up = true;
     return front;
   }
 
