@@ -5,7 +5,8 @@
 // round after round, in one session say how they compare. Each configuration is its own
 // server process with the same graph loaded; every round measures every scenario on every
 // configuration, one after the other, and the report gives per-configuration medians and
-// the ratio of each to the first configuration.
+// the ratio of each to the first configuration, with the server's CPU time per request
+// (whole process and busiest thread, from /proc), which other load on the machine barely moves.
 //
 // SPEC is `label|main.js|server cpus|wrk threads|wrk cpus|extra serve args`, e.g.
 //   'A pinned|/tmp/a/dist/src/cli/main.js|0|1|1|--readers 1'
@@ -15,6 +16,7 @@
 // --duration S (default 5), --warmup S (default 1), --connections C (default 64),
 // --rounds R (default 3), --scenarios point,point_rand,... (default the client read
 // scenarios and the rotating point lookups).
+import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { defaultGraphSpec, generateGraph, pickStartIds } from './graph.js';
 import { loadSvcdb } from './load.js';
@@ -52,6 +54,38 @@ function parseConfig(spec: string): Config {
   if (label === undefined || main === undefined || wrkThreads === undefined) throw new Error(`bad --config ${spec}`);
   const cpus = (s: string | undefined): string | null => (s === undefined || s === '-' || s === '' ? null : s);
   return { label, main: main.split(' ').filter(Boolean), serverCpus: cpus(serverCpus), wrkThreads: Number(wrkThreads), wrkCpus: cpus(wrkCpus), args: (args ?? '').split(' ').filter(Boolean) };
+}
+
+/** USER_HZ: the unit of utime/stime in /proc (100 on Linux everywhere in practice). */
+const CLOCK_TICKS_PER_S = 100;
+
+/** CPU ticks (user + system) of each thread of a process, by thread id; empty without /proc. */
+function threadTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12])); // utime, stime
+    }
+  } catch { /* the thread list changed while read: the next run reads it again */ }
+  return ticks;
+}
+
+/**
+ * Server CPU per request during a run, in microseconds: the whole process and its busiest
+ * thread. Unlike req/s on a shared machine these barely depend on what else runs: the
+ * busiest thread's figure is what one thread can serve at most (1e6 / it req/s).
+ */
+function cpuPerRequest(before: Map<number, number>, after: Map<number, number>, requests: number): { processUs: number; busiestUs: number } {
+  let total = 0, busiest = 0;
+  for (const [tid, t] of after) {
+    const d = t - (before.get(tid) ?? 0);
+    total += d;
+    busiest = Math.max(busiest, d);
+  }
+  const us = (t: number): number => (t / CLOCK_TICKS_PER_S) * 1e6 / requests;
+  return { processUs: us(total), busiestUs: us(busiest) };
 }
 
 const median = (xs: number[]): number => {
@@ -96,7 +130,7 @@ async function main(): Promise<void> {
       }
       log(`  ${c.label}: ${p.command} loaded, VmRSS ${p.memory()?.rssMiB.toFixed(1)} MiB`);
     }
-    const results = new Map<string, LoadResult[]>();
+    const results = new Map<string, (LoadResult & { processUs: number; busiestUs: number })[]>();
     const busy: number[] = [];
     for (let round = 1; round <= Number(opt.rounds); round++) {
       for (const s of scenarios) {
@@ -107,23 +141,26 @@ async function main(): Promise<void> {
           if (Number(opt.warmup) > 0) await drive(p.url, w, { ...settings, durationSec: Number(opt.warmup) }, 'wrk');
           const idle = await machineBusy(200);
           if (idle !== null) busy.push(idle);
-          const r = await drive(p.url, w, { ...settings, durationSec: Number(opt.duration) }, 'wrk');
+          const before = threadTicks(p.pid);
+          const run = await drive(p.url, w, { ...settings, durationSec: Number(opt.duration) }, 'wrk');
+          const r = { ...run, ...cpuPerRequest(before, threadTicks(p.pid), run.requests) };
           const key = `${s.key}\u0000${i}`;
           results.set(key, [...(results.get(key) ?? []), r]);
-          log(`  round ${round} ${s.key} ${c.label}: ${r.rps.toFixed(0)} req/s, p50 ${fmtUs(r.p50us)}, p99 ${fmtUs(r.p99us)} (p99/p50 ${(r.p99us / r.p50us).toFixed(1)}x)${r.errors ? `, ${r.errors} ERRORS` : ''}`);
+          log(`  round ${round} ${s.key} ${c.label}: ${r.rps.toFixed(0)} req/s, p50 ${fmtUs(r.p50us)}, p99 ${fmtUs(r.p99us)} (p99/p50 ${(r.p99us / r.p50us).toFixed(1)}x); server CPU ${r.processUs.toFixed(1)} us/req, busiest thread ${r.busiestUs.toFixed(1)} us/req${r.errors ? `, ${r.errors} ERRORS` : ''}`);
         }
       }
     }
     log('');
     log(`medians over ${opt.rounds} rounds (ratio: req/s over ${configs[0]!.label}'s in the same scenario; machine busy before runs: median ${(median(busy) * 100).toFixed(0)}%, max ${(Math.max(...busy) * 100).toFixed(0)}%):`);
-    log('| scenario | configuration | req/s | ratio | p50 | p99 | p99/p50 |');
-    log('|---|---|---|---|---|---|---|');
+    log('| scenario | configuration | req/s | ratio | p50 | p99 | p99/p50 | server CPU us/req | busiest thread us/req |');
+    log('|---|---|---|---|---|---|---|---|---|');
     for (const s of scenarios) {
       const base = median(results.get(`${s.key}\u00000`)!.map((r) => r.rps));
       configs.forEach((c, i) => {
         const rs = results.get(`${s.key}\u0000${i}`)!;
         const rps = median(rs.map((r) => r.rps)), p50 = median(rs.map((r) => r.p50us)), p99 = median(rs.map((r) => r.p99us));
-        log(`| ${s.key} | ${c.label} | ${(rps / 1000).toFixed(1)}k | ${(rps / base).toFixed(2)}x | ${fmtUs(p50)} | ${fmtUs(p99)} | ${(p99 / p50).toFixed(1)}x |`);
+        const processUs = median(rs.map((r) => r.processUs)), busiestUs = median(rs.map((r) => r.busiestUs));
+        log(`| ${s.key} | ${c.label} | ${(rps / 1000).toFixed(1)}k | ${(rps / base).toFixed(2)}x | ${fmtUs(p50)} | ${fmtUs(p99)} | ${(p99 / p50).toFixed(1)}x | ${processUs.toFixed(1)} | ${busiestUs.toFixed(1)} |`);
       });
     }
     for (const p of servers) log(`  ${p.name}: VmRSS at the end ${p.memory()?.rssMiB.toFixed(1)} MiB`);
