@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { probePort } from '../dist/src/server/http.js';
 import { startServer } from '../dist/src/server/server.js';
 import { spawnServer } from './helpers/server.js';
+import { tempDirs } from './helpers/temp-dirs.js';
 import { addN, count, nodes, q, read, write } from './helpers/requests.js';
 
 interface Answer {
@@ -49,6 +50,8 @@ interface LogLine {
   route?: string;
   http_thread: number;
 }
+
+const tempDir = tempDirs('http-threads');
 
 describe('front-end threads (--http-threads 3)', () => {
   it('every thread answers reads itself, relays writes to the writer and costly reads to the pool; the stop closes every listener', async () => {
@@ -147,6 +150,37 @@ describe('front-end threads (--http-threads 3)', () => {
       expect(await held.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*\{"c":0\}$/);
     } finally {
       await server.close();
+    }
+  });
+
+  it('on a reader server every thread relays reads to the pool, follows the writer and refuses writes', async () => {
+    const dir = tempDir();
+    const writer = await spawnServer(['--disk', dir, '--readers', '1']);
+    try {
+      for (let i = 0; i < 3; i++) expect((await postFresh(writer.url, addNode)).status).toBe(200);
+      const reader = await spawnServer(['--disk', dir, '--mode', 'reader', '--refresh-ms', '50', '--readers', '1', '--http-threads', '3', '--log-requests']);
+      try {
+        for (let i = 0; i < 30; i++) expect((await postFresh(reader.url, countLabel)).text).toBe('{"c":3}');
+        const refused = await postFresh(reader.url, addNode);
+        expect(refused.status).toBe(503);
+        expect(refused.text).toMatch(/^\{"error":"writer_mode_required"/);
+        for (let i = 0; i < 2; i++) expect((await postFresh(writer.url, addNode)).status).toBe(200);
+        let seen = '';
+        for (let i = 0; i < 200 && seen !== '{"c":5}'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          seen = (await postFresh(reader.url, countLabel)).text;
+        }
+        expect(seen).toBe('{"c":5}');
+        for (let i = 0; i < 30; i++) expect((await postFresh(reader.url, countLabel)).text).toBe('{"c":5}');
+      } finally {
+        expect((await reader.stop()).code, reader.stderr()).toBe(0);
+      }
+      const lines = reader.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+      const reads = lines.filter((l) => l.status === 200);
+      expect(reads.every((l) => l.route === 'pool')).toBe(true);
+      expect([...new Set(reads.map((l) => l.http_thread))].sort()).toEqual([0, 1, 2]);
+    } finally {
+      await writer.stop();
     }
   });
 });
