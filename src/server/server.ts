@@ -195,12 +195,17 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     mainShared = writer.shared;
     if (writer.shared !== startShared) readerPool.swapStore(writer.shared);
     if (httpThreads > 1) {
-      fronts = await FrontThreads.start({
-        threads: httpThreads - 1, shared: writer.shared, host, port, mode, inlineReads: inline,
+      const frontShared = writer.shared;
+      const started = await FrontThreads.start({
+        threads: httpThreads - 1, shared: frontShared, host, port, mode, inlineReads: inline,
         queryTimeoutMs, queryMemoryBytes, receivingBytes, storageReady: front.storageReady,
         limits: bounds.receivingBodyBytesMax !== undefined ? { receivingBodyBytesMax: bounds.receivingBodyBytesMax } : {},
         log: logOptions, pool: routedTo('pool', pool), writer: routedTo('writer', writer), onFatal,
       });
+      fronts = started;
+      // A swap or a health change while they started reached no thread yet.
+      if (mainShared !== frontShared) started.swapStore(mainShared);
+      started.health(front.storageReady);
     }
   } catch (err) {
     front.stopAccepting();
