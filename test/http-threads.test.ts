@@ -17,9 +17,9 @@ interface Answer {
 }
 
 /** POST on a connection of its own (no keep-alive), so the kernel picks a thread for each. */
-function postFresh(url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
+function postFresh(url: string, body: string, headers: Record<string, string> = {}, path = '/v2/query'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/v2/query`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+    const req = httpRequest(`${url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, text }));
     });
@@ -65,12 +65,15 @@ describe('front-end threads (--http-threads 3)', () => {
       for (let i = 0; i < 30; i++) {
         expect((await postFresh(server.url, countLabel, { 'x-svc-require-writer': 'true' })).text).toBe(`{"c":${WRITES}}`);
       }
+      for (let i = 0; i < 30; i++) {
+        expect((await postFresh(server.url, countLabel, {}, '/v2/explain')).text).toBe('{"sources":[{"access":"scan","operation":"nodes_where"}]}');
+      }
     } finally {
       const exit = await server.stop();
       expect(exit.code, server.stderr()).toBe(0);
     }
     const lines = server.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
-    expect(lines).toHaveLength(120);
+    expect(lines).toHaveLength(150);
     expect(lines.every((l) => l.status === 200)).toBe(true);
     const threadsOf = (route: string, from: number, to: number): number[] =>
       [...new Set(lines.slice(from, to).filter((l) => l.route === route).map((l) => l.http_thread))].sort();
@@ -82,6 +85,7 @@ describe('front-end threads (--http-threads 3)', () => {
     expect(lines.slice(60, 90).every((l) => l.route === 'pool')).toBe(true);
     expect(threadsOf('pool', 60, 90)).toEqual([0, 1, 2]);
     expect(threadsOf('writer', 90, 120)).toEqual([0, 1, 2]);
+    expect(threadsOf('explain', 120, 150)).toEqual([0, 1, 2]);
     expect(await tryConnect(server.port)).toBe('ECONNREFUSED');
   });
 
