@@ -137,6 +137,24 @@ describe('the reader queue', () => {
     expect((await post(server.url, countLabel(label))).text).toBe('{"c":0}');
   });
 
+  it('bounds the reads relayed by every front-end thread together (--http-threads 3)', async () => {
+    const threaded = await startMeshServer({ httpThreads: 3, limits: { readerQueueRequestsMax: 2 } });
+    try {
+      const label = freshLabel();
+      const slow = await occupy(threaded.url);
+      // Concurrent requests open connections of their own, which Linux spreads over the threads.
+      const answers = await Promise.all(Array.from({ length: 8 }, () => post(threaded.url, countLabel(label))));
+      const answered = answers.filter((a) => a.status === 200);
+      expect(answered.map((a) => a.text)).toEqual(['{"c":0}', '{"c":0}']);
+      const shed = answers.filter((a) => a.status !== 200);
+      expect(shed).toHaveLength(6);
+      for (const answer of shed) expectShed(answer, /the reader queue is full \(2 requests waiting\)/);
+      await expectDeadline(slow.answer);
+    } finally {
+      await threaded.close();
+    }
+  });
+
   it('bounds the per-request dispatch the same way', async () => {
     const perRequest = await startMeshServer({ readDispatch: 'per-request', limits: { readerQueueRequestsMax: 1 } });
     try {

@@ -16,6 +16,7 @@ interface ServeOptions {
   host: string;
   port: number;
   readers: number;
+  httpThreads?: number;
   readDispatch: ReadDispatch;
   inlineReads: 'on' | 'off';
   disk?: string;
@@ -75,6 +76,8 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'address to bind', DEFAULT_HOST)
     .option('--port <port>', 'port to listen on (0 = any free port)', integerOption('port', 0, 65535), DEFAULT_PORT)
     .addOption(new Option('--readers <n>', 'reader threads').argParser(integerOption('readers', 1, 256)).default(availableParallelism(), 'CPU count'))
+    .option('--http-threads <n>', 'front-end threads, each a uWS app on the port running cheap reads itself (default: as many as --readers)',
+      integerOption('http-threads', 1, 256))
     .option('--disk <dir>', 'persist to this directory (write-ahead log + snapshots) instead of memory')
     .option('--storage-uri <uri>', 'persist to an S3-compatible bucket, s3://bucket/prefix (credentials: AWS_* variables or ./.env)')
     .option('--s3-endpoint-url <url>', 'S3-compatible endpoint (MinIO, s3rver, ...); default AWS')
@@ -137,6 +140,7 @@ async function serve(options: ServeOptions): Promise<void> {
       host: options.host,
       port: options.port,
       readers: options.readers,
+      ...(options.httpThreads !== undefined ? { httpThreads: options.httpThreads } : {}),
       readDispatch: options.readDispatch,
       inlineReads: options.inlineReads === 'on',
       queryTimeoutMs: options.queryTimeoutMs,

@@ -88,6 +88,12 @@ function readFlags(req: HttpRequest): RequestFlags {
 
 /** uWS defaults to SO_REUSEPORT: a second server on a taken port would share it silently. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
+/**
+ * SO_REUSEPORT (uSockets sets it for every non-zero port without the exclusive flag): the
+ * front-end threads of one server each listen on the same port and Linux spreads the
+ * incoming connections over them (http-threads.ts).
+ */
+const LISTEN_SHARED_PORT = 0;
 
 /** The 4-argument listen the native addon has but the bundled types lack. */
 interface ListenWithOptions {
@@ -99,9 +105,12 @@ interface ClosableApp {
   close?: () => void;
 }
 
+/** The body of a request until its bytes arrived (shared: one allocation less per request). */
+const NO_BODY = new Uint8Array(0);
+
 /** One `POST /v2/query` from the handler to its answer. It is its own job and responder. */
 class PendingQuery implements QueryJob, QueryResponder {
-  body: Uint8Array = new Uint8Array(0);
+  body: Uint8Array = NO_BODY;
   readonly flags: RequestFlags;
   /** `POST /v2/explain` (answered by the front end's explainer), not `/v2/query`. */
   readonly explain: boolean;
@@ -124,6 +133,10 @@ class PendingQuery implements QueryJob, QueryResponder {
   private readonly startedMs: number;
   /** Set by the sinks that take the job (server.ts); null until dispatched. */
   route: QueryRoute | null = null;
+  /**
+   * The start of the body, copied when the body left for another thread (the slow-query
+   * log shows it); a body answered on this thread is read in place, never copied.
+   */
   private queryPrefix: Uint8Array | null = null;
 
   constructor(front: HttpFrontEnd, res: HttpResponse, flags: RequestFlags, expected: number, explain: boolean) {
@@ -166,8 +179,6 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.buffer = null;
     this.front.releaseReceiving(this); // from here on the queue that takes the job counts it
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
-    // Copied now: dispatching may transfer the body's buffer to another thread.
-    if (this.log !== null) this.queryPrefix = this.log.prefixOf(this.body);
     this.receivedAtMs = Date.now();
     this.front.dispatch(this);
   }
@@ -197,6 +208,10 @@ class PendingQuery implements QueryJob, QueryResponder {
     return grown;
   }
 
+  bodyLeaving(): void {
+    if (this.log !== null && this.queryPrefix === null) this.queryPrefix = this.log.prefixOf(this.body);
+  }
+
   fail(err: SvcError): void {
     this.respond(err.status, errorBody(err));
   }
@@ -223,7 +238,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (log === null) return;
     log.finished({
       status, answer, durationMs: performance.now() - this.startedMs, bodyBytes: this.received,
-      route: this.route, queryPrefix: this.queryPrefix,
+      route: this.route, queryPrefix: this.queryPrefix ?? (this.body.buffer.byteLength > 0 ? this.body : null),
     });
   }
 
@@ -236,6 +251,12 @@ class PendingQuery implements QueryJob, QueryResponder {
 
 export interface FrontEndOptions {
   mode: ServerMode;
+  /**
+   * One Int32 counting the body bytes being received, shared by every front-end thread of
+   * the server so limits.receivingBodyBytesMax bounds them all together; default: this
+   * front end's own.
+   */
+  receivingBytes?: Int32Array;
   /** Lower bounds than limits.ts (tests). */
   limits?: LimitOverrides<'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
   /** Request and slow-query logging; null or absent: off. */
@@ -253,8 +274,8 @@ export class HttpFrontEnd {
   /** Jobs that arrived before the threads were up (listening starts first). */
   private early: QueryJob[] = [];
   private readonly earlyBound: QueueBound;
-  /** Body bytes allocated for requests still being received. */
-  private receivingBytes = 0;
+  /** Body bytes allocated for requests still being received, by every front-end thread (word 0). */
+  private readonly receivingBytes: Int32Array;
   private readonly receivingBytesMax: number;
   /** Query requests accepted and neither answered nor aborted. */
   private inFlight = 0;
@@ -271,6 +292,9 @@ export class HttpFrontEnd {
       options.limits?.earlyQueueBodyBytesMax ?? limits.earlyQueueBodyBytesMax,
     );
     this.receivingBytesMax = options.limits?.receivingBodyBytesMax ?? limits.receivingBodyBytesMax;
+    this.receivingBytes = options.receivingBytes ?? sharedReceivingCounter();
+    // Counted in an Int32: the bound plus one body per thread racing past it must fit.
+    assert(this.receivingBytesMax <= 2 ** 30, 'receivingBodyBytesMax must be at most 1 GiB');
     this.requestLog = options.requestLog ?? null;
     const app = uws.App();
     // One `any` handler per known path, dispatching on the method: no reliance on how
@@ -308,11 +332,15 @@ export class HttpFrontEnd {
     return this.inFlight;
   }
 
-  /** Bind (exclusively: uWS defaults to SO_REUSEPORT) and resolve with the real port. */
-  listen(host: string, port: number): Promise<number> {
+  /**
+   * Bind and resolve with the real port: exclusively (uWS defaults to SO_REUSEPORT), or,
+   * `shared`, beside the server's other front-end threads on a port found by probePort.
+   */
+  listen(host: string, port: number, shared = false): Promise<number> {
+    assert(!shared || port !== 0, 'a shared port must be chosen first (probePort)');
     return new Promise((resolve, reject) => {
       const app = this.app as unknown as ListenWithOptions;
-      app.listen(host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
+      app.listen(host, port, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
           reject(new Error(`cannot listen on ${host}:${port} (address in use or not available)`));
           return;
@@ -373,19 +401,22 @@ export class HttpFrontEnd {
    */
   reserveReceiving(query: PendingQuery, capacity: number): SvcError | null {
     const more = capacity - query.reservedBytes;
-    if (this.receivingBytes + more > this.receivingBytesMax) {
-      return overloadError('the buffer of request bodies being received', `${this.receivingBytes} bytes held, ${more} more would pass ${this.receivingBytesMax}`);
+    // Add first, then check: another thread may add at the same time, and taking ours back
+    // when the sum is over keeps the bound exact (at worst both are refused).
+    const held = Atomics.add(this.receivingBytes, 0, more);
+    if (held + more > this.receivingBytesMax) {
+      Atomics.sub(this.receivingBytes, 0, more);
+      return overloadError('the buffer of request bodies being received', `${held} bytes held, ${more} more would pass ${this.receivingBytesMax}`);
     }
-    this.receivingBytes += more;
     query.reservedBytes = capacity;
     return null;
   }
 
   /** The request's body is complete (or dropped): it no longer counts as being received. */
   releaseReceiving(query: PendingQuery): void {
-    this.receivingBytes -= query.reservedBytes;
+    const held = Atomics.sub(this.receivingBytes, 0, query.reservedBytes) - query.reservedBytes;
     query.reservedBytes = 0;
-    assert(this.receivingBytes >= 0, 'released more body bytes than were reserved');
+    assert(held >= 0, 'released more body bytes than were reserved');
   }
 
   /** PendingQuery calls this exactly once, when answered or aborted. */
@@ -452,6 +483,29 @@ export class HttpFrontEnd {
     const body = `{"index_runtime":"${runtime}","mode":"${this.mode}","ready":${this.ready},"storage":"${this.storageReady ? 'ok' : 'unavailable'}"}`;
     res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body);
   }
+}
+
+/** A receiving-bytes counter that front-end threads can share (FrontEndOptions.receivingBytes). */
+export function sharedReceivingCounter(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+}
+
+/**
+ * Check that `port` is free by binding it exclusively, then let it go, and return it (the
+ * real one for 0). The server's front-end threads then bind it with SO_REUSEPORT; a port
+ * another server holds fails here, as an exclusive listen would. Between the release and
+ * their binding another process could take it; their listen then fails the start.
+ */
+export async function probePort(host: string, port: number): Promise<number> {
+  const probe = uws.App();
+  const socket = await new Promise<us_listen_socket | false>((resolve) => {
+    (probe as unknown as ListenWithOptions).listen(host, port, LISTEN_EXCLUSIVE_PORT, resolve);
+  });
+  if (socket === false) throw new Error(`cannot listen on ${host}:${port} (address in use or not available)`);
+  const chosen = uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]);
+  uws.us_listen_socket_close(socket);
+  (probe as unknown as ClosableApp).close?.();
+  return chosen;
 }
 
 function methodNotAllowed(res: HttpResponse, allow: string): void {

@@ -1,6 +1,7 @@
 // What travels between the HTTP front end (main thread), the reader pool and the
 // writer thread. Kept free of uWS and worker imports so every side can load it.
 import type { RequestFlags } from '../protocol/headers.js';
+import type { QueryRoute } from './request-log.js';
 import { Buffer } from 'node:buffer';
 import { errorBody, SvcError } from '../protocol/errors.js';
 
@@ -34,6 +35,17 @@ export interface QueryJob {
    * inline-reads.ts): the reader pool runs it in a task of its own.
    */
   costly?: boolean;
+  /**
+   * Called just before the body's buffer is transferred to another thread (bodyToTransfer),
+   * after which the body is unreadable here: the front end copies what its log may need.
+   */
+  bodyLeaving?(): void;
+}
+
+/** The job's body buffer, to transfer to another thread; the job may keep what it needs of it first. */
+export function bodyToTransfer(job: QueryJob): ArrayBuffer {
+  job.bodyLeaving?.();
+  return job.body.buffer as ArrayBuffer;
 }
 
 /** Something that executes jobs: the reader pool or the writer thread. */
@@ -103,4 +115,17 @@ export function allocTransferable(size: number): Uint8Array {
 /** The message of anything thrown, for logs and internal_error bodies. */
 export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A sink that notes on the job where it went, for the request log (a job handed on, e.g.
+ * a write a reader forwards, ends with the last route), then hands it over.
+ */
+export function routedTo(route: QueryRoute, sink: QuerySink): QuerySink {
+  return {
+    submit(job: QueryJob): void {
+      (job as QueryJob & { route?: QueryRoute | null }).route = route;
+      sink.submit(job);
+    },
+  };
 }

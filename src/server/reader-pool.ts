@@ -36,7 +36,7 @@ import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import {
-  describeError, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound } from './queue-bound.js';
 import type { ReaderWorkerData } from './reader-worker.js';
@@ -286,7 +286,7 @@ export class ReaderPool implements QuerySink {
     // not (each body owns its ArrayBuffer: http.ts allocates one per request). A batch's
     // bodies are copied (at most limits.readBatchBodyBytesMax, or one body), so they
     // survive a thread that dies and can be retried.
-    const transferList: ArrayBuffer[] = count === 1 ? [jobs[0]!.body.buffer as ArrayBuffer] : [];
+    const transferList: ArrayBuffer[] = count === 1 ? [bodyToTransfer(jobs[0]!)] : [];
     for (let i = 0; i < count; i++) {
       const job = jobs[i]!;
       bodies[i] = job.body;

@@ -19,6 +19,8 @@ export interface RequestLogOptions {
   slowQueryMs: number;
   /** Where lines go; default stderr. */
   destination?: DestinationStream;
+  /** Which front-end thread logs (0: the main thread; http-threads.ts numbers the others). */
+  httpThread?: number;
 }
 
 /** What the front end knows about one request when it ends. */
@@ -30,7 +32,7 @@ export interface FinishedQuery {
   route: QueryRoute | null;
   /** The answer (its error code is read from it when status is not 200). */
   answer: Uint8Array | string | null;
-  /** The first bytes of the request body, copied before the body left the thread. */
+  /** The request body or its first bytes (a copy, when the body left the thread). */
   queryPrefix: Uint8Array | null;
 }
 
@@ -54,11 +56,13 @@ export class RequestLog {
   readonly wantsQueryPrefix: boolean;
   private readonly logRequests: boolean;
   private readonly slowQueryMs: number;
+  private readonly httpThread: number;
   private readonly logger: Logger;
 
   private constructor(options: RequestLogOptions) {
     this.logRequests = options.logRequests;
     this.slowQueryMs = options.slowQueryMs;
+    this.httpThread = options.httpThread ?? 0;
     this.wantsQueryPrefix = options.slowQueryMs > 0;
     const destination = options.destination ?? pino.destination({ fd: 2, sync: false });
     this.logger = pino({
@@ -92,14 +96,16 @@ export class RequestLog {
       body_bytes: query.bodyBytes,
     };
     if (query.route !== null) line['route'] = query.route;
+    line['http_thread'] = this.httpThread;
     if (query.status === null) line['client_gone'] = true;
     else if (query.status !== 200) {
       const code = errorCodeOf(query.answer);
       if (code !== undefined) line['error'] = code;
     }
     if (slow && query.queryPrefix !== null) {
-      line['query'] = utf8.decode(query.queryPrefix);
-      if (query.bodyBytes > query.queryPrefix.byteLength) line['query_truncated'] = true;
+      const shown = query.queryPrefix.subarray(0, limits.slowQueryLogBodyBytesMax);
+      line['query'] = utf8.decode(shown);
+      if (query.bodyBytes > shown.byteLength) line['query_truncated'] = true;
     }
     // One line per request: a slow one is a warning (and carries the query), others info.
     if (slow) this.logger.warn(line, 'slow query');

@@ -9,13 +9,14 @@
 // finish what it received and exit.
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { defaultExecOptions, explainRequest } from '../exec/request.js';
-import { asSvcError, errorBody } from '../protocol/errors.js';
+import { defaultExecOptions } from '../exec/request.js';
 import { limits, type LimitOverrides } from '../limits.js';
 import { unwritableReason } from '../durability/disk-storage.js';
-import { HttpFrontEnd, type Explainer, type ServerMode } from './http.js';
-import { describeError, type QueryJob, type QuerySink } from './job.js';
-import { RequestLog, SLOW_QUERY_MS_DEFAULT, type QueryRoute } from './request-log.js';
+import { explainer } from './explain.js';
+import { HttpFrontEnd, probePort, sharedReceivingCounter, type ServerMode } from './http.js';
+import { FrontThreads } from './http-threads.js';
+import { describeError, routedTo } from './job.js';
+import { RequestLog, SLOW_QUERY_MS_DEFAULT } from './request-log.js';
 import { ReaderPool, type ReadDispatch } from './reader-pool.js';
 import { assertNativeUws } from './uws.js';
 import { WriterThread } from './writer.js';
@@ -32,6 +33,11 @@ export interface ServerOptions {
   port?: number;
   /** Reader threads, default os.availableParallelism(). */
   readers?: number;
+  /**
+   * Front-end threads, each a uWS app on the same port running cheap reads itself
+   * (http-threads.ts); default: as many as reader threads. 1: the main thread alone.
+   */
+  httpThreads?: number;
   /** How reads reach the pool, default 'coalesce' (reader-pool.ts). */
   readDispatch?: ReadDispatch;
   /** Cooperative deadline per query. */
@@ -77,6 +83,8 @@ export interface RunningServer {
   readonly host: string;
   readonly port: number;
   readonly readers: number;
+  /** Front-end threads (uWS apps on the port), the main thread's included. */
+  readonly httpThreads: number;
   readonly readDispatch: ReadDispatch;
   /** 'memory', 'disk DIR' or 's3 URI'. */
   readonly storage: string;
@@ -93,6 +101,8 @@ const DRAIN_TIMEOUT_MS_DEFAULT = 30_000;
 const REFRESH_MS_DEFAULT = 1000;
 /** Reader threads beyond this help nobody and cost memory. */
 const READERS_MAX = 256;
+/** Front-end threads likewise (one per core is the most that helps). */
+const HTTP_THREADS_MAX = 256;
 
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   assertNativeUws();
@@ -110,6 +120,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   if (!Number.isInteger(readers) || readers < 1 || readers > READERS_MAX) {
     throw new Error(`readers must be an integer from 1 to ${READERS_MAX}, got ${readers}`);
   }
+  const httpThreads = options.httpThreads ?? readers;
+  if (!Number.isInteger(httpThreads) || httpThreads < 1 || httpThreads > HTTP_THREADS_MAX) {
+    throw new Error(`httpThreads must be an integer from 1 to ${HTTP_THREADS_MAX}, got ${httpThreads}`);
+  }
   const mode = options.mode ?? 'writer';
   const diskPath = options.diskPath ?? null;
   const objectStorage = options.objectStorage ?? null;
@@ -124,19 +138,24 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const unwritable = unwritableReason(resolve(diskPath));
     if (unwritable !== null) throw new Error(unwritable);
   }
-  const requestLog = RequestLog.create({
-    logRequests: options.logRequests ?? false,
-    slowQueryMs: options.slowQueryMs ?? SLOW_QUERY_MS_DEFAULT,
-  });
+  const logOptions = { logRequests: options.logRequests ?? false, slowQueryMs: options.slowQueryMs ?? SLOW_QUERY_MS_DEFAULT };
+  const requestLog = RequestLog.create(logOptions);
 
   const bounds = options.limits ?? {};
-  const front = new HttpFrontEnd({ mode, limits: bounds, requestLog });
-  const port = await front.listen(host, requestedPort);
+  // Shared by every front-end thread: one bound on the bodies being received.
+  const receivingBytes = sharedReceivingCounter();
+  const front = new HttpFrontEnd({ mode, limits: bounds, requestLog, receivingBytes });
+  // Several threads share the port (SO_REUSEPORT), so it is chosen and checked free first.
+  const port = httpThreads > 1 ? await front.listen(host, await probePort(host, requestedPort), true) : await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
+  let fronts: FrontThreads | null = null;
   // The store as the main thread sees it (inline reads, /v2/explain): attached once, and
   // again after a follower swapped the buffers (one topology reader slot per attach).
   let mainShared: StoreShared | null = null;
+  // Writer servers run cheap reads on the uWS threads (bounded plans under a work cap, inline-reads.ts);
+  // reader servers swap stores under their followers, so they keep the pool path.
+  const inline = mode === 'writer' && (options.inlineReads ?? true);
   let mainStore: Store | null = null;
   let mainStoreShared: StoreShared | null = null;
   const mainThreadStore = (): Store => {
@@ -155,7 +174,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       follow: mode === 'reader' ? { refreshMs } : null,
       onSwap: (shared) => onSwap(shared),
-      onHealth: (health) => { front.storageReady = health.ready; },
+      onHealth: (health) => {
+        front.storageReady = health.ready;
+        fronts?.health(health.ready);
+      },
       limits: bounds,
     });
     front.storageReady = writer.health.ready;
@@ -167,20 +189,32 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const readerPool = pool;
     onSwap = (shared) => {
       readerPool.swapStore(shared);
+      fronts?.swapStore(shared);
       mainShared = shared;
     };
     mainShared = writer.shared;
     if (writer.shared !== startShared) readerPool.swapStore(writer.shared);
+    if (httpThreads > 1) {
+      const frontShared = writer.shared;
+      const started = await FrontThreads.start({
+        threads: httpThreads - 1, shared: frontShared, host, port, mode, inlineReads: inline,
+        queryTimeoutMs, queryMemoryBytes, receivingBytes, storageReady: front.storageReady,
+        limits: bounds.receivingBodyBytesMax !== undefined ? { receivingBodyBytesMax: bounds.receivingBodyBytesMax } : {},
+        log: logOptions, pool: routedTo('pool', pool), writer: routedTo('writer', writer), onFatal,
+      });
+      fronts = started;
+      // A swap or a health change while they started reached no thread yet.
+      if (mainShared !== frontShared) started.swapStore(mainShared);
+      started.health(front.storageReady);
+    }
   } catch (err) {
     front.stopAccepting();
     front.closeAllSockets();
+    await fronts?.close();
     await pool?.close();
     await writer?.close();
     throw new Error(`svcdb failed to start: ${describeError(err)}`);
   }
-  // Writer servers run cheap reads on the uWS thread (bounded plans under a work cap, inline-reads.ts);
-  // reader servers swap stores under their followers, so they keep the pool path.
-  const inline = mode === 'writer' && (options.inlineReads ?? true);
   const toPool = routedTo('pool', pool);
   const toWriter = routedTo('writer', writer);
   const reads = inline ? routedTo('inline', new InlineReads(mainThreadStore(), toPool, toWriter, { queryTimeoutMs, queryMemoryBytes })) : toPool;
@@ -188,11 +222,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const startedPool = pool;
   const startedWriter = writer;
+  const startedFronts = fronts;
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {
     front.stopAccepting();
-    await front.drained(drainTimeoutMs);
+    // The other threads' relayed queries still need the pool and the writer until they drained.
+    await Promise.all([front.drained(drainTimeoutMs), startedFronts?.stopAccepting(drainTimeoutMs)]);
     front.closeAllSockets();
+    await startedFronts?.close();
     await startedPool.close();
     await startedWriter.close();
     await requestLog?.flush();
@@ -203,6 +240,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     host,
     port,
     readers,
+    httpThreads,
     readDispatch,
     storage: objectStorage ? `s3 ${objectStorage.uri}` : diskPath ? `disk ${diskPath}` : 'memory',
     mode,
@@ -211,34 +249,4 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   };
 }
 
-/**
- * POST /v2/explain: decode and plan on the main thread (bounded by the body limit, like
- * the inline reads' planning), execute nothing. 200 `{"sources":[...]}` with each source's
- * members in byte-wise key order (envelope.md §7), or the error body /v2/query would give.
- */
-function explainer(store: () => Store): Explainer {
-  return (body) => {
-    try {
-      const sources = explainRequest(store(), body).map((s) => (s.index === undefined
-        ? { access: s.access, operation: s.operation }
-        : { access: s.access, index: s.index, operation: s.operation }));
-      return { status: 200, body: JSON.stringify({ sources }) };
-    } catch (err) {
-      const e = asSvcError(err);
-      return { status: e.status, body: errorBody(e) };
-    }
-  };
-}
 
-/**
- * A sink that notes on the job where it went, for the request log (a job handed on, e.g.
- * a write a reader forwards, ends with the last route), then hands it over.
- */
-function routedTo(route: QueryRoute, sink: QuerySink): QuerySink {
-  return {
-    submit(job: QueryJob): void {
-      (job as QueryJob & { route?: QueryRoute | null }).route = route;
-      sink.submit(job);
-    },
-  };
-}

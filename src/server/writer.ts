@@ -22,7 +22,7 @@ import type { StoreShared } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
-import { encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
+import { bodyToTransfer, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import { QueueBound } from './queue-bound.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
@@ -163,7 +163,7 @@ export class WriterThread implements QuerySink {
     const id = this.nextId++;
     this.pending.set(id, { job, bodyBytes });
     const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
-    this.worker.postMessage(message, [job.body.buffer as ArrayBuffer]);
+    this.worker.postMessage(message, [bodyToTransfer(job)]);
   }
 
   /** Let the writer finish what it received, then stop it (terminate after a timeout). */

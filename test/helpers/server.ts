@@ -9,7 +9,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const cliPath = join(here, '../../dist/src/cli/main.js');
 
 /** The one line `svc serve` prints when it is ready. */
-export const startLine = /^svcdb listening on (http:\/\/([^\s:]+):(\d+)) \(storage: (memory|disk [^,]+), readers: (\d+), uws: native(, recovered [^)]*)?\)$/;
+export const startLine = /^svcdb listening on (http:\/\/([^\s:]+):(\d+)) \(storage: (memory|disk [^,]+)(?:, mode: reader)?, readers: (\d+), uws: native(, (?:recovered|following from) [^)]*)?\)$/;
 
 export interface Exit {
   code: number | null;
