@@ -131,7 +131,7 @@ interface Region { reservedBytes: number; rssBytes: number; name: string }
  * Regions: an accessible anonymous mapping and the inaccessible (reserved) mappings right
  * after it. Regions of >= 1 GiB are the shared buffers and WebAssembly memories.
  */
-function smapsSummary(pid: number): { buffers: Region[]; codeBytes: number; otherAnonBytes: number; totalBytes: number } {
+function smapsSummary(pid: number): { buffers: Region[]; codeBytes: number; mallocBytes: number; otherAnonBytes: number; totalBytes: number } {
   const all = mappings(pid);
   const regions: Region[] = [];
   let last: Mapping | null = null, region: Region | null = null;
@@ -149,7 +149,10 @@ function smapsSummary(pid: number): { buffers: Region[]; codeBytes: number; othe
   const codeBytes = all.filter((m) => m.name.startsWith('/')).reduce((s, m) => s + m.rssBytes, 0);
   const totalBytes = all.reduce((s, m) => s + m.rssBytes, 0);
   const bufferBytes = buffers.reduce((s, m) => s + m.rssBytes, 0);
-  return { buffers, codeBytes, otherAnonBytes: totalBytes - bufferBytes - codeBytes, totalBytes };
+  // glibc malloc: the main thread's brk heap, and one 64 MiB-reserved arena per thread that mallocs.
+  const mallocBytes = all.filter((m) => m.name === '[heap]').reduce((s, m) => s + m.rssBytes, 0)
+    + regions.filter((r) => r.reservedBytes === 64 * MiB).reduce((s, r) => s + r.rssBytes, 0);
+  return { buffers, codeBytes, mallocBytes, otherAnonBytes: totalBytes - bufferBytes - codeBytes - mallocBytes, totalBytes };
 }
 
 // ------------------------------------------------------------------ the inspector
@@ -254,7 +257,7 @@ async function phaseReport(label: string, server: Server, ins: Inspector | null)
   log(`\n== ${label}: VmRSS ${rss.rssMiB.toFixed(1)} MiB (VmHWM ${rss.hwmMiB.toFixed(1)} MiB)`);
   const s = smapsSummary(server.pid);
   log(table(['shared buffer (reserved)', 'resident MiB'], s.buffers.map((b) => [`${b.name} (${(b.reservedBytes / 2 ** 30).toFixed(2)} GiB)`, mib(b.rssBytes)])));
-  log(`shared buffers ${mib(s.buffers.reduce((x, b) => x + b.rssBytes, 0))} MiB, code (file-backed) ${mib(s.codeBytes)} MiB, other anonymous (V8 heaps, malloc, stacks) ${mib(s.otherAnonBytes)} MiB`);
+  log(`shared buffers ${mib(s.buffers.reduce((x, b) => x + b.rssBytes, 0))} MiB, code (file-backed) ${mib(s.codeBytes)} MiB, malloc (brk heap and thread arenas) ${mib(s.mallocBytes)} MiB, other anonymous (V8 heaps, stacks) ${mib(s.otherAnonBytes)} MiB`);
   if (ins === null) return;
   const heaps = await ins.heaps();
   log(table(['thread', 'heap used', 'heap total', 'external', 'live used (after GC)', 'heap total after GC'],
