@@ -21,7 +21,7 @@ import { defaultGraphSpec, generateGraph, pickStartIds, type Graph } from './gra
 import { defaultChunking, loadSvcdb } from './load.js';
 import { drive, wrkAvailable } from './loadgen.js';
 import { httpScenarios } from './scenarios.js';
-import { post, repoRoot, svcdbMain } from './servers.js';
+import { launcherNodeFlags, post, repoRoot, svcdbMain } from './servers.js';
 import { log, procMemory, sleep, table } from './util.js';
 
 const { values: opt } = parseArgs({
@@ -33,6 +33,10 @@ const { values: opt } = parseArgs({
     'read-seconds': { type: 'string', default: '2' },
     'no-breakdown': { type: 'boolean', default: false },
     'no-clean': { type: 'boolean', default: false },
+    /** Only these read scenarios (repeatable; default all), e.g. to compare throughput under two flags. */
+    only: { type: 'string', multiple: true, default: [] },
+    /** Pin the server to CPU 0 and the load generator to CPU 1 (as `npm run bench` does). */
+    pin: { type: 'boolean', default: false },
     /** A V8/Node flag for the server process (repeatable), to compare settings. */
     'node-flag': { type: 'string', multiple: true, default: [] },
   },
@@ -63,8 +67,9 @@ interface Server {
 }
 
 async function startServer(readers: number, inspect: boolean): Promise<Server> {
-  const flags = [...opt['node-flag']!, ...(inspect ? ['--inspect=127.0.0.1:0'] : [])];
-  const child = spawn(process.execPath, [...flags, svcdbMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--readers', String(readers)],
+  const flags = [...launcherNodeFlags(svcdbMain), ...opt['node-flag']!, ...(inspect ? ['--inspect=127.0.0.1:0'] : [])];
+  const [cmd, pre] = opt.pin ? ['taskset', ['-c', '0', process.execPath]] : [process.execPath, []];
+  const child = spawn(cmd, [...pre, ...flags, svcdbMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--readers', String(readers)],
     { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '', err = '';
   const found = await new Promise<{ url: string; inspectorUrl: string | null }>((resolve, reject) => {
@@ -243,11 +248,11 @@ const mib = (b: number): string => (b / MiB).toFixed(1);
 
 async function readScenarios(url: string, graph: Graph, seconds: number): Promise<void> {
   const ctx = { graph, startIds: pickStartIds(graph, 512) };
-  for (const s of httpScenarios.filter((x) => !x.mutates)) {
+  for (const s of httpScenarios.filter((x) => !x.mutates && (opt.only!.length === 0 || opt.only!.includes(x.key)))) {
     const work = s.workload?.(ctx) ?? { bodies: s.bodies!(ctx) };
     const first = 'bodies' in work ? work.bodies[0]! : null;
     if (first !== null && (await post(url, first)).status !== 200) { log(`  ${s.key}: first body failed, skipped`); continue; }
-    const r = await drive(url, work, { connections: 64, threads: 1, durationSec: seconds, cpus: null }, wrkAvailable() ? 'wrk' : 'autocannon');
+    const r = await drive(url, work, { connections: 64, threads: 1, durationSec: seconds, cpus: opt.pin ? '1' : null }, wrkAvailable() ? 'wrk' : 'autocannon');
     log(`  ${s.key}: ${r.rps.toFixed(0)} req/s over ${seconds} s`);
   }
 }
