@@ -1,24 +1,29 @@
-// `npm run bench -- memory [--quick] [--readers N] [--read-seconds S] [--no-breakdown]`:
+// `npm run bench -- memory [--quick] [--readers N] [--read-seconds S] [--no-breakdown]
+//   [--no-clean] [--pin] [--only SCENARIO]... [--node-flag FLAG]...`:
 // where the server's resident memory goes with the bench graph loaded (issue 13 item 5).
 //
-// Starts `svc serve` as the HTTP bench does (bench/http.ts: same loader, same chunks), then
-// reports VmRSS empty, after the load and after the read scenarios (each driven for
-// --read-seconds with the bench's load generator), and breaks it down:
-//   - the shared buffers, from /proc/<pid>/smaps: every growable SharedArrayBuffer and
-//     shared WebAssembly.Memory is one mapping that reserves its maximum length up front,
-//     so the mappings of >= 1 GiB are exactly those buffers; their Rss is what is touched;
-//   - each thread's V8 heap (main, writer, readers), through the inspector (the server runs
-//     with --inspect on a loopback port; NodeWorker reaches the worker threads), measured as
-//     it is and after a forced full collection (live data);
-//   - the rest (code, malloc, thread stacks, uWS).
-// The headline VmRSS figures come from a second server without --inspect (the inspector's
-// own memory stays out of them) unless --no-clean is given.
+// 1. The store alone: the bench graph loaded in this process through the same requests,
+//    then every buffer's used bytes and the topology's use (Topology.memoryUsage), per node
+//    and per edge.
+// 2. `svc serve` started as the HTTP bench starts it (the launcher's node flags, the same
+//    loader and chunks): VmRSS empty, after the load and after the read scenarios (each
+//    driven for --read-seconds by the bench's load generator), split by /proc/<pid>/smaps
+//    into the shared buffers (a growable SharedArrayBuffer or shared WebAssembly.Memory is
+//    an accessible mapping followed by the reserved rest of its maximum: regions of >= 1
+//    GiB), code (file-backed), glibc malloc and the rest (V8 heaps, stacks).
+// 3. The same with the server under --inspect: each thread's V8 heap (main, writer,
+//    readers; NodeWorker reaches the worker threads) as it is and after a full collection
+//    on that thread (its live data). The inspector costs memory of its own, so the
+//    headline figures are those of step 2.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
 import { defaultGraphSpec, generateGraph, pickStartIds, type Graph } from './graph.js';
 import { defaultChunking, loadSvcdb } from './load.js';
+import { loadChunks } from './queries.js';
+import { executeRequest, noFlags } from '../src/exec/request.js';
+import { M_HEAP_USED, NODE_WORDS, EDGE_WORDS, Store } from '../src/store/store.js';
 import { drive, wrkAvailable } from './loadgen.js';
 import { httpScenarios } from './scenarios.js';
 import { launcherNodeFlags, post, repoRoot, svcdbMain } from './servers.js';
@@ -280,10 +285,12 @@ async function run(inspect: boolean, graph: Graph): Promise<void> {
     log(`\n######## server pid ${server.pid}${inspect ? ' with --inspect (breakdown)' : ' (clean)'}, --readers ${opt.readers}`);
     await phaseReport('empty', server, ins);
     const load = await loadSvcdb(graph, (body) => post(server.url, body), defaultChunking);
-    log(`loaded ${spec.nodes} nodes / ${spec.edges} edges in ${(load.totalMs / 1000).toFixed(1)} s (${load.requests} requests)`);
+    log(`loaded ${spec.nodes} nodes / ${spec.edges} edges in ${(load.totalMs / 1000).toFixed(1)} s (${load.requests} requests); VmRSS right after it ${procMemory(server.pid)!.rssMiB.toFixed(1)} MiB`);
     await sleep(1000);
     await phaseReport('after the load', server, ins);
     await readScenarios(server.url, graph, Number(opt['read-seconds']));
+    // `npm run bench` reads VmRSS right after the last read scenario; this report a second later.
+    log(`VmRSS right after the last read scenario: ${procMemory(server.pid)!.rssMiB.toFixed(1)} MiB`);
     await sleep(1000);
     await phaseReport('after the read scenarios', server, ins);
   } finally {
@@ -292,9 +299,40 @@ async function run(inspect: boolean, graph: Graph): Promise<void> {
   }
 }
 
+/** Step 1: the store's buffers after the bench's load, in this process. */
+function storeAccounting(graph: Graph): void {
+  const store = Store.create();
+  for (const chunk of loadChunks(graph, defaultChunking.nodesPerChunk, defaultChunking.edgesPerChunk)) {
+    const out = executeRequest(store, chunk.body, noFlags, 'writer');
+    if (!('status' in out) || out.status !== 200) throw new Error(`load failed: ${JSON.stringify(out).slice(0, 300)}`);
+  }
+  const t = store.topology.memoryUsage();
+  const names = store.shared.names;
+  const rows: [string, number, number][] = [
+    ['nodes (20 B per node slot)', store.nodeSlots() * NODE_WORDS * 4, store.shared.nodes.byteLength],
+    ['edges (24 B per edge slot)', store.edgeSlots() * EDGE_WORDS * 4, store.shared.edges.byteLength],
+    ['property heap (node records; property-less edges keep none)', store.meta[M_HEAP_USED]!, store.shared.heap.byteLength],
+    ['dictionary', names.ends.byteLength + names.bytes.byteLength, names.ends.byteLength + names.bytes.byteLength],
+    ['topology: directory', t.directoryBytes, 0],
+    ['topology: live adjacency entries (2 per edge, 20 B each)', t.entryBytes, 0],
+    ['topology: unused tails of blocks, capacity words, sentinels', t.blockBytes - t.entryBytes, 0],
+    ['topology: superseded blocks free for reuse / waiting for readers', t.freeBytes + t.retiredBytes, 0],
+    ['topology: header, scratch, other', t.headerBytes + t.otherBytes, t.memoryBytes],
+    ['vector and text memories (no index)', store.vectorMemory().memory.buffer.byteLength + store.textMemory().shared.memory.buffer.byteLength,
+      store.vectorMemory().memory.buffer.byteLength + store.textMemory().shared.memory.buffer.byteLength],
+  ];
+  const used = rows.reduce((a, r) => a + r[1], 0), capacity = rows.reduce((a, r) => a + r[2], 0);
+  log(`\n== the store after the bench's load (in this process): ${mib(used)} MiB used of ${mib(capacity)} MiB of buffers (untouched pages are not resident)`);
+  log(table(['buffer', 'used MiB', 'buffer length MiB'], rows.map(([what, u, c]) => [what, mib(u), c === 0 ? '' : mib(c)])));
+  const edgeBytes = store.edgeSlots() * EDGE_WORDS * 4 + t.blockBytes + t.freeBytes + t.retiredBytes;
+  const nodeBytes = used - edgeBytes;
+  log(`per node ${(nodeBytes / spec.nodes).toFixed(1)} B (slot, record, directory), per edge ${(edgeBytes / spec.edges).toFixed(1)} B (slot, two adjacency entries and their share of blocks)`);
+}
+
 async function main(): Promise<void> {
   const graph = generateGraph(spec);
   log(`graph ${spec.nodes} nodes / ${spec.edges} edges`);
+  storeAccounting(graph);
   if (!opt['no-clean']) await run(false, graph);
   if (!opt['no-breakdown']) await run(true, graph);
 }
