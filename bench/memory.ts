@@ -130,7 +130,8 @@ function mappings(pid: number): Mapping[] {
 const RESERVATIONS: [bytes: number, name: string][] = [
   [(1 << 26) * 20, 'nodes (5 words per node)'],
   [(1 << 27) * 24, 'edges (6 words per edge)'],
-  [4 * 1024 * MiB, 'property heap'],
+  // 4 GiB maximum; V8 reserves 6 GiB for it (a buffer of 4 GiB or more gets guard regions).
+  [6 * 1024 * MiB, 'property heap'],
   [256 * MiB, 'dictionary bytes'],
   [(1 << 22) * 4, 'dictionary ends'],
 ];
@@ -154,7 +155,9 @@ function smapsSummary(pid: number): { buffers: Region[]; codeBytes: number; mall
   const buffers = regions.filter((r) => r.reservedBytes >= 1024 * MiB && r.rssBytes > 0).sort((a, b) => b.rssBytes - a.rssBytes);
   for (const b of buffers) {
     const known = RESERVATIONS.find(([bytes]) => Math.abs(b.reservedBytes - bytes) < 2 * MiB);
-    b.name = known?.[1] ?? `${(b.reservedBytes / 2 ** 30).toFixed(2)} GiB reservation`;
+    // The three shared WebAssembly memories (maximum 4 GiB, reserved with guard regions): the
+    // topology holds the adjacency; the vector and text memories hold 64-128 KiB without indexes.
+    b.name = known?.[1] ?? (b.reservedBytes >= 8 * 1024 * MiB ? 'WebAssembly memory (topology; vectors, texts)' : `${(b.reservedBytes / 2 ** 30).toFixed(2)} GiB reservation`);
   }
   const codeBytes = all.filter((m) => m.name.startsWith('/')).reduce((s, m) => s + m.rssBytes, 0);
   const totalBytes = all.reduce((s, m) => s + m.rssBytes, 0);
