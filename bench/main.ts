@@ -4,7 +4,8 @@
 // `npm run bench -- vector [options]` (or `--vector`): the vector engine against its peers (vector.ts),
 // then vector and text indexes in the server (search-server.ts);
 // `npm run bench -- text [options]` (or `--text`): only the text engine scenario (text.ts);
-// `npm run bench -- gateway [options]` (or `--gateway`): only the cloud gateway's cost (gateway.ts).
+// `npm run bench -- gateway [options]` (or `--gateway`): only the cloud gateway's cost (gateway.ts);
+// `npm run bench -- memory [options]` (or `--memory`): where the server's RSS goes (memory.ts).
 // (npm appends `-- options` to the end of the script line, so one entry point hands them
 // to the right benchmark instead of to whichever command happens to come last.)
 import { spawnSync } from 'node:child_process';
@@ -16,13 +17,15 @@ const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 const scenario = (name: string): string[] | null =>
   args.includes(name) || args.includes(`--${name}`) ? args.filter((a) => a !== name && a !== `--${name}`) : null;
 const indexes = scenario('indexes'), vector = scenario('vector'), text = scenario('text'), gateway = scenario('gateway');
+const memory = scenario('memory');
 const steps: [string, string[]][] = args.includes('--scale')
   ? [['./scale.js', args.filter((a) => a !== '--scale')]]
   : indexes !== null ? [['./indexes.js', indexes]]
     : vector !== null ? [['./vector.js', vector], ['./search-server.js', vector]]
       : text !== null ? [['./text.js', text]]
         : gateway !== null ? [['./gateway.js', gateway]]
-        : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
+          : memory !== null ? [['./memory.js', memory]]
+            : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
 for (const [script, argv] of steps) {
   // The text bench forces collections to measure its peers' heaps.
   const flags = script === './text.js' ? ['--expose-gc'] : [];

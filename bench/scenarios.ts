@@ -274,6 +274,6 @@ export const goals: Goal[] = [
   { label: 'worst p99 / p50 of the client read scenarios', target: 2, unit: 'x', better: 'lower', measure: worstTail },
   { label: 'in-process 2-hop vs graphology', target: 20, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === '2hop')?.ratio },
   { label: 'in-process shortest_path vs graphology-shortest-path', target: 10, unit: 'x', better: 'higher', measure: (r) => r.inProcess?.find((x) => x.key === 'path')?.ratio },
-  { label: 'server RSS with graph loaded (right after the load)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssLoadedMiB },
-  { label: 'server RSS with graph loaded (after the read scenarios)', target: 250, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssSettledMiB },
+  { label: 'server RSS with graph loaded (right after the load)', target: 200, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssLoadedMiB },
+  { label: 'server RSS with graph loaded (after the read scenarios)', target: 200, unit: 'MiB', better: 'lower', measure: (r) => r.http?.rssSettledMiB },
 ];

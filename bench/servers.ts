@@ -1,6 +1,6 @@
 // Starting and stopping the server processes the HTTP scenarios talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { procMemory } from './util.js';
 
@@ -8,6 +8,17 @@ import { procMemory } from './util.js';
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const svcdbMain = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 export const bareUwsMain = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
+
+/**
+ * The Node flags of the `svc` launcher's `#!/usr/bin/env -S node ...` line: the server is
+ * measured as users start it (the flags size V8's heaps, docs/benchmarks.md "Memory").
+ */
+export function launcherNodeFlags(script: string): string[] {
+  if (!existsSync(script)) return [];
+  const first = readFileSync(script, 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\/usr\/bin\/env -S node (.*)$/.exec(first);
+  return m ? m[1]!.trim().split(/\s+/) : [];
+}
 
 export interface RunningProcess {
   name: string;
@@ -27,7 +38,7 @@ export interface SpawnOptions {
 
 /** Spawn `node <script> <args>` and wait for its `... listening on http://HOST:PORT` line. */
 export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
-  const nodeArgs = [script, ...args];
+  const nodeArgs = [...launcherNodeFlags(script), script, ...args];
   // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
   const [cmd, argv] = opts.cpus !== null
     ? ['taskset', ['-c', opts.cpus, process.execPath, ...nodeArgs]]

@@ -98,13 +98,19 @@ export const limits = {
   scratchBytesPerThreadMax: 1024 * 1024 * 1024,
   /** Iterations of a for_each across one request; more: 500 invalid_query. */
   forEachIterationsMax: 1_000_000,
-  /** Decoded property records cached per thread (records are immutable, so caching is exact). */
-  recordCacheEntriesMax: 1 << 16,
+  /**
+   * Decoded property records cached per thread (records are immutable, so caching is exact).
+   * A decoded 3-property record holds ~210 bytes of heap and a miss costs ~1 us to decode,
+   * so 16k entries keep ~3.5 MiB per thread (the HTTP thread and each reader) for a hit rate
+   * that matters only when requests hit the same elements again; the 64k entries of 511
+   * bytes this was held 32 MiB per thread (docs/benchmarks.md "Memory").
+   */
+  recordCacheEntriesMax: 1 << 14,
   /**
    * Encoded bytes of the records cached per thread (a record may be 16 MiB, so the entry
    * bound alone would let the cache outgrow a thread's heap).
    */
-  recordCacheBytesMax: 64 * 1024 * 1024,
+  recordCacheBytesMax: 8 * 1024 * 1024,
   /** Planned queries cached per thread, keyed by query text and parameter kinds, not values (oldest evicted). */
   planCacheEntriesMax: 1024,
   /** Bodies longer than this are not cached. */
@@ -271,6 +277,14 @@ export const limits = {
   readerThreadHeapMbMax: 1536,
   /** Old-generation MB of the writer thread: as a reader, plus WAL frames and decoded write bodies. */
   writerThreadHeapMbMax: 2048,
+  /**
+   * Young-generation MB of the writer and of each reader thread (V8's semi-spaces; its
+   * default grows them to 3 x 16 MiB per thread). Per-request garbage dies there either
+   * way; large bodies (a bulk load's 1-3 MB writes, which readers parse too before they
+   * forward them) grew every thread's young generation to its maximum and the pages stayed
+   * resident: 100 MiB of the server's RSS after the bench load (docs/benchmarks.md "Memory").
+   */
+  workerThreadYoungGenerationMb: 3,
   /**
    * Bytes of one chunk of a snapshot section (snapshot-sections.ts): what an export holds
    * in memory per section being read, instead of a copy of the store.

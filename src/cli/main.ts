@@ -1,4 +1,9 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
+// (The flag: V8's young generation grows to 3 x 16 MiB on the HTTP thread under load and
+// its pages stay resident; 1 MiB semi-spaces keep the server ~40 MiB smaller after reads
+// at no measured throughput cost, docs/benchmarks.md "Memory". Worker threads get the
+// same through resourceLimits (limits.workerThreadYoungGenerationMb); start the server
+// with `node --max-semi-space-size=1 dist/src/cli/main.js serve` when not through `svc`.)
 // The `svc` command. Each subcommand lives in its own file under src/cli/ and registers
 // itself on the program here; this file only assembles them and runs the parser.
 import { Command } from 'commander';

@@ -6,6 +6,7 @@
 // thread's port, which hands it to the reader pool or the writer thread and sends the answer
 // back. So all queue bounds stay where they are, one per queue for the whole server.
 import { parentPort, workerData } from 'node:worker_threads';
+import { trimHeapWhenIdle } from '../store/heap-trim.js';
 import { Store } from '../store/store.js';
 import { explainer } from './explain.js';
 import { HttpFrontEnd } from './http.js';
@@ -19,6 +20,8 @@ if (port === null) throw new Error('http-thread-worker.ts must run in a worker t
 const data = workerData as FrontThreadData;
 
 let store = Store.attach(data.shared);
+// Inline reads leave per-request garbage here as on the main thread: given back when idle.
+const idleTrim = trimHeapWhenIdle();
 const requestLog = RequestLog.create({ ...data.log, httpThread: data.httpThread });
 const front = new HttpFrontEnd({ mode: data.mode, limits: data.limits, requestLog, receivingBytes: data.receivingBytes });
 front.storageReady = data.storageReady;
@@ -75,6 +78,7 @@ port.on('message', (message: ToFrontThread) => {
       void front.drained(message.drainTimeoutMs).then((drained) => post({ kind: 'drained', drained }));
       return;
     case 'close':
+      idleTrim.stop();
       front.closeAllSockets();
       void (requestLog?.flush() ?? Promise.resolve()).then(() => port.close());
       return;

@@ -10,7 +10,7 @@
 // through the main thread's sinks (the reader pool's and the writer's bounded queues, so
 // overload is decided in one place for the whole server) and their answers go back.
 import { Worker } from 'node:worker_threads';
-import type { LimitOverrides } from '../limits.js';
+import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
 import type { ServerMode } from './http.js';
 import { decodeFlags, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
@@ -125,7 +125,7 @@ export class FrontThreads {
     const listeners: Promise<void>[] = [];
     let up = false;
     for (let i = 0; i < count; i++) {
-      const worker = new Worker(new URL('./http-thread-worker.js', import.meta.url), { workerData: { ...rest, httpThread: i + 1 } satisfies FrontThreadData, name: `svcdb-http-${i + 1}` });
+      const worker = new Worker(new URL('./http-thread-worker.js', import.meta.url), { workerData: { ...rest, httpThread: i + 1 } satisfies FrontThreadData, name: `svcdb-http-${i + 1}`, resourceLimits: { maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb } });
       const thread = new FrontThread(worker);
       started.push(thread);
       // Before it listens: its first query may follow its 'listening' message at once.

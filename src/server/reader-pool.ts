@@ -121,7 +121,7 @@ export class ReaderPool implements QuerySink {
       // Fixed size: never retire an idle thread (it would re-attach on the next burst).
       idleTimeout: Number.POSITIVE_INFINITY,
       concurrentTasksPerWorker: 1,
-      resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax },
+      resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
       workerData,
     });
     const reader = new ReaderPool(pool, options);

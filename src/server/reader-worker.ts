@@ -10,6 +10,7 @@ import { Buffer } from 'node:buffer';
 import { threadId } from 'node:worker_threads';
 import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
 import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '../exec/request.js';
+import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
@@ -88,6 +89,9 @@ export default function runReadTask(task: SwappableReadTask): unknown {
     if (answer.length > 0) end += writer.write(answer, end, 'utf8');
     index[2 * i + 1] = end;
   }
+  // A bulk write parsed only to be forwarded left megabytes of garbage in this heap; this
+  // thread sleeps between tasks (no timers run), so it is trimmed now (heap-trim.ts).
+  if (returned.some((body) => body.byteLength >= BULK_BODY_BYTES_MIN)) trimHeapNow();
   const result: ReadTaskResult = { index, bytes, returned, threadId, readerSlot: store.topology.readerSlotIndex };
   const transfer: ArrayBuffer[] = [index.buffer, bytes.buffer as ArrayBuffer];
   for (const body of returned) transfer.push(body.buffer as ArrayBuffer);

@@ -25,6 +25,7 @@ import { Store } from '../store/store.js';
 import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import type { StoreShared } from '../store/store.js';
+import { trimHeapWhenIdle } from '../store/heap-trim.js';
 
 export interface ServerOptions {
   /** Bind address, default 127.0.0.1. */
@@ -223,8 +224,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const startedPool = pool;
   const startedWriter = writer;
   const startedFronts = fronts;
+  // This thread's heap grows with its per-request garbage under load: given back when idle.
+  const idleTrim = trimHeapWhenIdle();
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {
+    idleTrim.stop();
     front.stopAccepting();
     // The other threads' relayed queries still need the pool and the writer until they drained.
     await Promise.all([front.drained(drainTimeoutMs), startedFronts?.stopAccepting(drainTimeoutMs)]);

@@ -121,7 +121,7 @@ export class WriterThread implements QuerySink {
     const worker = new Worker(new URL('./writer-worker.js', import.meta.url), {
       workerData,
       name: 'svcdb-writer',
-      resourceLimits: { maxOldGenerationSizeMb: options.limits?.writerThreadHeapMbMax ?? limits.writerThreadHeapMbMax },
+      resourceLimits: { maxOldGenerationSizeMb: options.limits?.writerThreadHeapMbMax ?? limits.writerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
     });
     return new Promise((resolve, reject) => {
       const fail = (err: Error): void => {

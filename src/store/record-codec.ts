@@ -98,14 +98,30 @@ export function encodeRecord(record: PropertyRecord): Uint8Array {
   return packr.pack(out) as Uint8Array;
 }
 
+/**
+ * The keys of the record decoded last. Elements of one kind mostly carry the same keys in
+ * the same order, so consecutive records share one keys array (never mutated: records are
+ * read-only) instead of each holding a copy.
+ */
+let lastKeys: number[] = [];
+
 export function decodeRecord(bytes: Uint8Array): PropertyRecord {
   if (bytes.byteLength === 0) return emptyRecord;
   const flat = packr.unpack(bytes) as unknown[];
-  const keys: number[] = [];
-  const values: Value[] = [];
-  for (let i = 0; i < flat.length; i += 3) {
-    keys.push(flat[i] as number);
-    values.push(readValue(flat[i + 1] as Tag, flat[i + 2]));
+  // Exact-length arrays: push() from [] reserves 17 slots at the first push, which made a
+  // 3-property record 511 bytes of heap instead of ~250, and every thread caches up to
+  // recordCacheEntriesMax of them (docs/benchmarks.md "Memory").
+  const count = flat.length / 3;
+  const values = new Array<Value>(count);
+  let keys = lastKeys, sameKeys = keys.length === count;
+  for (let i = 0, k = 0; i < flat.length; i += 3, k++) {
+    if (sameKeys && keys[k] !== flat[i]) sameKeys = false;
+    values[k] = readValue(flat[i + 1] as Tag, flat[i + 2]);
+  }
+  if (!sameKeys) {
+    keys = new Array<number>(count);
+    for (let i = 0, k = 0; i < flat.length; i += 3, k++) keys[k] = flat[i] as number;
+    lastKeys = keys;
   }
   return { keys, values };
 }

@@ -47,6 +47,7 @@ import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
+import { BULK_BATCH_CHANGES_MIN, scheduleHeapTrim } from './heap-trim.js';
 import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
@@ -564,7 +565,7 @@ export class Store {
     // Its redo (if one was taken) carried every name up to here.
     this.namesLogged = this.names.size();
     this.pending = 0;
-    this.undo.length = 0;
+    this.endBatch();
     this.redo = null;
     this.indexes?.settled();
   }
@@ -610,9 +611,19 @@ export class Store {
       }
     }
     this.pending = 0;
-    this.undo.length = 0;
+    this.endBatch();
     this.redo = null;
     this.indexes?.settled();
+  }
+
+  /**
+   * Drop the batch's undo log (length 0 frees its backing store). A bulk batch left its
+   * request's garbage behind (the parsed body, its rows): trim this thread's heap once no
+   * further bulk batch follows (heap-trim.ts).
+   */
+  private endBatch(): void {
+    if (this.undo.length >= BULK_BATCH_CHANGES_MIN) scheduleHeapTrim();
+    this.undo.length = 0;
   }
 
   /** Whether the open batch changed nothing yet (no undo, no new name). */

@@ -82,8 +82,12 @@ const RETIRE_SEQ = 1;
 const READER_SLOTS_AT = CHUNK_TABLE + CHUNKS;
 const READERS_OVERFLOW = READER_SLOTS_AT + limits.topologyReaderSlotsMax;
 const SLOT_FREE = 0, SLOT_IDLE = 1;
-/** Allocations between two scans of the reader slots (a scan reads every slot). */
-const RECLAIM_EVERY = 64;
+/**
+ * Allocations that found no reusable block between two scans of the reader slots (a scan
+ * reads every slot). A block grows through ~4 size classes per doubling, so blocks are
+ * superseded often: a long interval leaves many of them waiting while fresh heap is taken.
+ */
+const RECLAIM_EVERY = 16;
 /** `created` of a block's sentinel entry: later than every epoch (limits.epochMax). */
 export const NEVER = 0xffffffff;
 
@@ -130,6 +134,41 @@ export function wordBlockWords(wordCount: number): number {
   if (wordCount <= 8) return 8;
   const unit = 2 ** (29 - Math.clz32(wordCount)); // 2^(floor(log2 wordCount) - 2)
   return Math.ceil(wordCount / unit) * unit;
+}
+
+/** Bytes of the topology memory by use (Topology.memoryUsage). */
+export interface TopologyUsage {
+  /** The WebAssembly memory's length (pages past heapBytes were never touched: not resident). */
+  memoryBytes: number;
+  /** Allocated so far (the bump pointer). */
+  heapBytes: number;
+  headerBytes: number;
+  directoryBytes: number;
+  /** Blocks the directory points at, whole (capacity, entries, sentinel)... */
+  blockBytes: number;
+  /** ... of which live entries (visible or deleted, below the length). */
+  entryBytes: number;
+  /** Superseded blocks a running read may still hold. */
+  retiredBytes: number;
+  /** Superseded blocks ready for reuse. */
+  freeBytes: number;
+  /** Kernel scratch, secondary index entries, holes. */
+  otherBytes: number;
+}
+
+/**
+ * The capacity of the block that replaces a full block of `capacity` entries: the next
+ * size class m * 2^k (m in 4..7, at least ADJ_BLOCK_MIN). Each class is at most a quarter
+ * larger than the one before, so a block's unused tail stays under a fifth of it (doubling
+ * left a third of the bench graph's adjacency memory unused: docs/benchmarks.md "Memory"),
+ * at the price of copying each entry about four times as a block grows instead of once, and
+ * every block of a class has the same size, so a superseded block is reused for any later
+ * block of its class.
+ */
+export function grownCapacity(capacity: number): number {
+  if (capacity < ADJ_BLOCK_MIN) return ADJ_BLOCK_MIN;
+  const unit = 2 ** (29 - Math.clz32(capacity)); // 2^(floor(log2 capacity) - 2)
+  return (Math.floor(capacity / unit) + 1) * unit;
 }
 
 /** The direction word of a directory entry: DIR_OUT or DIR_IN. */
@@ -229,6 +268,39 @@ export class Topology {
     }
     if (next !== size) throw new SvcError('internal_error', `internal error: compacted topology is ${next} words, expected ${size}`);
     return new Uint8Array(out.buffer);
+  }
+
+  /**
+   * Where the heap's words go (writer, between batches; docs/benchmarks.md "Memory"):
+   * directory chunks, the blocks nodes point at (their live entries and the rest of their
+   * capacity), superseded blocks waiting for readers or free for reuse, and the remainder
+   * (kernel scratch, index entries, holes).
+   */
+  memoryUsage(): TopologyUsage {
+    const words = this.words;
+    let directoryWords = 0, blockWords = 0, entryWords = 0;
+    for (let k = 0; k < CHUNKS; k++) {
+      const chunk = words[CHUNK_TABLE + k]!;
+      if (chunk === 0) continue;
+      directoryWords += CHUNK_WORDS;
+      for (let entry = chunk; entry < chunk + CHUNK_WORDS; entry += DIR_WORDS / 2) {
+        const block = words[entry]!;
+        if (block === 0) continue;
+        blockWords += 1 + (words[block - 1]! + 1) * ADJ_WORDS;
+        entryWords += words[entry + 1]! * ADJ_WORDS;
+      }
+    }
+    let retiredWords = 0, freeWords = 0;
+    const sizeOf = (key: number): number => (key > 0 ? 1 + (key + 1) * ADJ_WORDS : -key);
+    for (let i = 0; i < this.retired.length; i += 3) retiredWords += sizeOf(this.retired[i + 1]!);
+    for (const [key, list] of this.freeBlocks) freeWords += sizeOf(key) * list.length;
+    const heapWords = this.heapUsed();
+    return {
+      memoryBytes: this.memory.buffer.byteLength, heapBytes: heapWords * 4, headerBytes: HEAP_START * 4,
+      directoryBytes: directoryWords * 4, blockBytes: blockWords * 4, entryBytes: entryWords * 4,
+      retiredBytes: retiredWords * 4, freeBytes: freeWords * 4,
+      otherBytes: (heapWords - HEAP_START - directoryWords - blockWords - retiredWords - freeWords) * 4,
+    };
   }
 
   /** Make `words` cover word `end` (exclusive); another thread may have grown the memory. */
@@ -387,9 +459,7 @@ export class Topology {
     const len = words[slot + 1]!;
     const cap = block === 0 ? 0 : words[block - 1]!;
     if (len === cap) {
-      // Powers of two, so that superseded blocks can be reused for later ones.
-      let newCap = ADJ_BLOCK_MIN;
-      while (newCap <= cap) newCap *= 2;
+      const newCap = grownCapacity(cap);
       const moved = this.allocateBlock(newCap);
       words = this.words;
       words[moved - 1] = newCap;

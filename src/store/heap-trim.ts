@@ -1,0 +1,87 @@
+// Giving a thread's JavaScript heap back after a burst of large requests.
+//
+// A bulk load's write bodies (1-3 MB of JSON each) are parsed into trees of Maps and
+// bigints; they die with the request, but V8 grows the old generation to hold them while
+// they live and keeps those pages after the next ordinary collection. Its memory reducer
+// shrinks an idle heap only seconds later, so right after a load the writer held ~60 MB
+// of heap for ~8 MB of live data and the reader that had parsed the bodies to forward
+// them ~30 MB (docs/benchmarks.md "Memory"). A full collection right after the burst
+// returns those pages at once (V8 releases emptied pages to the OS on its own threads).
+import { performance } from 'node:perf_hooks';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** Writer: a committed or rolled-back batch with at least this many changes schedules a trim. */
+export const BULK_BATCH_CHANGES_MIN = 10_000;
+/** Request bodies of at least this many bytes are a bulk request (readers trim after forwarding one). */
+export const BULK_BODY_BYTES_MIN = 1024 * 1024;
+/** How long the thread must stay without another bulk request before the scheduled trim runs. */
+const TRIM_DELAY_MS = 50;
+/**
+ * A trim runs only when the heap is at least this large: an idle server thread holds
+ * 10-17 MB, so below this there is little to give back and the collection is not worth it.
+ */
+const TRIM_HEAP_BYTES_MIN = 24 * 1024 * 1024;
+
+let collect: (() => void) | null = null;
+let scheduled: ReturnType<typeof setTimeout> | null = null;
+
+/**
+ * A full garbage collection on this thread now, if its heap is large.
+ * Node exposes no collection API without `--expose-gc`; setting the flag at run time makes
+ * the `gc` function available in contexts created afterwards, here one made for it.
+ */
+export function trimHeapNow(): void {
+  if (getHeapStatistics().total_heap_size < TRIM_HEAP_BYTES_MIN) return;
+  if (collect === null) {
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as () => void;
+  }
+  collect();
+}
+
+/**
+ * Trim this thread's heap once it has gone TRIM_DELAY_MS without another bulk request (a
+ * load of many bulk requests pays for one collection, after the last). Needs an event loop
+ * that runs between requests (the writer's; not Piscina readers', which sleep in
+ * Atomics.wait: they call trimHeapNow()).
+ */
+export function scheduleHeapTrim(): void {
+  if (scheduled !== null) clearTimeout(scheduled);
+  scheduled = setTimeout(() => {
+    scheduled = null;
+    trimHeapNow();
+  }, TRIM_DELAY_MS);
+  scheduled.unref();
+}
+
+/** How often trimHeapWhenIdle looks at the event loop. */
+const IDLE_CHECK_MS = 250;
+/** An interval in which the event loop was busy at most this share of the time is idle. */
+const IDLE_UTILIZATION_MAX = 0.02;
+
+/**
+ * A thread that serves requests (the HTTP thread): once a busy period is followed by an idle
+ * interval, trim its heap. Its garbage is per-request (inline reads, routing) and V8 grows
+ * the old generation well past the live data under load (42 MB for 15 MB live after the
+ * bench's read scenarios) and shrinks it only seconds into idleness. A trim costs one full
+ * collection (~10-20 ms on such a heap), at most once per busy period, when nothing waits.
+ */
+export function trimHeapWhenIdle(): { stop(): void } {
+  let last = performance.eventLoopUtilization();
+  let busySinceTrim = false;
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    if (busy > IDLE_UTILIZATION_MAX) {
+      busySinceTrim = true;
+      return;
+    }
+    if (!busySinceTrim) return;
+    busySinceTrim = false;
+    trimHeapNow();
+  }, IDLE_CHECK_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
