@@ -12,6 +12,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { executeRequest, execOptions } from '../exec/request.js';
 import { Store, type StoreShared } from '../store/store.js';
+import { scheduleHeapTrim } from '../store/heap-trim.js';
 import { DiskFollower, type RecoveryReport } from '../durability/disk-storage.js';
 import { openWriterStorage } from '../durability/open.js';
 import { Committer, type DurableStorage, type StorageHealth } from '../durability/durable.js';
@@ -92,6 +93,7 @@ else await runWriter(await openWriterStorage({ diskPath: data.diskPath, objectSt
  * one and execution is synchronous, so batches are serial by construction.
  */
 async function runWriter(storage: DurableStorage): Promise<void> {
+  storage.store.onBulkBatch = scheduleHeapTrim;
   const committer = new Committer(storage, { queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes }, data.undurableAcksMax);
   storage.onHealthChange((health) => reply({ kind: 'health', health }));
   let closing = false;

@@ -47,7 +47,7 @@ import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
-import { BULK_BATCH_CHANGES_MIN, scheduleHeapTrim } from './heap-trim.js';
+import { BULK_BATCH_CHANGES_MIN } from './heap-trim.js';
 import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
@@ -617,12 +617,17 @@ export class Store {
   }
 
   /**
+   * Called after a batch of at least BULK_BATCH_CHANGES_MIN changes: the server's writer
+   * thread trims its heap then (heap-trim.ts); an embedded store leaves its host's heap alone.
+   */
+  onBulkBatch: (() => void) | null = null;
+
+  /**
    * Drop the batch's undo log (length 0 frees its backing store). A bulk batch left its
-   * request's garbage behind (the parsed body, its rows): trim this thread's heap once no
-   * further bulk batch follows (heap-trim.ts).
+   * request's garbage behind (the parsed body, its rows): onBulkBatch.
    */
   private endBatch(): void {
-    if (this.undo.length >= BULK_BATCH_CHANGES_MIN) scheduleHeapTrim();
+    if (this.undo.length >= BULK_BATCH_CHANGES_MIN) this.onBulkBatch?.();
     this.undo.length = 0;
   }
 
