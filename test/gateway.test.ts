@@ -574,6 +574,43 @@ describe('caching, metering, metadata, health', () => {
   });
 });
 
+describe('bounded memory', () => {
+  it('answers 503 server_overloaded to a backend answer over the gateway budget, and holds nothing after', async () => {
+    const big = await bigAnswerServer(256 * 1024);
+    try {
+      cp.addDatabase({ id: 'db_big', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_big').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
+      const answer = await post(g, countNodes('X'), auth(key, 'db_big'));
+      expect(answer.status, answer.text).toBe(503);
+      expect(errorOf(answer).error, answer.text).toBe('server_overloaded');
+      await eventually(() => g.bufferedBytes().responses === 0 && g.bufferedBytes().requestBodies === 0, 'the budget is back to zero');
+      // An answer within the budget passes whole, and is released once sent.
+      const roomy = await gatewayWith({ bufferedResponseBytesMax: 1024 * 1024 });
+      const whole = await post(roomy, countNodes('X'), auth(key, 'db_big'));
+      expect(whole.status).toBe(200);
+      expect(whole.text.length).toBe(256 * 1024);
+      expect(roomy.bufferedBytes().responses).toBe(0);
+    } finally {
+      big.close();
+    }
+  });
+
+  it('warming keeps no backend answer body: a large warm read fits a small budget', async () => {
+    const big = await bigAnswerServer(256 * 1024);
+    try {
+      cp.addDatabase({ id: 'db_bigwarm', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [big.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_bigwarm').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
+      const warm = await post(g, countNodes('X'), auth(key, 'db_bigwarm', { 'x-svc-warm': 'true' }));
+      expect(warm.status, warm.text).toBe(204);
+      await eventually(() => g.bufferedBytes().responses === 0, 'no answer bytes are held');
+    } finally {
+      big.close();
+    }
+  });
+});
+
 describe('clients that go away', () => {
   it('release what their request held: close() does not wait for uploads abandoned mid-body', async () => {
     const g = await gatewayWith();
@@ -690,6 +727,21 @@ async function freePort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** A backend whose every query answer is 200 with `bytes` bytes of JSON (a large result). */
+async function bigAnswerServer(bytes: number): Promise<{ url: string; close(): void }> {
+  const body = `"${'x'.repeat(bytes - 2)}"`;
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => { server.closeAllConnections(); server.close(); },
+  };
 }
 
 /** A backend that answers /readyz but never answers a query (a stalled server). */

@@ -63,6 +63,8 @@ export interface GatewayOptions {
   logLevel?: pino.Level;
   /** One log line per /v2/query request (info level). Default off. */
   accessLog?: boolean;
+  /** Backend answer bytes held at once; default limits.gatewayBufferedResponseBytesMax (tests lower it). */
+  bufferedResponseBytesMax?: number;
 }
 
 export interface Gateway {
@@ -71,6 +73,8 @@ export interface Gateway {
   readonly url: string;
   /** Lookups sent to the control plane per cache (tests: the hot path reaches no store). */
   readonly controlPlaneLookups: () => { grants: number; routes: number; allowances: number };
+  /** Bytes held now: request bodies (reserved) and backend answers (tests: nothing leaks). */
+  readonly bufferedBytes: () => { requestBodies: number; responses: number };
   /** Flush metered usage now (tests; close() flushes too). */
   flushUsage(): Promise<void>;
   close(): Promise<void>;
@@ -219,6 +223,8 @@ class GatewayRequest {
   body: Buffer = Buffer.alloc(0);
   /** Bytes counted against the gateway's body bound. */
   reservedBytes = 0;
+  /** Backend answer bytes of this request counted against the gateway's response bound. */
+  responseBytes = 0;
   private received = 0;
   private fixed: Buffer | null = null;
   private chunks: Buffer[] | null = null;
@@ -362,7 +368,9 @@ class GatewayServer {
   readonly limiter: RedisRateLimiter;
   private readonly backends: BackendRegistry;
   readonly usage: UsageMeter;
-  private bufferedBytes = 0;
+  bufferedBytes = 0;
+  bufferedResponseBytes = 0;
+  private readonly bufferedResponseBytesMax: number;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private closing = false;
@@ -376,6 +384,7 @@ class GatewayServer {
     this.authScheme = options.authScheme ?? 'bearer';
     this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
     this.accessLog = options.accessLog ?? false;
+    this.bufferedResponseBytesMax = options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax;
     this.log = pino({
       level: options.logLevel ?? 'info',
       base: { component: 'gateway', pid: process.pid },
@@ -593,6 +602,9 @@ class GatewayServer {
         }
       });
     }
+    // uWS copied the answer (or the client left): the gateway holds none of it any more.
+    this.bufferedResponseBytes -= request.responseBytes;
+    request.responseBytes = 0;
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
         databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
@@ -699,7 +711,7 @@ class GatewayServer {
         else reject(outcomes.find((o) => o instanceof GatewayError) ?? new GatewayError('database_unavailable', `every backend of database ${route.id} failed while warming; retry later`));
       };
       eligible.forEach((backend, index) => {
-        this.send(backend, request, headers, deadline).then((answer) => settleOne(index, answer), (err: Error) => {
+        this.send(backend, request, headers, deadline, false).then((answer) => settleOne(index, answer), (err: Error) => {
           if (err instanceof UpstreamFailure && err.down) this.backends.markFailing(backend, err.message);
           settleOne(index, err);
         });
@@ -709,17 +721,22 @@ class GatewayServer {
 
   /**
    * One upstream request. Rejects with GatewayError query_timeout at the deadline,
+   * server_overloaded when the answer would pass the gateway's bound of held answer bytes,
    * UpstreamFailure without an answer. Uses undici's dispatch with callbacks rather than
    * `request`: no response stream per request (fewer allocations and promise hops; the
-   * answer is a few hundred bytes).
+   * answer is usually a few hundred bytes).
+   *
+   * `keepSuccessBody` false (warming): a 2xx answer's body is dropped as it arrives, since
+   * the client gets 204; error answers are kept, as one of them may be the answer.
    */
-  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline): Promise<UpstreamAnswer> {
+  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline, keepSuccessBody = true): Promise<UpstreamAnswer> {
     if (deadline.expired) return Promise.reject(this.timeoutError());
     backend.outstanding++;
     request.backendUrl = backend.url;
     return new Promise<UpstreamAnswer>((resolve, reject) => {
       const chunks: Buffer[] = [];
       let length = 0;
+      let keepBody = true;
       let status = 0;
       let contentType = JSON_TYPE;
       let retryAfter: string | null = null;
@@ -732,11 +749,21 @@ class GatewayServer {
         deadline.forget(onDeadline);
         return true;
       };
+      // Bytes of this answer no one will send: give them back to the gateway's bound.
+      const releaseHeld = (): void => {
+        this.bufferedResponseBytes -= length;
+        request.responseBytes -= length;
+        length = 0;
+        chunks.length = 0;
+      };
       // At the deadline: answer 408 now, and cancel the upstream request if it started
       // (or as soon as it starts, when it still waits for a connection).
       const onDeadline = (): void => {
         controller?.abort(new Error('gateway deadline'));
-        if (settle()) reject(this.timeoutError());
+        if (settle()) {
+          releaseHeld();
+          reject(this.timeoutError());
+        }
       };
       deadline.notify(onDeadline);
       backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, {
@@ -746,21 +773,39 @@ class GatewayServer {
         },
         onResponseStart: (_c, statusCode, responseHeaders) => {
           status = statusCode;
+          keepBody = keepSuccessBody || statusCode < 200 || statusCode >= 300;
           const type = responseHeaders['content-type'];
           if (typeof type === 'string') contentType = type;
           const retry = responseHeaders['retry-after'];
           if (typeof retry === 'string') retryAfter = retry;
         },
-        onResponseData: (_c, chunk) => {
+        onResponseData: (c, chunk) => {
+          if (settled || !keepBody) return;
+          if (this.bufferedResponseBytes + chunk.byteLength > this.bufferedResponseBytesMax) {
+            // Settled first: abort() calls onResponseError at once, which would count it as a failed backend.
+            if (settle()) {
+              releaseHeld();
+              reject(new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'
+                + (request.requestType === 'write' ? ' (the write may or may not have been applied)' : '')));
+            }
+            c.abort(new Error('gateway response budget'));
+            return;
+          }
+          this.bufferedResponseBytes += chunk.byteLength;
+          request.responseBytes += chunk.byteLength;
           chunks.push(chunk);
           length += chunk.byteLength;
         },
         onResponseEnd: () => {
           if (!settle()) return;
-          resolve({ status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length), contentType, retryAfter });
+          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+          // A warming straggler finishing after the client was answered: nothing will send it.
+          if (request.settled) releaseHeld();
+          resolve({ status, body, contentType, retryAfter });
         },
         onResponseError: (_c, err) => {
           if (!settle()) return;
+          releaseHeld();
           reject(deadline.expired ? this.timeoutError() : new UpstreamFailure(backend, err));
         },
       });
@@ -864,6 +909,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     controlPlaneLookups: () => ({
       grants: server.grants.lookupsStarted, routes: server.routes.lookupsStarted, allowances: server.allowances.lookupsStarted,
     }),
+    bufferedBytes: () => ({ requestBodies: server.bufferedBytes, responses: server.bufferedResponseBytes }),
     flushUsage: () => server.usage.flush(),
     close: () => server.close(),
   };
