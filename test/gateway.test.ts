@@ -609,6 +609,31 @@ describe('bounded memory', () => {
       big.close();
     }
   });
+
+  it('answers 408 query_timeout to a body still trickling in at the deadline, and releases its reservation', async () => {
+    const g = await gatewayWith({ queryTimeoutMs: 400 });
+    const socket = connect(g.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let reply = '';
+    socket.on('data', (d: Buffer) => { reply += d.toString(); });
+    socket.on('error', () => { /* the gateway may close the connection after answering */ });
+    const started = performance.now();
+    socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${2 * MiB}\r\n\r\n{"request_type":`);
+    const trickle = setInterval(() => { if (!socket.destroyed) socket.write(' '); }, 50);
+    try {
+      await eventually(() => g.bufferedBytes().requestBodies === 2 * MiB, 'the announced body is reserved');
+      await eventually(() => reply.startsWith('HTTP/1.1 '), 'the gateway answered', 5000);
+      const elapsed = performance.now() - started;
+      expect(reply).toMatch(/^HTTP\/1\.1 408 /);
+      expect(reply).toContain('"error":"query_timeout"');
+      expect(elapsed).toBeGreaterThanOrEqual(390);
+      expect(elapsed).toBeLessThan(3000);
+      expect(g.bufferedBytes().requestBodies).toBe(0);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  });
 });
 
 describe('clients that go away', () => {

@@ -218,6 +218,13 @@ class GatewayRequest {
   readonly logHeaders: Record<string, string> | null;
   aborted = false;
   settled = false;
+  /**
+   * The request's wall-clock deadline, from its arrival: it bounds receiving the body (a
+   * slow sender holds its body reservation no longer) as well as the backends' answers.
+   */
+  readonly deadline: Deadline;
+  /** The deadline passed before the whole body arrived: answered 408, nothing kept. */
+  bodyTimedOut = false;
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
   body: Buffer = Buffer.alloc(0);
@@ -236,8 +243,9 @@ class GatewayRequest {
   requestType: UsageKind | null = null;
   backendUrl: string | null = null;
 
-  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null) {
+  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null, deadlineMs: number) {
     this.res = res;
+    this.deadline = new Deadline(deadlineMs);
     this.keyHash = keyHash;
     this.tenantId = tenantId;
     this.warmHeader = headers.warm;
@@ -276,6 +284,11 @@ class GatewayRequest {
     this.fixed = null;
     this.chunks = null;
     this.finishBody();
+  }
+
+  /** Whether the body is complete, too large, or dropped (client gone, answered already). */
+  get bodyDone(): boolean {
+    return this.bodyComplete;
   }
 
   /** Resolves when the body is complete, too large, or the client went away. */
@@ -492,9 +505,16 @@ class GatewayServer {
       if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
-    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders);
+    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.queryTimeoutMs);
     this.inFlight++;
     res.onAborted(() => request.onAborted());
+    request.deadline.notify(() => {
+      if (request.bodyDone) return;
+      // A body still arriving at the deadline: answer now and release its reservation,
+      // whatever step process() waits at (it finds bodyTimedOut and stops).
+      request.bodyTimedOut = true;
+      this.finish(request, new GatewayError('query_timeout', `the request body did not arrive within the gateway's deadline of ${this.queryTimeoutMs} ms`), null);
+    });
     const announced = headers.contentLength === undefined ? null : Number(headers.contentLength);
     if (announced !== null && Number.isSafeInteger(announced) && announced > this.bodyBytesMax) {
       request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
@@ -536,7 +556,7 @@ class GatewayServer {
       const flags = requestFlags(request);
       // 413, before parsing anything.
       await request.bodyArrived();
-      if (request.aborted) throw clientGone;
+      if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
       if (request.tooLarge) {
         throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
       }
@@ -578,6 +598,7 @@ class GatewayServer {
   private finish(request: GatewayRequest, error: GatewayError | null, answer: UpstreamAnswer | 'warmed' | null): void {
     if (request.settled) return;
     request.settled = true;
+    request.deadline.clear();
     this.bufferedBytes -= request.reservedBytes;
     request.reservedBytes = 0;
     request.discardBody(); // an early answer (401, 413...) while the body still streams in
@@ -626,30 +647,25 @@ class GatewayServer {
   // ---------------------------------------------------------------- routing
 
   private async forward(request: GatewayRequest, route: DatabaseRoute, flags: RequestFlags, requestType: UsageKind): Promise<UpstreamAnswer | 'warmed'> {
-    const remainingMs = this.queryTimeoutMs - (performance.now() - request.startedMs);
-    const deadline = new Deadline(Math.max(0, remainingMs));
-    try {
-      const toWriter = requestType === 'write' || flags.requireWriter === true;
-      if (flags.warm === true) return await this.warm(request, route, toWriter, deadline);
-      if (toWriter) {
-        const writer = route.writerUrl === null ? null : this.backends.backend(route.writerUrl);
-        if (writer === null || !writer.eligible) {
-          throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unavailable; retry later`);
-        }
-        try {
-          return await this.send(writer, request, request.upstreamHeaders(false), deadline);
-        } catch (err) {
-          if (!(err instanceof UpstreamFailure)) throw err;
-          if (err.down) this.backends.markFailing(writer, err.message);
-          throw new GatewayError('database_unavailable', requestType === 'write'
-            ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
-            : `the writer of database ${route.id} failed before answering; retry later`);
-        }
+    const deadline = request.deadline;
+    const toWriter = requestType === 'write' || flags.requireWriter === true;
+    if (flags.warm === true) return await this.warm(request, route, toWriter, deadline);
+    if (toWriter) {
+      const writer = route.writerUrl === null ? null : this.backends.backend(route.writerUrl);
+      if (writer === null || !writer.eligible) {
+        throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unavailable; retry later`);
       }
-      return await this.read(request, route, deadline);
-    } finally {
-      deadline.clear();
+      try {
+        return await this.send(writer, request, request.upstreamHeaders(false), deadline);
+      } catch (err) {
+        if (!(err instanceof UpstreamFailure)) throw err;
+        if (err.down) this.backends.markFailing(writer, err.message);
+        throw new GatewayError('database_unavailable', requestType === 'write'
+          ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
+          : `the writer of database ${route.id} failed before answering; retry later`);
+      }
     }
+    return await this.read(request, route, deadline);
   }
 
   /**
