@@ -294,6 +294,11 @@ export const limits = {
   gatewayRateLimitDecisionMs: 500,
   /** Entries of each control-plane answer cache (keys, routes, allowances); the oldest go first. */
   gatewayCacheEntriesMax: 100_000,
+  /**
+   * Control-plane lookups (keys, routes, allowances) one gateway runs at once; more: 503
+   * control_plane_unavailable at once, so a flood of unknown keys cannot queue on the store.
+   */
+  gatewayControlPlaneLookupsMax: 128,
   /** Longest a control-plane lookup may take (ms); longer: 503 control_plane_unavailable. */
   gatewayControlPlaneTimeoutMs: 2_000,
   /** Keep-alive connections from the gateway to one backend server. */

@@ -634,6 +634,27 @@ describe('bounded memory', () => {
       socket.destroy();
     }
   });
+
+  it('looks up no key of the wrong format, and never runs more control-plane lookups at once than its bound', async () => {
+    const slow = new SlowControlPlane(200);
+    const g = await gatewayWith({ controlPlaneLookupsMax: 8, controlPlane: slow });
+    // Wrong format (not svc_ + 43 base64url characters): 401 without asking the store.
+    for (const key of ['svc_short', `svc_${'A'.repeat(44)}`, `key_${'A'.repeat(43)}`, 'x'.repeat(47)]) {
+      const answer = await post(g, countNodes('X'), auth(key, 'db_a'));
+      expect(answer.status, key).toBe(401);
+      expect(errorOf(answer).error).toBe('invalid_api_key');
+    }
+    expect(slow.calls.grantForKeyHash).toBe(0);
+    // A flood of well-formed unknown keys: at most 8 lookups at once, the rest refused at once.
+    const flood = await Promise.all(Array.from({ length: 60 }, (_, i) =>
+      post(g, countNodes('X'), auth(`svc_${String(i).padStart(43, 'Q')}`, 'db_a'))));
+    const codes = flood.map((a) => `${a.status} ${errorOf(a).error}`);
+    expect(slow.peakInFlight).toBeGreaterThan(0);
+    expect(slow.peakInFlight).toBeLessThanOrEqual(8);
+    expect(codes).toContain('401 invalid_api_key');
+    expect(codes).toContain('503 control_plane_unavailable');
+    expect(new Set(codes)).toEqual(new Set(['401 invalid_api_key', '503 control_plane_unavailable']));
+  });
 });
 
 describe('clients that go away', () => {
@@ -752,6 +773,26 @@ async function freePort(): Promise<number> {
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** A control plane whose key lookups each take `delayMs`, counting how many run at once. */
+class SlowControlPlane extends MemoryControlPlane {
+  inFlight = 0;
+  peakInFlight = 0;
+  constructor(private readonly delayMs: number) {
+    super();
+  }
+
+  override async grantForKeyHash(keyHash: string): ReturnType<MemoryControlPlane['grantForKeyHash']> {
+    this.inFlight++;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    try {
+      await new Promise((r) => setTimeout(r, this.delayMs));
+      return await super.grantForKeyHash(keyHash);
+    } finally {
+      this.inFlight--;
+    }
+  }
 }
 
 /** A backend whose every query answer is 200 with `bytes` bytes of JSON (a large result). */

@@ -17,11 +17,12 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from '../cloud/control-plane.js';
+import { apiKeyPattern } from '../cloud/secrets.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { assertNativeUws, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
-import { ExpiringCache } from './cache.js';
+import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
@@ -65,6 +66,8 @@ export interface GatewayOptions {
   accessLog?: boolean;
   /** Backend answer bytes held at once; default limits.gatewayBufferedResponseBytesMax (tests lower it). */
   bufferedResponseBytesMax?: number;
+  /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
+  controlPlaneLookupsMax?: number;
 }
 
 export interface Gateway {
@@ -202,6 +205,15 @@ export function keyFromHeader(value: string | undefined, headerName: string, sch
 
 export function keyHashOf(key: string): string {
   return createHash('sha256').update(key).digest('hex');
+}
+
+/**
+ * The hash to look up, or 401 for a key no key has the shape of (secrets.ts): such a key
+ * costs no store lookup, so random strings cannot reach the store.
+ */
+function hashOfWellFormedKey(key: string): string {
+  if (!apiKeyPattern.test(key)) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
+  return keyHashOf(key);
 }
 
 /** One POST /v2/query from the handler to its answer. */
@@ -412,7 +424,8 @@ class GatewayServer {
     }, options.logDestination ?? pino.destination({ fd: 2, sync: false }));
 
     const ttlMs = options.cacheTtlMs ?? 1000;
-    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs };
+    const slots = new LookupSlots(options.controlPlaneLookupsMax ?? limits.gatewayControlPlaneLookupsMax);
+    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs, slots };
     const cp = options.controlPlane;
     this.grants = new ExpiringCache({ ...cacheBase, what: 'API key', lookup: (hash) => cp.grantForKeyHash(hash) });
     this.routes = new ExpiringCache({ ...cacheBase, what: 'database route', lookup: (id) => cp.database(id) });
@@ -492,13 +505,13 @@ class GatewayServer {
     let keyHash: string;
     try {
       const key = keyFromHeader(headers.auth, this.authHeaderName, this.authScheme);
-      keyHash = keyHashOf(key);
       if (headers.tenant === undefined || headers.tenant === '') {
         throw new GatewayError('invalid_tenant_id', `missing ${HEADER_TENANT_ID} header: send the database ID`);
       }
       if (!tenantPattern.test(headers.tenant)) {
         throw new GatewayError('invalid_tenant_id', `malformed ${HEADER_TENANT_ID} header: a database ID has 1-128 letters, digits, ".", "_" or "-"`);
       }
+      keyHash = hashOfWellFormedKey(key);
     } catch (err) {
       const e = err as GatewayError;
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
@@ -860,7 +873,7 @@ class GatewayServer {
           reply(200, document(null));
           return;
         }
-        const grant = await this.grants.get(keyHashOf(keyFromHeader(headers.auth, this.authHeaderName, this.authScheme)));
+        const grant = await this.grants.get(hashOfWellFormedKey(keyFromHeader(headers.auth, this.authHeaderName, this.authScheme)));
         if (grant === null) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
         reply(200, document(grant.databaseId));
       } catch (err) {
