@@ -706,6 +706,22 @@ describe('logs', () => {
   });
 });
 
+describe('logs of rejected requests', () => {
+  it('show only allowlisted headers: a key in a header the gateway does not read never reaches the log', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const g = await gatewayWith({ logDestination: capture, accessLog: true });
+    const misplaced = cp.addKey('db_a').secret;
+    // The key in X-Api-Key while the gateway reads Authorization: 400, headers logged.
+    const answer = await post(g, countNodes('X'), { 'x-api-key': misplaced, 'x-svc-tenant-id': 'db_a', 'x-forwarded-authorization': `Bearer ${misplaced}` });
+    expect(answer.status).toBe(400);
+    await eventually(() => output.includes('"msg":"query"'), 'the access line was written');
+    expect(output).toContain('"x-svc-tenant-id":"db_a"');
+    expect(output).not.toContain(misplaced);
+    expect(output).not.toContain('x-api-key');
+  });
+});
+
 describe('Redis down', () => {
   it('answers 503 rate_limit_unavailable (never admits blindly) and recovers when Redis is back', async () => {
     const body = countNodes('RedisDown');

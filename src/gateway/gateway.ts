@@ -501,7 +501,7 @@ class GatewayServer {
 
   private onQuery(res: HttpResponse, req: HttpRequest): void {
     const headers = collectHeaders(req, this.authHeaderLower);
-    const logHeaders = this.accessLog ? allHeaders(req) : null;
+    const logHeaders = this.accessLog ? loggedHeaders(req, this.authHeaderLower) : null;
     let keyHash: string;
     try {
       const key = keyFromHeader(headers.auth, this.authHeaderName, this.authScheme);
@@ -916,10 +916,22 @@ function tenantDisabled(what: string): GatewayError {
   return new GatewayError('tenant_disabled', `query processing disabled: the workspace's monthly allowance of ${what} is used up; change the plan or wait for the next month`);
 }
 
-/** Every header, for the access log of rejected requests (pino redacts the key's header). */
-function allHeaders(req: HttpRequest): Record<string, string> {
+/**
+ * Headers the access log of rejected requests shows. An allowlist, not a denylist: a
+ * client may send its key in any header (a misconfigured one, a proxy's), and only names
+ * known to carry no secret are written. The auth header is shown as present, never its value.
+ */
+const loggedHeaderNames: ReadonlySet<string> = new Set([
+  'content-type', 'content-length', 'user-agent', HEADER_TENANT_ID, HEADER_WARM, HEADER_REQUIRE_WRITER, HEADER_AWAIT_DURABLE,
+]);
+
+function loggedHeaders(req: HttpRequest, authHeaderLower: string): Record<string, string> {
   const out: Record<string, string> = {};
-  req.forEach((key, value) => { if (!(key in out)) out[key] = value; });
+  req.forEach((key, value) => {
+    if (key in out) return;
+    if (key === authHeaderLower) out[key] = '[redacted]';
+    else if (loggedHeaderNames.has(key)) out[key] = value;
+  });
   return out;
 }
 
