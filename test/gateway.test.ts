@@ -243,6 +243,18 @@ describe('warming', () => {
     expect(errorOf(answer).error).toBe('invalid_request_option');
     expect(await settledCounts([writer])).toEqual(before);
   });
+
+  it('refuses a read with x-svc-await-durable: true like the backend does, before any backend runs it', async () => {
+    const servers = [writer, ...readers];
+    const before = await settledCounts(servers);
+    const body = countNodes('Durable');
+    const direct = await post(writer.url, body, { 'x-svc-await-durable': 'true' });
+    const answer = await post(gateway, body, auth(keyA, 'db_a', { 'x-svc-await-durable': 'true' }));
+    expect(answer.status).toBe(direct.status);
+    expect(errorOf(answer)).toEqual(errorOf(direct));
+    const after = await settledCounts(servers);
+    expect(after.map((n, i) => n - before[i]!), 'only the direct request reached a backend').toEqual([1, 0, 0]);
+  });
 });
 
 describe('gateway error codes', () => {
@@ -489,6 +501,7 @@ describe('rate limits', () => {
       ['{', auth(key, 'db_tok')],
       ['{"request_type":"both"}', auth(key, 'db_tok')],
       [new Uint8Array(2 * MiB + 10), auth(key, 'db_tok')],
+      [read, auth(key, 'db_tok', { 'x-svc-await-durable': 'true' })], // the backend refuses it as a header error
     ];
     for (let round = 0; round < 3; round++) {
       for (const [body, headers] of refusals) {

@@ -583,8 +583,13 @@ class GatewayServer {
       if (requestType === 'write' ? !allowance.writesAllowed : !allowance.readsAllowed) {
         throw tenantDisabled(requestType === 'write' ? 'writes' : 'reads');
       }
+      // The backend refuses these combinations with the same code (src/exec/request.ts);
+      // refused here, before admission, they cost no token.
       if (requestType === 'write' && flags.warm === true) {
         throw new GatewayError('invalid_request_option', 'x-svc-warm is only valid for read requests');
+      }
+      if (requestType === 'read' && flags.awaitDurable === true) {
+        throw new GatewayError('invalid_request_option', 'x-svc-await-durable is only valid for write requests');
       }
       if (route.status !== 'Active') {
         throw new GatewayError('database_unavailable', `database ${route.id} is ${route.status}, not Active; retry when it is`);
