@@ -236,6 +236,29 @@ describe('warming', () => {
     expect(after.map((n, i) => n - mid[i]!)).toEqual([1, 0, 0]);
   });
 
+  it('answers 204 at the first success and still cancels a stalled target at the deadline', async () => {
+    const stalled = await stallingServer();
+    try {
+      cp.addDatabase({ id: 'db_warmslow', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [stalled.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_warmslow', 'read').secret;
+      const g = await gatewayWith({ queryTimeoutMs: 500 });
+      await eventually(async () => {
+        await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+        return stalled.received() > 0;
+      }, 'the stalled reader got a warm read');
+      const started = performance.now();
+      const received = stalled.received();
+      const warm = await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+      expect(warm.status, warm.text).toBe(204);
+      expect(performance.now() - started).toBeLessThan(450);
+      await eventually(() => stalled.received() > received, 'the stalled reader got the warm read');
+      // The gateway hung up on the stalled reader at the deadline; it did not wait for ever.
+      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', 3000);
+    } finally {
+      stalled.close();
+    }
+  });
+
   it('refuses a warm write with 400 before any backend runs it', async () => {
     const before = await settledCounts([writer]);
     const answer = await post(gateway, addNode(freshLabel()), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
@@ -839,14 +862,23 @@ async function bigAnswerServer(bytes: number): Promise<{ url: string; close(): v
   };
 }
 
-/** A backend that answers /readyz but never answers a query (a stalled server). */
-async function stallingServer(): Promise<{ url: string; close(): void }> {
+/**
+ * A backend that answers /readyz but never answers a query (a stalled server); it counts
+ * the queries it received and those whose connection the client closed.
+ */
+async function stallingServer(): Promise<{ url: string; received(): number; cancelled(): number; close(): void }> {
+  let received = 0;
+  let cancelled = 0;
   const server: Server = createServer((req, res) => {
     if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    received++;
+    res.on('close', () => { cancelled++; }); // never answered: closed only by the client
     req.resume(); // read the body, never answer
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
+    received: () => received,
+    cancelled: () => cancelled,
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     close: () => { server.closeAllConnections(); server.close(); },
   };

@@ -237,6 +237,12 @@ class GatewayRequest {
   readonly deadline: Deadline;
   /** The deadline passed before the whole body arrived: answered 408, nothing kept. */
   bodyTimedOut = false;
+  /**
+   * Upstream requests not settled yet. The deadline outlives the client's answer until
+   * they settle: warming answers at the first 2xx, and the slower targets are still
+   * cancelled at the deadline instead of running unbounded.
+   */
+  sendsOutstanding = 0;
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
   body: Buffer = Buffer.alloc(0);
@@ -616,7 +622,7 @@ class GatewayServer {
   private finish(request: GatewayRequest, error: GatewayError | null, answer: UpstreamAnswer | 'warmed' | null): void {
     if (request.settled) return;
     request.settled = true;
-    request.deadline.clear();
+    if (request.sendsOutstanding === 0) request.deadline.clear();
     this.bufferedBytes -= request.reservedBytes;
     request.reservedBytes = 0;
     request.discardBody(); // an early answer (401, 413...) while the body still streams in
@@ -766,6 +772,7 @@ class GatewayServer {
   private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline, keepSuccessBody = true): Promise<UpstreamAnswer> {
     if (deadline.expired) return Promise.reject(this.timeoutError());
     backend.outstanding++;
+    request.sendsOutstanding++;
     request.backendUrl = backend.url;
     return new Promise<UpstreamAnswer>((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -781,6 +788,9 @@ class GatewayServer {
         settled = true;
         backend.outstanding--;
         deadline.forget(onDeadline);
+        request.sendsOutstanding--;
+        // The last straggler of an answered request: nothing is left for the deadline to cancel.
+        if (request.settled && request.sendsOutstanding === 0) deadline.clear();
         return true;
       };
       // Bytes of this answer no one will send: give them back to the gateway's bound.
