@@ -399,6 +399,28 @@ describe('gateway error codes', () => {
     }
   });
 
+  it('keeps a failing store\'s error text out of the answer (the log has it), and answers a gateway bug 500 internal_error', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const g = await gatewayWith({ logDestination: capture });
+    const freshKey = cp.addKey('db_a').secret;
+    cp.failure = new Error('connect ECONNREFUSED 10.1.2.3:5432 user=cp_admin');
+    try {
+      const down = await post(g, countNodes('X'), auth(freshKey, 'db_a'));
+      expect(down.status).toBe(503);
+      expect(errorOf(down)).toEqual({ error: 'control_plane_unavailable', msg: 'the API key could not be looked up; retry later' });
+    } finally {
+      cp.failure = null;
+    }
+    await eventually(() => output.includes('cp_admin'), 'the cause was logged');
+    // A route the rate limiter cannot use (no rate at all) trips an assertion: a bug, not an outage.
+    cp.addDatabase({ id: 'db_norate', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: { perSecond: 0, burst: 0 } });
+    const key = cp.addKey('db_norate').secret;
+    const bug = await post(g, countNodes('X'), auth(key, 'db_norate'));
+    expect(bug.status).toBe(500);
+    expect(errorOf(bug)).toEqual({ error: 'internal_error', msg: 'internal gateway error; see the gateway log' });
+  });
+
   it('answers 404 on unknown paths and 405 on a wrong method', async () => {
     expect((await fetch(`${gateway.url}/v1/query`)).status).toBe(404);
     const get = await fetch(`${gateway.url}/v2/query`);
@@ -768,7 +790,8 @@ describe('Redis down', () => {
       for (let i = 0; i < 5; i++) {
         const answer = await post(gateway, body, auth(keyA, 'db_a'));
         expect(answer.status).toBe(503);
-        expect(errorOf(answer).error).toBe('rate_limit_unavailable');
+        // ioredis's own words (connection state, addresses) stay in the gateway log
+        expect(errorOf(answer)).toEqual({ error: 'rate_limit_unavailable', msg: 'the rate limit could not be decided; retry with backoff' });
       }
       const ready = await fetch(`${gateway.url}/readyz`);
       expect(ready.status).toBe(503);

@@ -82,8 +82,7 @@ export class ExpiringCache<V> {
       return value;
     } catch (err) {
       // Failures are not cached: the next request asks again.
-      throw new GatewayError('control_plane_unavailable',
-        `the ${this.options.what} could not be looked up (${(err as Error).message}); retry later`);
+      throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up; retry later`, undefined, err as Error);
     } finally {
       clearTimeout(timer);
       this.lookups.delete(key);

@@ -610,12 +610,19 @@ class GatewayServer {
       const answer = await this.forward(request, route, flags, requestType);
       this.finish(request, null, answer);
     } catch (err) {
-      if (err instanceof GatewayError) this.finish(request, err, null);
-      else {
-        this.log.error({ err: (err as Error).message, databaseId: request.databaseId }, 'gateway bug while handling a query');
-        this.finish(request, new GatewayError('database_unavailable', 'internal gateway error; see the gateway log'), null);
+      if (err instanceof GatewayError) {
+        this.logCause(err, request.databaseId ?? request.tenantId);
+        this.finish(request, err, null);
+      } else {
+        this.log.error({ err: (err as Error).message, stack: (err as Error).stack, databaseId: request.databaseId }, 'gateway bug while handling a query');
+        this.finish(request, new GatewayError('internal_error', 'internal gateway error; see the gateway log'), null);
       }
     }
+  }
+
+  /** The inside story of a store or Redis failure: the log has it, the answer does not. */
+  private logCause(err: GatewayError, databaseId: string | null): void {
+    if (err.cause instanceof Error) this.log.warn({ code: err.code, cause: err.cause.message, databaseId }, err.message);
   }
 
   /** Answer (unless the client left), release the body, log. Exactly once per request. */
@@ -892,7 +899,9 @@ class GatewayServer {
         if (grant === null) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
         reply(200, document(grant.databaseId));
       } catch (err) {
-        const e = err instanceof GatewayError ? err : new GatewayError('control_plane_unavailable', 'metadata unavailable; retry later');
+        if (err instanceof GatewayError) this.logCause(err, null);
+        else this.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway bug while serving metadata');
+        const e = err instanceof GatewayError ? err : new GatewayError('internal_error', 'internal gateway error; see the gateway log');
         reply(e.status, e.body());
       }
     })();
