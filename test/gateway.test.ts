@@ -693,6 +693,33 @@ describe('bounded memory', () => {
     }
   });
 
+  it('counts a chunked body as it arrives, not at the 2 MiB maximum, and refuses it at the gateway bound', async () => {
+    const g = await gatewayWith({ bufferedBodyBytesMax: 4096 });
+    const socket = connect(g.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.on('error', () => { /* closed by the gateway after its answer */ });
+    try {
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{"request_type":\r\n`);
+      await eventually(() => g.bufferedBytes().requestBodies === 16, 'the 16 bytes received are counted');
+    } finally {
+      socket.destroy();
+    }
+    await eventually(() => g.bufferedBytes().requestBodies === 0, 'the abandoned body is released');
+    // A chunked body past the bound: 503 server_overloaded, and nothing stays counted.
+    const chunk = new Uint8Array(1024).fill(0x20);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 8) controller.close();
+        else { sent++; controller.enqueue(chunk); }
+      },
+    });
+    const res = await fetch(`${g.url}/v2/query`, { method: 'POST', body: stream, headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(503);
+    expect((await res.json() as { error: string }).error).toBe('server_overloaded');
+    await eventually(() => g.bufferedBytes().requestBodies === 0, 'the refused body is released');
+  });
+
   it('looks up no key of the wrong format, and never runs more control-plane lookups at once than its bound', async () => {
     const slow = new SlowControlPlane(200);
     const g = await gatewayWith({ controlPlaneLookupsMax: 8, controlPlane: slow });

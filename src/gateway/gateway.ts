@@ -66,6 +66,8 @@ export interface GatewayOptions {
   accessLog?: boolean;
   /** Backend answer bytes held at once; default limits.gatewayBufferedResponseBytesMax (tests lower it). */
   bufferedResponseBytesMax?: number;
+  /** Request body bytes held at once; default limits.gatewayBufferedBodyBytesMax (tests lower it). */
+  bufferedBodyBytesMax?: number;
   /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
   controlPlaneLookupsMax?: number;
 }
@@ -246,8 +248,13 @@ class GatewayRequest {
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
   body: Buffer = Buffer.alloc(0);
-  /** Bytes counted against the gateway's body bound. */
+  /**
+   * Bytes counted against the gateway's body bound: the announced length (its buffer is
+   * allocated at once), or a chunked body's bytes as they arrive.
+   */
   reservedBytes = 0;
+  /** A chunked body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
+  overloaded = false;
   /** Backend answer bytes of this request counted against the gateway's response bound. */
   responseBytes = 0;
   private received = 0;
@@ -278,8 +285,11 @@ class GatewayRequest {
     else this.chunks = [];
   }
 
-  /** `chunk` is valid only during this call: copy it. */
-  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number): void {
+  /**
+   * `chunk` is valid only during this call: copy it. `reserve` counts a chunked body's bytes
+   * against the gateway's bound, false when they do not fit.
+   */
+  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number, reserve: (bytes: number) => boolean): void {
     if (this.bodyComplete) return;
     if (!this.tooLarge) {
       const size = chunk.byteLength;
@@ -289,6 +299,10 @@ class GatewayRequest {
         this.tooLarge = true;
         this.fixed = null;
         this.chunks = null;
+      } else if (this.fixed === null && size > 0 && !reserve(size)) {
+        this.overloaded = true;
+        this.discardBody();
+        return;
       } else if (size > 0) {
         if (this.fixed !== null) this.fixed.set(new Uint8Array(chunk), this.received);
         else this.chunks!.push(Buffer.from(new Uint8Array(chunk).slice()));
@@ -402,6 +416,7 @@ class GatewayServer {
   bufferedBytes = 0;
   bufferedResponseBytes = 0;
   private readonly bufferedResponseBytesMax: number;
+  private readonly bufferedBodyBytesMax: number;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private closing = false;
@@ -416,6 +431,7 @@ class GatewayServer {
     this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
     this.accessLog = options.accessLog ?? false;
     this.bufferedResponseBytesMax = options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax;
+    this.bufferedBodyBytesMax = options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax;
     this.log = pino({
       level: options.logLevel ?? 'info',
       base: { component: 'gateway', pid: process.pid },
@@ -539,16 +555,23 @@ class GatewayServer {
       request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
     } else {
       const expected = announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null;
-      const reserve = expected ?? this.bodyBytesMax;
-      if (this.bufferedBytes + reserve > limits.gatewayBufferedBodyBytesMax) {
-        this.finish(request, new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later'), null);
+      // An announced body's buffer is allocated now; a chunked body is counted as it arrives.
+      const reserve = expected ?? 0;
+      if (this.bufferedBytes + reserve > this.bufferedBodyBytesMax) {
+        this.finish(request, overloadedByBodies(), null);
         return;
       }
       this.bufferedBytes += reserve;
       request.reservedBytes = reserve;
       request.startBody(expected);
     }
-    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax));
+    const reserveChunk = (bytes: number): boolean => {
+      if (request.settled || this.bufferedBytes + bytes > this.bufferedBodyBytesMax) return false;
+      this.bufferedBytes += bytes;
+      request.reservedBytes += bytes;
+      return true;
+    };
+    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax, reserveChunk));
     void this.process(request);
   }
 
@@ -576,6 +599,7 @@ class GatewayServer {
       // 413, before parsing anything.
       await request.bodyArrived();
       if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
+      if (request.overloaded) throw overloadedByBodies();
       if (request.tooLarge) {
         throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
       }
@@ -934,6 +958,10 @@ class GatewayServer {
  * Thrown when the client went away while its request waited: finish() still releases the
  * request's body reservation and in-flight count, and writes nothing.
  */
+function overloadedByBodies(): GatewayError {
+  return new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later');
+}
+
 const clientGone = new GatewayError('query_timeout', 'the client closed the connection before the answer');
 
 function tenantDisabled(what: string): GatewayError {
