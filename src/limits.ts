@@ -296,12 +296,23 @@ export const limits = {
   gatewayBodyBytesMax: 2 * 1024 * 1024,
   /** Body bytes of requests the gateway is still receiving or forwarding; more: 503 server_overloaded. */
   gatewayBufferedBodyBytesMax: 512 * 1024 * 1024,
+  /**
+   * Backend answer bytes the gateway holds at once, over all requests (a backend answer may
+   * be up to 128 MiB); an answer that would go past it is cancelled upstream and answered
+   * 503 server_overloaded.
+   */
+  gatewayBufferedResponseBytesMax: 512 * 1024 * 1024,
   /** Default wall-clock deadline of a request at the gateway (ms); past it: 408 query_timeout. */
   gatewayQueryTimeoutMs: 30_000,
   /** Longest wait for Redis's rate-limit decision (ms); longer: 503 rate_limit_unavailable (fails closed). */
   gatewayRateLimitDecisionMs: 500,
   /** Entries of each control-plane answer cache (keys, routes, allowances); the oldest go first. */
   gatewayCacheEntriesMax: 100_000,
+  /**
+   * Control-plane lookups (keys, routes, allowances) one gateway runs at once; more: 503
+   * control_plane_unavailable at once, so a flood of unknown keys cannot queue on the store.
+   */
+  gatewayControlPlaneLookupsMax: 128,
   /** Longest a control-plane lookup may take (ms); longer: 503 control_plane_unavailable. */
   gatewayControlPlaneTimeoutMs: 2_000,
   /** Keep-alive connections from the gateway to one backend server. */

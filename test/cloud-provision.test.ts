@@ -1,7 +1,7 @@
 // The control plane end to end on loopback: the admin API (src/cloud/admin-api.ts) over a
 // SQLite store, provisioning real `svc serve` processes (the built dist/) on s3rver, and
 // the `svc cloud ...` commands against it. `npm run build` first.
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -259,6 +259,35 @@ describe('admin API', () => {
       await local.close();
     }
   }, 120_000);
+
+  it('database servers do not inherit the admin token, the store\'s address or other credentials', async () => {
+    const planted: Record<string, string> = {
+      SVC_CLOUD_ADMIN_TOKEN: 'planted-admin-token-0123456789', SVC_CONTROL_PLANE_STORE: 'postgres://cp:pw@db/cp', SVC_REDIS_URL: 'redis://planted:6379',
+      PGPASSWORD: 'planted-pg-password', GITHUB_TOKEN: 'planted-gh-token', MY_SECRET_THING: 'planted-secret',
+      AWS_SESSION_TOKEN: 'planted-aws-session', SVC_PLANTED_HARMLESS: 'kept',
+    };
+    const saved = Object.fromEntries(Object.keys(planted).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, planted);
+    const runtime = new ProcessRuntime({ cliPath, readerRefreshMs: 100 });
+    let server: Awaited<ReturnType<ProcessRuntime['start']>> | undefined;
+    try {
+      server = await runtime.start({ databaseId: 'db_env', role: 'writer', ordinal: 0, storage: { kind: 'directory', path: join(dir, 'env-test') } });
+      const environ = readFileSync(`/proc/${server.pid!}/environ`, 'utf8').split('\0');
+      const names = new Set(environ.map((entry) => entry.slice(0, entry.indexOf('='))));
+      for (const name of ['SVC_CLOUD_ADMIN_TOKEN', 'SVC_CONTROL_PLANE_STORE', 'SVC_REDIS_URL', 'PGPASSWORD', 'GITHUB_TOKEN', 'MY_SECRET_THING']) {
+        expect(names.has(name), name).toBe(false);
+      }
+      // Object storage still works (AWS_*), and harmless settings pass.
+      expect(environ).toContain('AWS_SESSION_TOKEN=planted-aws-session');
+      expect(environ).toContain('SVC_PLANTED_HARMLESS=kept');
+    } finally {
+      await server?.stop();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  }, 60_000);
 
   it('a database whose servers cannot start becomes Failed with the reason', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Broken', plan: 'Idea' })).json;

@@ -236,12 +236,47 @@ describe('warming', () => {
     expect(after.map((n, i) => n - mid[i]!)).toEqual([1, 0, 0]);
   });
 
+  it('answers 204 at the first success and still cancels a stalled target at the deadline', async () => {
+    const stalled = await stallingServer();
+    try {
+      cp.addDatabase({ id: 'db_warmslow', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [stalled.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_warmslow', 'read').secret;
+      const g = await gatewayWith({ queryTimeoutMs: 500 });
+      await eventually(async () => {
+        await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+        return stalled.received() > 0;
+      }, 'the stalled reader got a warm read');
+      const started = performance.now();
+      const received = stalled.received();
+      const warm = await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+      expect(warm.status, warm.text).toBe(204);
+      expect(performance.now() - started).toBeLessThan(450);
+      await eventually(() => stalled.received() > received, 'the stalled reader got the warm read');
+      // The gateway hung up on the stalled reader at the deadline; it did not wait for ever.
+      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', 3000);
+    } finally {
+      stalled.close();
+    }
+  });
+
   it('refuses a warm write with 400 before any backend runs it', async () => {
     const before = await settledCounts([writer]);
     const answer = await post(gateway, addNode(freshLabel()), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
     expect(answer.status).toBe(400);
     expect(errorOf(answer).error).toBe('invalid_request_option');
     expect(await settledCounts([writer])).toEqual(before);
+  });
+
+  it('refuses a read with x-svc-await-durable: true like the backend does, before any backend runs it', async () => {
+    const servers = [writer, ...readers];
+    const before = await settledCounts(servers);
+    const body = countNodes('Durable');
+    const direct = await post(writer.url, body, { 'x-svc-await-durable': 'true' });
+    const answer = await post(gateway, body, auth(keyA, 'db_a', { 'x-svc-await-durable': 'true' }));
+    expect(answer.status).toBe(direct.status);
+    expect(errorOf(answer)).toEqual(errorOf(direct));
+    const after = await settledCounts(servers);
+    expect(after.map((n, i) => n - before[i]!), 'only the direct request reached a backend').toEqual([1, 0, 0]);
   });
 });
 
@@ -362,6 +397,28 @@ describe('gateway error codes', () => {
     } finally {
       cp.failure = null;
     }
+  });
+
+  it('keeps a failing store\'s error text out of the answer (the log has it), and answers a gateway bug 500 internal_error', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const g = await gatewayWith({ logDestination: capture });
+    const freshKey = cp.addKey('db_a').secret;
+    cp.failure = new Error('connect ECONNREFUSED 10.1.2.3:5432 user=cp_admin');
+    try {
+      const down = await post(g, countNodes('X'), auth(freshKey, 'db_a'));
+      expect(down.status).toBe(503);
+      expect(errorOf(down)).toEqual({ error: 'control_plane_unavailable', msg: 'the API key could not be looked up; retry later' });
+    } finally {
+      cp.failure = null;
+    }
+    await eventually(() => output.includes('cp_admin'), 'the cause was logged');
+    // A route the rate limiter cannot use (no rate at all) trips an assertion: a bug, not an outage.
+    cp.addDatabase({ id: 'db_norate', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: { perSecond: 0, burst: 0 } });
+    const key = cp.addKey('db_norate').secret;
+    const bug = await post(g, countNodes('X'), auth(key, 'db_norate'));
+    expect(bug.status).toBe(500);
+    expect(errorOf(bug)).toEqual({ error: 'internal_error', msg: 'internal gateway error; see the gateway log' });
   });
 
   it('answers 404 on unknown paths and 405 on a wrong method', async () => {
@@ -489,6 +546,7 @@ describe('rate limits', () => {
       ['{', auth(key, 'db_tok')],
       ['{"request_type":"both"}', auth(key, 'db_tok')],
       [new Uint8Array(2 * MiB + 10), auth(key, 'db_tok')],
+      [read, auth(key, 'db_tok', { 'x-svc-await-durable': 'true' })], // the backend refuses it as a header error
     ];
     for (let round = 0; round < 3; round++) {
       for (const [body, headers] of refusals) {
@@ -574,6 +632,116 @@ describe('caching, metering, metadata, health', () => {
   });
 });
 
+describe('bounded memory', () => {
+  it('answers 503 server_overloaded to a backend answer over the gateway budget, and holds nothing after', async () => {
+    const big = await bigAnswerServer(256 * 1024);
+    try {
+      cp.addDatabase({ id: 'db_big', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_big').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
+      const answer = await post(g, countNodes('X'), auth(key, 'db_big'));
+      expect(answer.status, answer.text).toBe(503);
+      expect(errorOf(answer).error, answer.text).toBe('server_overloaded');
+      await eventually(() => g.bufferedBytes().responses === 0 && g.bufferedBytes().requestBodies === 0, 'the budget is back to zero');
+      // An answer within the budget passes whole, and is released once sent.
+      const roomy = await gatewayWith({ bufferedResponseBytesMax: 1024 * 1024 });
+      const whole = await post(roomy, countNodes('X'), auth(key, 'db_big'));
+      expect(whole.status).toBe(200);
+      expect(whole.text.length).toBe(256 * 1024);
+      expect(roomy.bufferedBytes().responses).toBe(0);
+    } finally {
+      big.close();
+    }
+  });
+
+  it('warming keeps no backend answer body: a large warm read fits a small budget', async () => {
+    const big = await bigAnswerServer(256 * 1024);
+    try {
+      cp.addDatabase({ id: 'db_bigwarm', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [big.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_bigwarm').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
+      const warm = await post(g, countNodes('X'), auth(key, 'db_bigwarm', { 'x-svc-warm': 'true' }));
+      expect(warm.status, warm.text).toBe(204);
+      await eventually(() => g.bufferedBytes().responses === 0, 'no answer bytes are held');
+    } finally {
+      big.close();
+    }
+  });
+
+  it('answers 408 query_timeout to a body still trickling in at the deadline, and releases its reservation', async () => {
+    const g = await gatewayWith({ queryTimeoutMs: 400 });
+    const socket = connect(g.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let reply = '';
+    socket.on('data', (d: Buffer) => { reply += d.toString(); });
+    socket.on('error', () => { /* the gateway may close the connection after answering */ });
+    const started = performance.now();
+    socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${2 * MiB}\r\n\r\n{"request_type":`);
+    const trickle = setInterval(() => { if (!socket.destroyed) socket.write(' '); }, 50);
+    try {
+      await eventually(() => g.bufferedBytes().requestBodies === 2 * MiB, 'the announced body is reserved');
+      await eventually(() => reply.startsWith('HTTP/1.1 '), 'the gateway answered', 5000);
+      const elapsed = performance.now() - started;
+      expect(reply).toMatch(/^HTTP\/1\.1 408 /);
+      expect(reply).toContain('"error":"query_timeout"');
+      expect(elapsed).toBeGreaterThanOrEqual(390);
+      expect(elapsed).toBeLessThan(3000);
+      expect(g.bufferedBytes().requestBodies).toBe(0);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  });
+
+  it('counts a chunked body as it arrives, not at the 2 MiB maximum, and refuses it at the gateway bound', async () => {
+    const g = await gatewayWith({ bufferedBodyBytesMax: 4096 });
+    const socket = connect(g.port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.on('error', () => { /* closed by the gateway after its answer */ });
+    try {
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{"request_type":\r\n`);
+      await eventually(() => g.bufferedBytes().requestBodies === 16, 'the 16 bytes received are counted');
+    } finally {
+      socket.destroy();
+    }
+    await eventually(() => g.bufferedBytes().requestBodies === 0, 'the abandoned body is released');
+    // A chunked body past the bound: 503 server_overloaded, and nothing stays counted.
+    const chunk = new Uint8Array(1024).fill(0x20);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 8) controller.close();
+        else { sent++; controller.enqueue(chunk); }
+      },
+    });
+    const res = await fetch(`${g.url}/v2/query`, { method: 'POST', body: stream, headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(503);
+    expect((await res.json() as { error: string }).error).toBe('server_overloaded');
+    await eventually(() => g.bufferedBytes().requestBodies === 0, 'the refused body is released');
+  });
+
+  it('looks up no key of the wrong format, and never runs more control-plane lookups at once than its bound', async () => {
+    const slow = new SlowControlPlane(200);
+    const g = await gatewayWith({ controlPlaneLookupsMax: 8, controlPlane: slow });
+    // Wrong format (not svc_ + 43 base64url characters): 401 without asking the store.
+    for (const key of ['svc_short', `svc_${'A'.repeat(44)}`, `key_${'A'.repeat(43)}`, 'x'.repeat(47)]) {
+      const answer = await post(g, countNodes('X'), auth(key, 'db_a'));
+      expect(answer.status, key).toBe(401);
+      expect(errorOf(answer).error).toBe('invalid_api_key');
+    }
+    expect(slow.calls.grantForKeyHash).toBe(0);
+    // A flood of well-formed unknown keys: at most 8 lookups at once, the rest refused at once.
+    const flood = await Promise.all(Array.from({ length: 60 }, (_, i) =>
+      post(g, countNodes('X'), auth(`svc_${String(i).padStart(43, 'Q')}`, 'db_a'))));
+    const codes = flood.map((a) => `${a.status} ${errorOf(a).error}`);
+    expect(slow.peakInFlight).toBeGreaterThan(0);
+    expect(slow.peakInFlight).toBeLessThanOrEqual(8);
+    expect(codes).toContain('401 invalid_api_key');
+    expect(codes).toContain('503 control_plane_unavailable');
+    expect(new Set(codes)).toEqual(new Set(['401 invalid_api_key', '503 control_plane_unavailable']));
+  });
+});
+
 describe('clients that go away', () => {
   it('release what their request held: close() does not wait for uploads abandoned mid-body', async () => {
     const g = await gatewayWith();
@@ -623,6 +791,22 @@ describe('logs', () => {
   });
 });
 
+describe('logs of rejected requests', () => {
+  it('show only allowlisted headers: a key in a header the gateway does not read never reaches the log', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const g = await gatewayWith({ logDestination: capture, accessLog: true });
+    const misplaced = cp.addKey('db_a').secret;
+    // The key in X-Api-Key while the gateway reads Authorization: 400, headers logged.
+    const answer = await post(g, countNodes('X'), { 'x-api-key': misplaced, 'x-svc-tenant-id': 'db_a', 'x-forwarded-authorization': `Bearer ${misplaced}` });
+    expect(answer.status).toBe(400);
+    await eventually(() => output.includes('"msg":"query"'), 'the access line was written');
+    expect(output).toContain('"x-svc-tenant-id":"db_a"');
+    expect(output).not.toContain(misplaced);
+    expect(output).not.toContain('x-api-key');
+  });
+});
+
 describe('Redis down', () => {
   it('answers 503 rate_limit_unavailable (never admits blindly) and recovers when Redis is back', async () => {
     const body = countNodes('RedisDown');
@@ -633,7 +817,8 @@ describe('Redis down', () => {
       for (let i = 0; i < 5; i++) {
         const answer = await post(gateway, body, auth(keyA, 'db_a'));
         expect(answer.status).toBe(503);
-        expect(errorOf(answer).error).toBe('rate_limit_unavailable');
+        // ioredis's own words (connection state, addresses) stay in the gateway log
+        expect(errorOf(answer)).toEqual({ error: 'rate_limit_unavailable', msg: 'the rate limit could not be decided; retry with backoff' });
       }
       const ready = await fetch(`${gateway.url}/readyz`);
       expect(ready.status).toBe(503);
@@ -692,14 +877,58 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A backend that answers /readyz but never answers a query (a stalled server). */
-async function stallingServer(): Promise<{ url: string; close(): void }> {
+/** A control plane whose key lookups each take `delayMs`, counting how many run at once. */
+class SlowControlPlane extends MemoryControlPlane {
+  inFlight = 0;
+  peakInFlight = 0;
+  constructor(private readonly delayMs: number) {
+    super();
+  }
+
+  override async grantForKeyHash(keyHash: string): ReturnType<MemoryControlPlane['grantForKeyHash']> {
+    this.inFlight++;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    try {
+      await new Promise((r) => setTimeout(r, this.delayMs));
+      return await super.grantForKeyHash(keyHash);
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+/** A backend whose every query answer is 200 with `bytes` bytes of JSON (a large result). */
+async function bigAnswerServer(bytes: number): Promise<{ url: string; close(): void }> {
+  const body = `"${'x'.repeat(bytes - 2)}"`;
   const server: Server = createServer((req, res) => {
     if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => { server.closeAllConnections(); server.close(); },
+  };
+}
+
+/**
+ * A backend that answers /readyz but never answers a query (a stalled server); it counts
+ * the queries it received and those whose connection the client closed.
+ */
+async function stallingServer(): Promise<{ url: string; received(): number; cancelled(): number; close(): void }> {
+  let received = 0;
+  let cancelled = 0;
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    received++;
+    res.on('close', () => { cancelled++; }); // never answered: closed only by the client
     req.resume(); // read the body, never answer
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
+    received: () => received,
+    cancelled: () => cancelled,
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     close: () => { server.closeAllConnections(); server.close(); },
   };

@@ -89,6 +89,30 @@ function commandLineOf(pid: number): string[] | null {
     return null;
   }
 }
+/**
+ * Variables of the control plane's own environment a database server never gets: the
+ * admin token and the store's address would let code running in a database server (or
+ * anyone reading its /proc/<pid>/environ) administer every workspace.
+ */
+const controlPlaneOnlyVariables = new Set(['SVC_CLOUD_ADMIN_TOKEN', 'SVC_CONTROL_PLANE_STORE', 'SVC_REDIS_URL']);
+/** Names that usually hold credentials; AWS_* stays, as the servers' object storage needs it. */
+const credentialName = /TOKEN|PASSWORD|SECRET/i;
+
+/**
+ * The environment a database server inherits from the control plane: everything but the
+ * control plane's own secrets. `extra` (ProcessRuntimeOptions.env) is given on purpose and
+ * passes whole.
+ */
+export function serverEnvironment(inherited: NodeJS.ProcessEnv, extra: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(inherited)) {
+    if (controlPlaneOnlyVariables.has(name)) continue;
+    if (credentialName.test(name) && !name.startsWith('AWS_')) continue;
+    env[name] = value;
+  }
+  return { ...env, ...extra };
+}
+
 /** Lines of a server's stderr kept to explain a failed start. */
 const stderrTailLines = 20;
 
@@ -145,7 +169,7 @@ export class ProcessRuntime implements BackendRuntime {
     if (spec.role === 'reader') args.push('--refresh-ms', String(this.options.readerRefreshMs ?? 200));
     const child: ChildProcess = spawn(process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...this.options.env },
+      env: serverEnvironment(process.env, this.options.env),
     });
     const pidFile = this.options.pidDir === undefined || child.pid === undefined ? null
       : join(this.options.pidDir, `${spec.databaseId}.${spec.role}.${spec.ordinal}.${child.pid}.pid`);

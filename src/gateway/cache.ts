@@ -5,8 +5,19 @@
 //
 // Concurrent misses of one key share one lookup (no stampede on the store when a popular
 // entry expires), and the map holds at most `entriesMax` entries (unknown keys are cached
-// too, so a flood of random keys costs one lookup each per TTL and bounded memory).
+// too, so a flood of random keys costs one lookup each per TTL and bounded memory). The
+// caches of one gateway share a bound on lookups running at once (LookupSlots): a flood of
+// distinct keys is refused at the bound instead of queueing on the store.
 import { GatewayError } from './errors.js';
+
+/** Lookups running at once, shared by the caches of one gateway. */
+export class LookupSlots {
+  inFlight = 0;
+  readonly max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
+}
 
 interface Entry<V> {
   readonly value: V;
@@ -20,6 +31,8 @@ export interface CacheOptions<V> {
   lookupTimeoutMs: number;
   /** What is being looked up, for error messages ("API key", "database route"). */
   what: string;
+  /** The bound on lookups running at once; a miss past it: 503 control_plane_unavailable at once. */
+  slots: LookupSlots;
   lookup(key: string): Promise<V>;
 }
 
@@ -40,6 +53,10 @@ export class ExpiringCache<V> {
     if (entry !== undefined && entry.expiresAtMs > Date.now()) return entry.value;
     const running = this.lookups.get(key);
     if (running !== undefined) return running;
+    const slots = this.options.slots;
+    if (slots.inFlight >= slots.max) {
+      throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up: too many lookups are running; retry later`);
+    }
     const lookup = this.lookUp(key);
     this.lookups.set(key, lookup);
     return lookup;
@@ -52,6 +69,7 @@ export class ExpiringCache<V> {
 
   private async lookUp(key: string): Promise<V> {
     this.lookupsStarted++;
+    this.options.slots.inFlight++;
     let timer: NodeJS.Timeout | undefined;
     try {
       const value = await Promise.race([
@@ -64,11 +82,13 @@ export class ExpiringCache<V> {
       return value;
     } catch (err) {
       // Failures are not cached: the next request asks again.
-      throw new GatewayError('control_plane_unavailable',
-        `the ${this.options.what} could not be looked up (${(err as Error).message}); retry later`);
+      throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up; retry later`, undefined, err as Error);
     } finally {
       clearTimeout(timer);
       this.lookups.delete(key);
+      // Freed at the timeout even if the store still works on it: the bound is on what the
+      // gateway waits for; the store's own pool bounds what it runs.
+      this.options.slots.inFlight--;
     }
   }
 

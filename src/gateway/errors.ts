@@ -18,7 +18,8 @@ export type GatewayErrorCode =
   | 'rate_limit_unavailable' // 503: Redis could not decide in time; fails closed
   | 'control_plane_unavailable' // 503: the key/route/allowance store could not answer
   | 'database_unavailable' // 503: no eligible backend (writer or ready reader)
-  | 'server_overloaded' // 503: the gateway holds too many body bytes
+  | 'server_overloaded' // 503: the gateway holds too many body or answer bytes
+  | 'internal_error' // 500: a gateway bug (the detail is in the gateway log)
   | 'not_found'; // 404: no such endpoint
 
 const statusOfCode: Readonly<Record<GatewayErrorCode, number>> = {
@@ -36,6 +37,7 @@ const statusOfCode: Readonly<Record<GatewayErrorCode, number>> = {
   control_plane_unavailable: 503,
   database_unavailable: 503,
   server_overloaded: 503,
+  internal_error: 500,
   not_found: 404,
 };
 
@@ -45,8 +47,12 @@ export class GatewayError extends Error {
   /** Whole seconds for a Retry-After header, or undefined for none. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: GatewayErrorCode, msg: string, retryAfterSeconds?: number) {
-    super(msg);
+  /**
+   * `cause`: what went wrong inside (a store's or Redis's error), for the gateway log only.
+   * Its text may name hosts, users or SQL, so it never goes into the answer's `msg`.
+   */
+  constructor(code: GatewayErrorCode, msg: string, retryAfterSeconds?: number, cause?: Error) {
+    super(msg, cause === undefined ? undefined : { cause });
     this.code = code;
     this.status = statusOfCode[code];
     this.retryAfterSeconds = retryAfterSeconds;

@@ -17,11 +17,12 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from '../cloud/control-plane.js';
+import { apiKeyPattern } from '../cloud/secrets.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { assertNativeUws, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
-import { ExpiringCache } from './cache.js';
+import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
@@ -63,6 +64,12 @@ export interface GatewayOptions {
   logLevel?: pino.Level;
   /** One log line per /v2/query request (info level). Default off. */
   accessLog?: boolean;
+  /** Backend answer bytes held at once; default limits.gatewayBufferedResponseBytesMax (tests lower it). */
+  bufferedResponseBytesMax?: number;
+  /** Request body bytes held at once; default limits.gatewayBufferedBodyBytesMax (tests lower it). */
+  bufferedBodyBytesMax?: number;
+  /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
+  controlPlaneLookupsMax?: number;
 }
 
 export interface Gateway {
@@ -71,6 +78,8 @@ export interface Gateway {
   readonly url: string;
   /** Lookups sent to the control plane per cache (tests: the hot path reaches no store). */
   readonly controlPlaneLookups: () => { grants: number; routes: number; allowances: number };
+  /** Bytes held now: request bodies (reserved) and backend answers (tests: nothing leaks). */
+  readonly bufferedBytes: () => { requestBodies: number; responses: number };
   /** Flush metered usage now (tests; close() flushes too). */
   flushUsage(): Promise<void>;
   close(): Promise<void>;
@@ -200,6 +209,15 @@ export function keyHashOf(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/**
+ * The hash to look up, or 401 for a key no key has the shape of (secrets.ts): such a key
+ * costs no store lookup, so random strings cannot reach the store.
+ */
+function hashOfWellFormedKey(key: string): string {
+  if (!apiKeyPattern.test(key)) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
+  return keyHashOf(key);
+}
+
 /** One POST /v2/query from the handler to its answer. */
 class GatewayRequest {
   readonly res: HttpResponse;
@@ -214,11 +232,31 @@ class GatewayRequest {
   readonly logHeaders: Record<string, string> | null;
   aborted = false;
   settled = false;
+  /**
+   * The request's wall-clock deadline, from its arrival: it bounds receiving the body (a
+   * slow sender holds its body reservation no longer) as well as the backends' answers.
+   */
+  readonly deadline: Deadline;
+  /** The deadline passed before the whole body arrived: answered 408, nothing kept. */
+  bodyTimedOut = false;
+  /**
+   * Upstream requests not settled yet. The deadline outlives the client's answer until
+   * they settle: warming answers at the first 2xx, and the slower targets are still
+   * cancelled at the deadline instead of running unbounded.
+   */
+  sendsOutstanding = 0;
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
   body: Buffer = Buffer.alloc(0);
-  /** Bytes counted against the gateway's body bound. */
+  /**
+   * Bytes counted against the gateway's body bound: the announced length (its buffer is
+   * allocated at once), or a chunked body's bytes as they arrive.
+   */
   reservedBytes = 0;
+  /** A chunked body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
+  overloaded = false;
+  /** Backend answer bytes of this request counted against the gateway's response bound. */
+  responseBytes = 0;
   private received = 0;
   private fixed: Buffer | null = null;
   private chunks: Buffer[] | null = null;
@@ -230,8 +268,9 @@ class GatewayRequest {
   requestType: UsageKind | null = null;
   backendUrl: string | null = null;
 
-  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null) {
+  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null, deadlineMs: number) {
     this.res = res;
+    this.deadline = new Deadline(deadlineMs);
     this.keyHash = keyHash;
     this.tenantId = tenantId;
     this.warmHeader = headers.warm;
@@ -246,8 +285,11 @@ class GatewayRequest {
     else this.chunks = [];
   }
 
-  /** `chunk` is valid only during this call: copy it. */
-  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number): void {
+  /**
+   * `chunk` is valid only during this call: copy it. `reserve` counts a chunked body's bytes
+   * against the gateway's bound, false when they do not fit.
+   */
+  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number, reserve: (bytes: number) => boolean): void {
     if (this.bodyComplete) return;
     if (!this.tooLarge) {
       const size = chunk.byteLength;
@@ -257,6 +299,10 @@ class GatewayRequest {
         this.tooLarge = true;
         this.fixed = null;
         this.chunks = null;
+      } else if (this.fixed === null && size > 0 && !reserve(size)) {
+        this.overloaded = true;
+        this.discardBody();
+        return;
       } else if (size > 0) {
         if (this.fixed !== null) this.fixed.set(new Uint8Array(chunk), this.received);
         else this.chunks!.push(Buffer.from(new Uint8Array(chunk).slice()));
@@ -270,6 +316,11 @@ class GatewayRequest {
     this.fixed = null;
     this.chunks = null;
     this.finishBody();
+  }
+
+  /** Whether the body is complete, too large, or dropped (client gone, answered already). */
+  get bodyDone(): boolean {
+    return this.bodyComplete;
   }
 
   /** Resolves when the body is complete, too large, or the client went away. */
@@ -362,7 +413,10 @@ class GatewayServer {
   readonly limiter: RedisRateLimiter;
   private readonly backends: BackendRegistry;
   readonly usage: UsageMeter;
-  private bufferedBytes = 0;
+  bufferedBytes = 0;
+  bufferedResponseBytes = 0;
+  private readonly bufferedResponseBytesMax: number;
+  private readonly bufferedBodyBytesMax: number;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private closing = false;
@@ -376,6 +430,8 @@ class GatewayServer {
     this.authScheme = options.authScheme ?? 'bearer';
     this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
     this.accessLog = options.accessLog ?? false;
+    this.bufferedResponseBytesMax = options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax;
+    this.bufferedBodyBytesMax = options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax;
     this.log = pino({
       level: options.logLevel ?? 'info',
       base: { component: 'gateway', pid: process.pid },
@@ -390,7 +446,8 @@ class GatewayServer {
     }, options.logDestination ?? pino.destination({ fd: 2, sync: false }));
 
     const ttlMs = options.cacheTtlMs ?? 1000;
-    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs };
+    const slots = new LookupSlots(options.controlPlaneLookupsMax ?? limits.gatewayControlPlaneLookupsMax);
+    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs, slots };
     const cp = options.controlPlane;
     this.grants = new ExpiringCache({ ...cacheBase, what: 'API key', lookup: (hash) => cp.grantForKeyHash(hash) });
     this.routes = new ExpiringCache({ ...cacheBase, what: 'database route', lookup: (id) => cp.database(id) });
@@ -466,41 +523,55 @@ class GatewayServer {
 
   private onQuery(res: HttpResponse, req: HttpRequest): void {
     const headers = collectHeaders(req, this.authHeaderLower);
-    const logHeaders = this.accessLog ? allHeaders(req) : null;
+    const logHeaders = this.accessLog ? loggedHeaders(req, this.authHeaderLower) : null;
     let keyHash: string;
     try {
       const key = keyFromHeader(headers.auth, this.authHeaderName, this.authScheme);
-      keyHash = keyHashOf(key);
       if (headers.tenant === undefined || headers.tenant === '') {
         throw new GatewayError('invalid_tenant_id', `missing ${HEADER_TENANT_ID} header: send the database ID`);
       }
       if (!tenantPattern.test(headers.tenant)) {
         throw new GatewayError('invalid_tenant_id', `malformed ${HEADER_TENANT_ID} header: a database ID has 1-128 letters, digits, ".", "_" or "-"`);
       }
+      keyHash = hashOfWellFormedKey(key);
     } catch (err) {
       const e = err as GatewayError;
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
       if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
-    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders);
+    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.queryTimeoutMs);
     this.inFlight++;
     res.onAborted(() => request.onAborted());
+    request.deadline.notify(() => {
+      if (request.bodyDone) return;
+      // A body still arriving at the deadline: answer now and release its reservation,
+      // whatever step process() waits at (it finds bodyTimedOut and stops).
+      request.bodyTimedOut = true;
+      this.finish(request, new GatewayError('query_timeout', `the request body did not arrive within the gateway's deadline of ${this.queryTimeoutMs} ms`), null);
+    });
     const announced = headers.contentLength === undefined ? null : Number(headers.contentLength);
     if (announced !== null && Number.isSafeInteger(announced) && announced > this.bodyBytesMax) {
       request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
     } else {
       const expected = announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null;
-      const reserve = expected ?? this.bodyBytesMax;
-      if (this.bufferedBytes + reserve > limits.gatewayBufferedBodyBytesMax) {
-        this.finish(request, new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later'), null);
+      // An announced body's buffer is allocated now; a chunked body is counted as it arrives.
+      const reserve = expected ?? 0;
+      if (this.bufferedBytes + reserve > this.bufferedBodyBytesMax) {
+        this.finish(request, overloadedByBodies(), null);
         return;
       }
       this.bufferedBytes += reserve;
       request.reservedBytes = reserve;
       request.startBody(expected);
     }
-    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax));
+    const reserveChunk = (bytes: number): boolean => {
+      if (request.settled || this.bufferedBytes + bytes > this.bufferedBodyBytesMax) return false;
+      this.bufferedBytes += bytes;
+      request.reservedBytes += bytes;
+      return true;
+    };
+    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax, reserveChunk));
     void this.process(request);
   }
 
@@ -527,7 +598,8 @@ class GatewayServer {
       const flags = requestFlags(request);
       // 413, before parsing anything.
       await request.bodyArrived();
-      if (request.aborted) throw clientGone;
+      if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
+      if (request.overloaded) throw overloadedByBodies();
       if (request.tooLarge) {
         throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
       }
@@ -541,8 +613,13 @@ class GatewayServer {
       if (requestType === 'write' ? !allowance.writesAllowed : !allowance.readsAllowed) {
         throw tenantDisabled(requestType === 'write' ? 'writes' : 'reads');
       }
+      // The backend refuses these combinations with the same code (src/exec/request.ts);
+      // refused here, before admission, they cost no token.
       if (requestType === 'write' && flags.warm === true) {
         throw new GatewayError('invalid_request_option', 'x-svc-warm is only valid for read requests');
+      }
+      if (requestType === 'read' && flags.awaitDurable === true) {
+        throw new GatewayError('invalid_request_option', 'x-svc-await-durable is only valid for write requests');
       }
       if (route.status !== 'Active') {
         throw new GatewayError('database_unavailable', `database ${route.id} is ${route.status}, not Active; retry when it is`);
@@ -557,18 +634,26 @@ class GatewayServer {
       const answer = await this.forward(request, route, flags, requestType);
       this.finish(request, null, answer);
     } catch (err) {
-      if (err instanceof GatewayError) this.finish(request, err, null);
-      else {
-        this.log.error({ err: (err as Error).message, databaseId: request.databaseId }, 'gateway bug while handling a query');
-        this.finish(request, new GatewayError('database_unavailable', 'internal gateway error; see the gateway log'), null);
+      if (err instanceof GatewayError) {
+        this.logCause(err, request.databaseId ?? request.tenantId);
+        this.finish(request, err, null);
+      } else {
+        this.log.error({ err: (err as Error).message, stack: (err as Error).stack, databaseId: request.databaseId }, 'gateway bug while handling a query');
+        this.finish(request, new GatewayError('internal_error', 'internal gateway error; see the gateway log'), null);
       }
     }
+  }
+
+  /** The inside story of a store or Redis failure: the log has it, the answer does not. */
+  private logCause(err: GatewayError, databaseId: string | null): void {
+    if (err.cause instanceof Error) this.log.warn({ code: err.code, cause: err.cause.message, databaseId }, err.message);
   }
 
   /** Answer (unless the client left), release the body, log. Exactly once per request. */
   private finish(request: GatewayRequest, error: GatewayError | null, answer: UpstreamAnswer | 'warmed' | null): void {
     if (request.settled) return;
     request.settled = true;
+    if (request.sendsOutstanding === 0) request.deadline.clear();
     this.bufferedBytes -= request.reservedBytes;
     request.reservedBytes = 0;
     request.discardBody(); // an early answer (401, 413...) while the body still streams in
@@ -593,6 +678,9 @@ class GatewayServer {
         }
       });
     }
+    // uWS copied the answer (or the client left): the gateway holds none of it any more.
+    this.bufferedResponseBytes -= request.responseBytes;
+    request.responseBytes = 0;
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
         databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
@@ -614,30 +702,25 @@ class GatewayServer {
   // ---------------------------------------------------------------- routing
 
   private async forward(request: GatewayRequest, route: DatabaseRoute, flags: RequestFlags, requestType: UsageKind): Promise<UpstreamAnswer | 'warmed'> {
-    const remainingMs = this.queryTimeoutMs - (performance.now() - request.startedMs);
-    const deadline = new Deadline(Math.max(0, remainingMs));
-    try {
-      const toWriter = requestType === 'write' || flags.requireWriter === true;
-      if (flags.warm === true) return await this.warm(request, route, toWriter, deadline);
-      if (toWriter) {
-        const writer = route.writerUrl === null ? null : this.backends.backend(route.writerUrl);
-        if (writer === null || !writer.eligible) {
-          throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unavailable; retry later`);
-        }
-        try {
-          return await this.send(writer, request, request.upstreamHeaders(false), deadline);
-        } catch (err) {
-          if (!(err instanceof UpstreamFailure)) throw err;
-          if (err.down) this.backends.markFailing(writer, err.message);
-          throw new GatewayError('database_unavailable', requestType === 'write'
-            ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
-            : `the writer of database ${route.id} failed before answering; retry later`);
-        }
+    const deadline = request.deadline;
+    const toWriter = requestType === 'write' || flags.requireWriter === true;
+    if (flags.warm === true) return await this.warm(request, route, toWriter, deadline);
+    if (toWriter) {
+      const writer = route.writerUrl === null ? null : this.backends.backend(route.writerUrl);
+      if (writer === null || !writer.eligible) {
+        throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unavailable; retry later`);
       }
-      return await this.read(request, route, deadline);
-    } finally {
-      deadline.clear();
+      try {
+        return await this.send(writer, request, request.upstreamHeaders(false), deadline);
+      } catch (err) {
+        if (!(err instanceof UpstreamFailure)) throw err;
+        if (err.down) this.backends.markFailing(writer, err.message);
+        throw new GatewayError('database_unavailable', requestType === 'write'
+          ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
+          : `the writer of database ${route.id} failed before answering; retry later`);
+      }
     }
+    return await this.read(request, route, deadline);
   }
 
   /**
@@ -699,7 +782,7 @@ class GatewayServer {
         else reject(outcomes.find((o) => o instanceof GatewayError) ?? new GatewayError('database_unavailable', `every backend of database ${route.id} failed while warming; retry later`));
       };
       eligible.forEach((backend, index) => {
-        this.send(backend, request, headers, deadline).then((answer) => settleOne(index, answer), (err: Error) => {
+        this.send(backend, request, headers, deadline, false).then((answer) => settleOne(index, answer), (err: Error) => {
           if (err instanceof UpstreamFailure && err.down) this.backends.markFailing(backend, err.message);
           settleOne(index, err);
         });
@@ -709,17 +792,23 @@ class GatewayServer {
 
   /**
    * One upstream request. Rejects with GatewayError query_timeout at the deadline,
+   * server_overloaded when the answer would pass the gateway's bound of held answer bytes,
    * UpstreamFailure without an answer. Uses undici's dispatch with callbacks rather than
    * `request`: no response stream per request (fewer allocations and promise hops; the
-   * answer is a few hundred bytes).
+   * answer is usually a few hundred bytes).
+   *
+   * `keepSuccessBody` false (warming): a 2xx answer's body is dropped as it arrives, since
+   * the client gets 204; error answers are kept, as one of them may be the answer.
    */
-  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline): Promise<UpstreamAnswer> {
+  private send(backend: Backend, request: GatewayRequest, headers: Record<string, string>, deadline: Deadline, keepSuccessBody = true): Promise<UpstreamAnswer> {
     if (deadline.expired) return Promise.reject(this.timeoutError());
     backend.outstanding++;
+    request.sendsOutstanding++;
     request.backendUrl = backend.url;
     return new Promise<UpstreamAnswer>((resolve, reject) => {
       const chunks: Buffer[] = [];
       let length = 0;
+      let keepBody = true;
       let status = 0;
       let contentType = JSON_TYPE;
       let retryAfter: string | null = null;
@@ -730,13 +819,26 @@ class GatewayServer {
         settled = true;
         backend.outstanding--;
         deadline.forget(onDeadline);
+        request.sendsOutstanding--;
+        // The last straggler of an answered request: nothing is left for the deadline to cancel.
+        if (request.settled && request.sendsOutstanding === 0) deadline.clear();
         return true;
+      };
+      // Bytes of this answer no one will send: give them back to the gateway's bound.
+      const releaseHeld = (): void => {
+        this.bufferedResponseBytes -= length;
+        request.responseBytes -= length;
+        length = 0;
+        chunks.length = 0;
       };
       // At the deadline: answer 408 now, and cancel the upstream request if it started
       // (or as soon as it starts, when it still waits for a connection).
       const onDeadline = (): void => {
         controller?.abort(new Error('gateway deadline'));
-        if (settle()) reject(this.timeoutError());
+        if (settle()) {
+          releaseHeld();
+          reject(this.timeoutError());
+        }
       };
       deadline.notify(onDeadline);
       backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, {
@@ -746,21 +848,39 @@ class GatewayServer {
         },
         onResponseStart: (_c, statusCode, responseHeaders) => {
           status = statusCode;
+          keepBody = keepSuccessBody || statusCode < 200 || statusCode >= 300;
           const type = responseHeaders['content-type'];
           if (typeof type === 'string') contentType = type;
           const retry = responseHeaders['retry-after'];
           if (typeof retry === 'string') retryAfter = retry;
         },
-        onResponseData: (_c, chunk) => {
+        onResponseData: (c, chunk) => {
+          if (settled || !keepBody) return;
+          if (this.bufferedResponseBytes + chunk.byteLength > this.bufferedResponseBytesMax) {
+            // Settled first: abort() calls onResponseError at once, which would count it as a failed backend.
+            if (settle()) {
+              releaseHeld();
+              reject(new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'
+                + (request.requestType === 'write' ? ' (the write may or may not have been applied)' : '')));
+            }
+            c.abort(new Error('gateway response budget'));
+            return;
+          }
+          this.bufferedResponseBytes += chunk.byteLength;
+          request.responseBytes += chunk.byteLength;
           chunks.push(chunk);
           length += chunk.byteLength;
         },
         onResponseEnd: () => {
           if (!settle()) return;
-          resolve({ status, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length), contentType, retryAfter });
+          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+          // A warming straggler finishing after the client was answered: nothing will send it.
+          if (request.settled) releaseHeld();
+          resolve({ status, body, contentType, retryAfter });
         },
         onResponseError: (_c, err) => {
           if (!settle()) return;
+          releaseHeld();
           reject(deadline.expired ? this.timeoutError() : new UpstreamFailure(backend, err));
         },
       });
@@ -799,11 +919,13 @@ class GatewayServer {
           reply(200, document(null));
           return;
         }
-        const grant = await this.grants.get(keyHashOf(keyFromHeader(headers.auth, this.authHeaderName, this.authScheme)));
+        const grant = await this.grants.get(hashOfWellFormedKey(keyFromHeader(headers.auth, this.authHeaderName, this.authScheme)));
         if (grant === null) throw new GatewayError('invalid_api_key', 'invalid API key: no such key, or it was revoked');
         reply(200, document(grant.databaseId));
       } catch (err) {
-        const e = err instanceof GatewayError ? err : new GatewayError('control_plane_unavailable', 'metadata unavailable; retry later');
+        if (err instanceof GatewayError) this.logCause(err, null);
+        else this.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway bug while serving metadata');
+        const e = err instanceof GatewayError ? err : new GatewayError('internal_error', 'internal gateway error; see the gateway log');
         reply(e.status, e.body());
       }
     })();
@@ -836,16 +958,32 @@ class GatewayServer {
  * Thrown when the client went away while its request waited: finish() still releases the
  * request's body reservation and in-flight count, and writes nothing.
  */
+function overloadedByBodies(): GatewayError {
+  return new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later');
+}
+
 const clientGone = new GatewayError('query_timeout', 'the client closed the connection before the answer');
 
 function tenantDisabled(what: string): GatewayError {
   return new GatewayError('tenant_disabled', `query processing disabled: the workspace's monthly allowance of ${what} is used up; change the plan or wait for the next month`);
 }
 
-/** Every header, for the access log of rejected requests (pino redacts the key's header). */
-function allHeaders(req: HttpRequest): Record<string, string> {
+/**
+ * Headers the access log of rejected requests shows. An allowlist, not a denylist: a
+ * client may send its key in any header (a misconfigured one, a proxy's), and only names
+ * known to carry no secret are written. The auth header is shown as present, never its value.
+ */
+const loggedHeaderNames: ReadonlySet<string> = new Set([
+  'content-type', 'content-length', 'user-agent', HEADER_TENANT_ID, HEADER_WARM, HEADER_REQUIRE_WRITER, HEADER_AWAIT_DURABLE,
+]);
+
+function loggedHeaders(req: HttpRequest, authHeaderLower: string): Record<string, string> {
   const out: Record<string, string> = {};
-  req.forEach((key, value) => { if (!(key in out)) out[key] = value; });
+  req.forEach((key, value) => {
+    if (key in out) return;
+    if (key === authHeaderLower) out[key] = '[redacted]';
+    else if (loggedHeaderNames.has(key)) out[key] = value;
+  });
   return out;
 }
 
@@ -864,6 +1002,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     controlPlaneLookups: () => ({
       grants: server.grants.lookupsStarted, routes: server.routes.lookupsStarted, allowances: server.allowances.lookupsStarted,
     }),
+    bufferedBytes: () => ({ requestBodies: server.bufferedBytes, responses: server.bufferedResponseBytes }),
     flushUsage: () => server.usage.flush(),
     close: () => server.close(),
   };

@@ -141,8 +141,7 @@ export class RedisRateLimiter {
     try {
       reply = await this.redis.svcTakeToken(this.keyPrefix + databaseId, limit.perSecond, limit.burst);
     } catch (err) {
-      throw new GatewayError('rate_limit_unavailable',
-        `the rate limit could not be decided (${(err as Error).message}); retry with backoff`);
+      throw new GatewayError('rate_limit_unavailable', 'the rate limit could not be decided; retry with backoff', undefined, err as Error);
     }
     if (reply[0] === 1) return admittedDecision;
     // Whole seconds, rounded up: a client that waits this long finds a token.

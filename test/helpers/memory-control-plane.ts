@@ -44,7 +44,7 @@ export class MemoryControlPlane implements ControlPlane {
   addKey(databaseId: string, permission: Permission = 'read_write'): { secret: string; keyId: string } {
     const db = this.databases.get(databaseId);
     if (db === undefined) throw new Error(`no database ${databaseId}`);
-    const secret = `svc_${randomBytes(24).toString('base64url')}`;
+    const secret = `svc_${randomBytes(32).toString('base64url')}`;
     const keyId = `key_${++this.keyCounter}`;
     this.grants.set(sha256(secret), { keyId, databaseId, workspaceId: db.workspaceId, permission });
     return { secret, keyId };
