@@ -272,8 +272,20 @@ function resPush(root: u32, h: u32, n: u32, d: f32, p: u32): u32 {
   return n + 1;
 }
 
-/** Sift (d, p) down from the hole at the top of a result heap of n pairs. */
-function resSift(root: u32, h: u32, n: u32, d: f32, p: u32): void {
+/**
+ * Whether (da, a) ranks after (db, b) in a max-heap of [distance, id] pairs ordered by
+ * distance, ties broken per heap kind: T u8, a search's result heap (ids are points, ties by
+ * their elements, then points; ctx = graph root); T u16, withinTop's heap (ids are positions
+ * of element IDs at word ctx, ties by those IDs).
+ */
+// @ts-ignore: decorator
+@inline function pairAfter<T>(ctx: u32, da: f32, a: u32, db: f32, b: u32): bool {
+  if (sizeof<T>() == 1) return resAfter(ctx, da, a, db, b);
+  return da != db ? da > db : word(ctx + a) > word(ctx + b);
+}
+
+/** Sift (d, p) down from the hole at the top of a max-heap of n pairs (order: pairAfter<T>). */
+function pairSift<T>(ctx: u32, h: u32, n: u32, d: f32, p: u32): void {
   let i: u32 = 0;
   while (true) {
     let c: u32 = 2 * i + 1;
@@ -281,9 +293,9 @@ function resSift(root: u32, h: u32, n: u32, d: f32, p: u32): void {
     let cd = fword(h + 2 * c), cp = word(h + 2 * c + 1);
     if (c + 1 < n) {
       const rd = fword(h + 2 * c + 2), rp = word(h + 2 * c + 3);
-      if (resAfter(root, rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
+      if (pairAfter<T>(ctx, rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
     }
-    if (!resAfter(root, cd, cp, d, p)) break;
+    if (!pairAfter<T>(ctx, cd, cp, d, p)) break;
     put(h, i, cd, cp);
     i = c;
   }
@@ -292,7 +304,7 @@ function resSift(root: u32, h: u32, n: u32, d: f32, p: u32): void {
 
 function resPop(root: u32, h: u32, n: u32): u32 {
   n--;
-  if (n > 0) resSift(root, h, n, fword(h + 2 * n), word(h + 2 * n + 1));
+  if (n > 0) pairSift<u8>(root, h, n, fword(h + 2 * n), word(h + 2 * n + 1));
   return n;
 }
 
@@ -303,7 +315,7 @@ function resPop(root: u32, h: u32, n: u32): u32 {
 // @ts-ignore: decorator
 @inline function resOffer(root: u32, h: u32, n: u32, cap: u32, d: f32, p: u32): u32 {
   if (n < cap) return resPush(root, h, n, d, p);
-  if (resAfter(root, fword(h), word(h + 1), d, p)) resSift(root, h, n, d, p);
+  if (resAfter(root, fword(h), word(h + 1), d, p)) pairSift<u8>(root, h, n, d, p);
   return n;
 }
 
@@ -471,29 +483,6 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
 }
 
 // ---- *_within: exact top-k of given elements ------------------------------------------------
-/** Whether within-heap entry (da, position a) ranks after (db, b): distance, then element ID. */
-// @ts-ignore: decorator
-@inline function withinAfter(batch: u32, da: f32, a: u32, db: f32, b: u32): bool {
-  return da != db ? da > db : word(batch + a) > word(batch + b);
-}
-
-function withinSift(batch: u32, h: u32, n: u32, d: f32, p: u32): void {
-  let i: u32 = 0;
-  while (true) {
-    let c: u32 = 2 * i + 1;
-    if (c >= n) break;
-    let cd = fword(h + 2 * c), cp = word(h + 2 * c + 1);
-    if (c + 1 < n) {
-      const rd = fword(h + 2 * c + 2), rp = word(h + 2 * c + 3);
-      if (withinAfter(batch, rd, rp, cd, cp)) { c++; cd = rd; cp = rp; }
-    }
-    if (!withinAfter(batch, cd, cp, d, p)) break;
-    put(h, i, cd, cp);
-    i = c;
-  }
-  put(h, i, d, p);
-}
-
 function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, count: u32, k: u32): u32 {
   const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
   const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
@@ -520,12 +509,12 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
             let j = nr++;
             while (j > 0) {
               const parent = (j - 1) >> 1;
-              if (!withinAfter(batch, d, i, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
+              if (!pairAfter<u16>(batch, d, i, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
               move(h, j, parent);
               j = parent;
             }
             put(h, j, d, i);
-          } else if (withinAfter(batch, fword(h), word(h + 1), d, i)) withinSift(batch, h, nr, d, i);
+          } else if (pairAfter<u16>(batch, fword(h), word(h + 1), d, i)) pairSift<u16>(batch, h, nr, d, i);
         }
       }
     }
@@ -535,7 +524,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
   for (let end = nr; end > 1; end--) {
     const d = fword(h + 2 * (end - 1)), p = word(h + 2 * (end - 1) + 1);
     move(h, end - 1, 0);
-    withinSift(batch, h, end - 1, d, p);
+    pairSift<u16>(batch, h, end - 1, d, p);
   }
   return nr;
 }

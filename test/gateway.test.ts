@@ -13,6 +13,7 @@ import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/
 import { MemoryControlPlane } from './helpers/memory-control-plane.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } from './helpers/backend-server.js';
+import { countNodesBody } from './helpers/requests.js';
 
 const MiB = 1024 * 1024;
 /** Rate limit high enough never to interfere with the functional tests. */
@@ -49,23 +50,6 @@ function addNode(label: string): string {
   return JSON.stringify({
     request_type: 'write',
     query: { write: { entries: [{ query: { name: 'n', root: { add_n: { label, properties: [] } } } }], returns: ['n'] } },
-  });
-}
-
-function countNodes(label: string): string {
-  return JSON.stringify({
-    request_type: 'read',
-    query: {
-      read: {
-        entries: [{
-          query: {
-            name: 'n',
-            root: { count: { input: { nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: label } } } } } } } },
-          },
-        }],
-        returns: ['n'],
-      },
-    },
   });
 }
 
@@ -155,7 +139,7 @@ describe('routing', () => {
     expect(after[1]! + after[2]! - before[1]! - before[2]!).toBe(0);
 
     // Concurrent reads: least-outstanding choice with rotating ties uses both readers.
-    const reads = await Promise.all(Array.from({ length: 20 }, () => post(gateway, countNodes(label), auth(keyA, 'db_a'))));
+    const reads = await Promise.all(Array.from({ length: 20 }, () => post(gateway, countNodesBody(label), auth(keyA, 'db_a'))));
     for (const r of reads) expect(r.status, r.text).toBe(200);
     const mid = after;
     after = await settledCounts(servers);
@@ -170,7 +154,7 @@ describe('routing', () => {
       const label = freshLabel();
       const before = await settledCounts([writer, ...readers]);
       expect((await post(gateway, addNode(label), auth(keyA, 'db_a'))).status).toBe(200);
-      const read = await post(gateway, countNodes(label), auth(keyA, 'db_a', { 'x-svc-require-writer': 'true' }));
+      const read = await post(gateway, countNodesBody(label), auth(keyA, 'db_a', { 'x-svc-require-writer': 'true' }));
       expect(read.status, read.text).toBe(200);
       expect(read.text).toBe('{"n":1}');
       const after = await settledCounts([writer, ...readers]);
@@ -194,14 +178,14 @@ describe('routing', () => {
     cp.addDatabase({ id: 'db_kill', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [doomed.url, readers[0]!.url], rateLimit: UNLIMITED });
     const key = cp.addKey('db_kill', 'read').secret;
     const label = freshLabel();
-    const warmUp = await Promise.all(Array.from({ length: 6 }, () => post(gateway, countNodes(label), auth(key, 'db_kill'))));
+    const warmUp = await Promise.all(Array.from({ length: 6 }, () => post(gateway, countNodesBody(label), auth(key, 'db_kill'))));
     for (const r of warmUp) expect(r.status).toBe(200);
     await eventually(() => served(doomed) > 0, 'the reader to be killed served some of the first reads');
     await doomed.stop('SIGKILL');
     // Every read still succeeds: a connection error moves it to the other reader at once.
     const before = await settledCounts([readers[0]!, writer]);
     for (let i = 0; i < 10; i++) {
-      const r = await post(gateway, countNodes(label), auth(key, 'db_kill'));
+      const r = await post(gateway, countNodesBody(label), auth(key, 'db_kill'));
       expect(r.status, r.text).toBe(200);
     }
     const after = await settledCounts([readers[0]!, writer]);
@@ -212,7 +196,7 @@ describe('routing', () => {
     const closedPort = `http://127.0.0.1:${await freePort()}`;
     cp.addDatabase({ id: 'db_gone', workspaceId: 'ws_a', writerUrl: closedPort, readerUrls: [], rateLimit: UNLIMITED });
     const goneKey = cp.addKey('db_gone').secret;
-    const gone = await post(gateway, countNodes(label), auth(goneKey, 'db_gone'));
+    const gone = await post(gateway, countNodesBody(label), auth(goneKey, 'db_gone'));
     expect(gone.status).toBe(503);
     expect(errorOf(gone).error).toBe('database_unavailable');
   });
@@ -223,13 +207,13 @@ describe('warming', () => {
     const servers = [writer, ...readers];
     await eventually(async () => (await Promise.all(readers.map(async (r) => (await fetch(`${r.url}/readyz`)).status))).every((s) => s === 200), 'readers are ready');
     const before = await settledCounts(servers);
-    const warm = await post(gateway, countNodes('Anything'), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
+    const warm = await post(gateway, countNodesBody('Anything'), auth(keyA, 'db_a', { 'x-svc-warm': 'true' }));
     expect(warm.status, warm.text).toBe(204);
     expect(warm.text).toBe('');
     let after = await settledCounts(servers);
     expect(after.map((n, i) => n - before[i]!)).toEqual([1, 1, 1]);
 
-    const writerOnly = await post(gateway, countNodes('Anything'), auth(readKeyA, 'db_a', { 'x-svc-warm': '1', 'x-svc-require-writer': 'true' }));
+    const writerOnly = await post(gateway, countNodesBody('Anything'), auth(readKeyA, 'db_a', { 'x-svc-warm': '1', 'x-svc-require-writer': 'true' }));
     expect(writerOnly.status, writerOnly.text).toBe(204);
     const mid = after;
     after = await settledCounts(servers);
@@ -243,12 +227,12 @@ describe('warming', () => {
       const key = cp.addKey('db_warmslow', 'read').secret;
       const g = await gatewayWith({ queryTimeoutMs: 500 });
       await eventually(async () => {
-        await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+        await post(g, countNodesBody('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
         return stalled.received() > 0;
       }, 'the stalled reader got a warm read');
       const started = performance.now();
       const received = stalled.received();
-      const warm = await post(g, countNodes('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
+      const warm = await post(g, countNodesBody('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
       expect(warm.status, warm.text).toBe(204);
       expect(performance.now() - started).toBeLessThan(450);
       await eventually(() => stalled.received() > received, 'the stalled reader got the warm read');
@@ -270,7 +254,7 @@ describe('warming', () => {
   it('refuses a read with x-svc-await-durable: true like the backend does, before any backend runs it', async () => {
     const servers = [writer, ...readers];
     const before = await settledCounts(servers);
-    const body = countNodes('Durable');
+    const body = countNodesBody('Durable');
     const direct = await post(writer.url, body, { 'x-svc-await-durable': 'true' });
     const answer = await post(gateway, body, auth(keyA, 'db_a', { 'x-svc-await-durable': 'true' }));
     expect(answer.status).toBe(direct.status);
@@ -282,7 +266,7 @@ describe('warming', () => {
 
 describe('gateway error codes', () => {
   it('answers every authentication and header failure with its status and code', async () => {
-    const read = countNodes('X');
+    const read = countNodesBody('X');
     const cases: Array<[string, Record<string, string>, number, string]> = [
       ['no Authorization', { 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
       ['empty Authorization', { authorization: '', 'x-svc-tenant-id': 'db_a' }, 400, 'invalid_auth_header'],
@@ -316,7 +300,7 @@ describe('gateway error codes', () => {
     expect(disguised).toContain('"request_type":"read"');
     const sneaked = await post(gateway, disguised, auth(readKeyA, 'db_a', { 'x-svc-require-writer': 'true' }));
     expect(sneaked.status).toBe(400);
-    expect((await post(writer.url, countNodes(label), {})).text).toBe('{"n":0}');
+    expect((await post(writer.url, countNodesBody(label), {})).text).toBe('{"n":0}');
     for (const body of ['', 'not json', '[]', '{"request_type":"maybe"}', '{"query":{}}', '\xff']) {
       const answer = await post(gateway, body, auth(keyA, 'db_a'));
       expect(answer.status, body).toBe(400);
@@ -352,13 +336,13 @@ describe('gateway error codes', () => {
     const key = cp.addKey('db_broke').secret;
     cp.allowances.set('ws_broke', { readsAllowed: true, writesAllowed: false });
     const g = await gatewayWith({ cacheTtlMs: 50 });
-    expect((await post(g, countNodes('X'), auth(key, 'db_broke'))).status).toBe(200);
+    expect((await post(g, countNodesBody('X'), auth(key, 'db_broke'))).status).toBe(200);
     const write = await post(g, addNode(freshLabel()), auth(key, 'db_broke'));
     expect(write.status).toBe(402);
     expect(errorOf(write).error).toBe('tenant_disabled');
     cp.allowances.set('ws_broke', { readsAllowed: false, writesAllowed: false });
     await new Promise((r) => setTimeout(r, 100));
-    const read = await post(g, countNodes('X'), auth(key, 'db_broke'));
+    const read = await post(g, countNodesBody('X'), auth(key, 'db_broke'));
     expect(read.status).toBe(402);
     expect(errorOf(read).error).toBe('tenant_disabled');
   });
@@ -370,7 +354,7 @@ describe('gateway error codes', () => {
       const key = cp.addKey('db_slow').secret;
       const g = await gatewayWith({ queryTimeoutMs: 300 });
       const started = performance.now();
-      const answer = await post(g, countNodes('X'), auth(key, 'db_slow'));
+      const answer = await post(g, countNodesBody('X'), auth(key, 'db_slow'));
       const elapsed = performance.now() - started;
       expect(answer.status).toBe(408);
       expect(errorOf(answer).error).toBe('query_timeout');
@@ -384,14 +368,14 @@ describe('gateway error codes', () => {
   it('answers 503 database_unavailable while a database is provisioning, 503 control_plane_unavailable when the store is down', async () => {
     cp.addDatabase({ id: 'db_new', workspaceId: 'ws_a', status: 'Provisioning', writerUrl: null, readerUrls: [], rateLimit: UNLIMITED });
     const key = cp.addKey('db_new').secret;
-    const provisioning = await post(gateway, countNodes('X'), auth(key, 'db_new'));
+    const provisioning = await post(gateway, countNodesBody('X'), auth(key, 'db_new'));
     expect(provisioning.status).toBe(503);
     expect(errorOf(provisioning).error).toBe('database_unavailable');
 
     const freshKey = cp.addKey('db_a').secret; // never looked up: not in any cache
     cp.failure = new Error('store is down');
     try {
-      const down = await post(gateway, countNodes('X'), auth(freshKey, 'db_a'));
+      const down = await post(gateway, countNodesBody('X'), auth(freshKey, 'db_a'));
       expect(down.status).toBe(503);
       expect(errorOf(down).error).toBe('control_plane_unavailable');
     } finally {
@@ -406,7 +390,7 @@ describe('gateway error codes', () => {
     const freshKey = cp.addKey('db_a').secret;
     cp.failure = new Error('connect ECONNREFUSED 10.1.2.3:5432 user=cp_admin');
     try {
-      const down = await post(g, countNodes('X'), auth(freshKey, 'db_a'));
+      const down = await post(g, countNodesBody('X'), auth(freshKey, 'db_a'));
       expect(down.status).toBe(503);
       expect(errorOf(down)).toEqual({ error: 'control_plane_unavailable', msg: 'the API key could not be looked up; retry later' });
     } finally {
@@ -416,7 +400,7 @@ describe('gateway error codes', () => {
     // A route the rate limiter cannot use (no rate at all) trips an assertion: a bug, not an outage.
     cp.addDatabase({ id: 'db_norate', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: { perSecond: 0, burst: 0 } });
     const key = cp.addKey('db_norate').secret;
-    const bug = await post(g, countNodes('X'), auth(key, 'db_norate'));
+    const bug = await post(g, countNodesBody('X'), auth(key, 'db_norate'));
     expect(bug.status).toBe(500);
     expect(errorOf(bug)).toEqual({ error: 'internal_error', msg: 'internal gateway error; see the gateway log' });
   });
@@ -434,7 +418,7 @@ describe('isolation', () => {
     const label = freshLabel();
     const keys: Record<string, string> = { keyA, readKeyA, keyB, unknown: 'svc_unknown_key_0123456789' };
     const tenants = ['db_a', 'db_b', 'db_none', 'DB_A', 'db_a ', ' db_b'];
-    const bodies = { read: countNodes(label), write: addNode(label) };
+    const bodies = { read: countNodesBody(label), write: addNode(label) };
     const before = await settledCounts([writer, ...readers, otherWriter]);
     let reachedA = 0;
     let reachedB = 0;
@@ -476,8 +460,8 @@ describe('isolation', () => {
     expect(await twice(keyB, 'db_b', 'db_a')).toBe(200);
     reachedB += 1;
     // B's data never saw A's label: its writes went to B's own server only.
-    const onB = await post(otherWriter.url, countNodes(label), {});
-    const onA = await post(writer.url, countNodes(label), {});
+    const onB = await post(otherWriter.url, countNodesBody(label), {});
+    const onA = await post(writer.url, countNodesBody(label), {});
     expect(writes.db_a).toBeGreaterThan(0);
     expect(writes.db_b).toBeGreaterThan(0);
     expect(JSON.parse(onB.text)).toEqual({ n: writes.db_b });
@@ -491,7 +475,7 @@ describe('rate limits', () => {
     cp.addDatabase({ id: 'db_rl', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: readers.map((r) => r.url), rateLimit: rate });
     const key = cp.addKey('db_rl', 'read').secret;
     const [g1, g2] = [gateway, await gatewayWith()];
-    const body = countNodes('Rl');
+    const body = countNodesBody('Rl');
 
     let admitted = 0;
     let limited = 0;
@@ -534,7 +518,7 @@ describe('rate limits', () => {
     cp.addDatabase({ id: 'db_tok', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: { perSecond: 0.001, burst: 4 } });
     const key = cp.addKey('db_tok', 'read').secret;
     const otherKey = cp.addKey('db_a').secret;
-    const read = countNodes('Tok');
+    const read = countNodesBody('Tok');
     const refusals: Array<[string | Uint8Array, Record<string, string>]> = [
       [read, { 'x-svc-tenant-id': 'db_tok' }],
       [read, { authorization: 'Basic x', 'x-svc-tenant-id': 'db_tok' }],
@@ -573,7 +557,7 @@ describe('caching, metering, metadata, health', () => {
     const cached = await gatewayWith({ cacheTtlMs: 60_000 });
     const brief = await gatewayWith({ cacheTtlMs: 300 });
     const { secret } = cp.addKey('db_a', 'read');
-    const body = countNodes('Cache');
+    const body = countNodesBody('Cache');
     expect((await post(cached, body, auth(secret, 'db_a'))).status).toBe(200);
     expect((await post(brief, body, auth(secret, 'db_a'))).status).toBe(200);
     const lookups = cached.controlPlaneLookups();
@@ -596,8 +580,8 @@ describe('caching, metering, metadata, health', () => {
     const k1 = cp.addKey('db_m1').secret;
     const k2 = cp.addKey('db_m2').secret;
     const g = await gatewayWith({ usageFlushMs: 60_000 });
-    for (let i = 0; i < 3; i++) expect((await post(g, countNodes('M'), auth(k1, 'db_m1'))).status).toBe(200);
-    for (let i = 0; i < 2; i++) expect((await post(g, countNodes('M'), auth(k2, 'db_m2'))).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await post(g, countNodesBody('M'), auth(k1, 'db_m1'))).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await post(g, countNodesBody('M'), auth(k2, 'db_m2'))).status).toBe(200);
     expect((await post(g, addNode('M'), auth(k2, 'db_m2'))).status).toBe(200);
     expect((await post(g, '{', auth(k2, 'db_m2'))).status).toBe(400); // not admitted: not metered
     expect(cp.usage.get('ws_meter/read')).toBeUndefined();
@@ -618,8 +602,8 @@ describe('caching, metering, metadata, health', () => {
     const badKey = await fetch(`${g.url}/v2/metadata`, { headers: { 'x-api-key': 'svc_nope' } });
     expect(badKey.status).toBe(401);
     // the raw scheme takes the key as the whole header value
-    expect((await post(g, countNodes('X'), { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_b' })).status).toBe(200);
-    expect((await post(g, countNodes('X'), { 'x-api-key': `Bearer ${keyB}`, 'x-svc-tenant-id': 'db_b' })).status).toBe(400);
+    expect((await post(g, countNodesBody('X'), { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_b' })).status).toBe(200);
+    expect((await post(g, countNodesBody('X'), { 'x-api-key': `Bearer ${keyB}`, 'x-svc-tenant-id': 'db_b' })).status).toBe(400);
   });
 
   it('answers /health and /readyz', async () => {
@@ -639,13 +623,13 @@ describe('bounded memory', () => {
       cp.addDatabase({ id: 'db_big', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [], rateLimit: UNLIMITED });
       const key = cp.addKey('db_big').secret;
       const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
-      const answer = await post(g, countNodes('X'), auth(key, 'db_big'));
+      const answer = await post(g, countNodesBody('X'), auth(key, 'db_big'));
       expect(answer.status, answer.text).toBe(503);
       expect(errorOf(answer).error, answer.text).toBe('server_overloaded');
       await eventually(() => g.bufferedBytes().responses === 0 && g.bufferedBytes().requestBodies === 0, 'the budget is back to zero');
       // An answer within the budget passes whole, and is released once sent.
       const roomy = await gatewayWith({ bufferedResponseBytesMax: 1024 * 1024 });
-      const whole = await post(roomy, countNodes('X'), auth(key, 'db_big'));
+      const whole = await post(roomy, countNodesBody('X'), auth(key, 'db_big'));
       expect(whole.status).toBe(200);
       expect(whole.text.length).toBe(256 * 1024);
       expect(roomy.bufferedBytes().responses).toBe(0);
@@ -660,7 +644,7 @@ describe('bounded memory', () => {
       cp.addDatabase({ id: 'db_bigwarm', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [big.url], rateLimit: UNLIMITED });
       const key = cp.addKey('db_bigwarm').secret;
       const g = await gatewayWith({ bufferedResponseBytesMax: 64 * 1024 });
-      const warm = await post(g, countNodes('X'), auth(key, 'db_bigwarm', { 'x-svc-warm': 'true' }));
+      const warm = await post(g, countNodesBody('X'), auth(key, 'db_bigwarm', { 'x-svc-warm': 'true' }));
       expect(warm.status, warm.text).toBe(204);
       await eventually(() => g.bufferedBytes().responses === 0, 'no answer bytes are held');
     } finally {
@@ -725,14 +709,14 @@ describe('bounded memory', () => {
     const g = await gatewayWith({ controlPlaneLookupsMax: 8, controlPlane: slow });
     // Wrong format (not svc_ + 43 base64url characters): 401 without asking the store.
     for (const key of ['svc_short', `svc_${'A'.repeat(44)}`, `key_${'A'.repeat(43)}`, 'x'.repeat(47)]) {
-      const answer = await post(g, countNodes('X'), auth(key, 'db_a'));
+      const answer = await post(g, countNodesBody('X'), auth(key, 'db_a'));
       expect(answer.status, key).toBe(401);
       expect(errorOf(answer).error).toBe('invalid_api_key');
     }
     expect(slow.calls.grantForKeyHash).toBe(0);
     // A flood of well-formed unknown keys: at most 8 lookups at once, the rest refused at once.
     const flood = await Promise.all(Array.from({ length: 60 }, (_, i) =>
-      post(g, countNodes('X'), auth(`svc_${String(i).padStart(43, 'Q')}`, 'db_a'))));
+      post(g, countNodesBody('X'), auth(`svc_${String(i).padStart(43, 'Q')}`, 'db_a'))));
     const codes = flood.map((a) => `${a.status} ${errorOf(a).error}`);
     expect(slow.peakInFlight).toBeGreaterThan(0);
     expect(slow.peakInFlight).toBeLessThanOrEqual(8);
@@ -769,7 +753,7 @@ describe('logs', () => {
     const g = await gatewayWith({ logDestination: capture, accessLog: true, logLevel: 'debug' });
     const raw = await gatewayWith({ logDestination: capture, accessLog: true, authHeader: 'X-Api-Key', authScheme: 'raw' });
     const secrets = [keyA, readKeyA, keyB, 'svc_unknown_secret_123456'];
-    const body = countNodes('Log');
+    const body = countNodesBody('Log');
     await post(g, body, auth(keyA, 'db_a'));
     await post(g, addNode('Log'), auth(readKeyA, 'db_a')); // 403
     await post(g, body, auth(keyB, 'db_a')); // 403 other database
@@ -798,7 +782,7 @@ describe('logs of rejected requests', () => {
     const g = await gatewayWith({ logDestination: capture, accessLog: true });
     const misplaced = cp.addKey('db_a').secret;
     // The key in X-Api-Key while the gateway reads Authorization: 400, headers logged.
-    const answer = await post(g, countNodes('X'), { 'x-api-key': misplaced, 'x-svc-tenant-id': 'db_a', 'x-forwarded-authorization': `Bearer ${misplaced}` });
+    const answer = await post(g, countNodesBody('X'), { 'x-api-key': misplaced, 'x-svc-tenant-id': 'db_a', 'x-forwarded-authorization': `Bearer ${misplaced}` });
     expect(answer.status).toBe(400);
     await eventually(() => output.includes('"msg":"query"'), 'the access line was written');
     expect(output).toContain('"x-svc-tenant-id":"db_a"');
@@ -809,7 +793,7 @@ describe('logs of rejected requests', () => {
 
 describe('Redis down', () => {
   it('answers 503 rate_limit_unavailable (never admits blindly) and recovers when Redis is back', async () => {
-    const body = countNodes('RedisDown');
+    const body = countNodesBody('RedisDown');
     expect((await post(gateway, body, auth(keyA, 'db_a'))).status).toBe(200);
     const before = await settledCounts([writer, ...readers]);
     await redis.stop();
@@ -831,7 +815,7 @@ describe('Redis down', () => {
 
   it('answers 503 rate_limit_unavailable when Redis stalls past the decision bound', async () => {
     const g = await gatewayWith({ rateLimitDecisionMs: 100 });
-    const body = countNodes('RedisStall');
+    const body = countNodesBody('RedisStall');
     expect((await post(g, body, auth(keyA, 'db_a'))).status).toBe(200);
     const pid = redisPid();
     process.kill(pid, 'SIGSTOP');

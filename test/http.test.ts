@@ -7,6 +7,7 @@ import { SvcError } from '../src/protocol/errors.js';
 import { HttpFrontEnd } from '../src/server/http.js';
 import type { QueryJob, QuerySink } from '../src/server/job.js';
 import { runCli, spawnServer, startLine, type SpawnedServer } from './helpers/server.js';
+import { countNodesBody } from './helpers/requests.js';
 
 const BODY_BYTES_MAX = 16 * 1024 * 1024;
 const HEALTH_READY = '{"index_runtime":"ready","mode":"writer","ready":true,"storage":"ok"}';
@@ -23,23 +24,6 @@ function addNodes(label: string, count = 1): string {
     query: { name: `n${i}`, root: { add_n: { label, properties: [['seq', { value: { i64: i } }]] } } },
   }));
   return JSON.stringify({ request_type: 'write', query: { write: { entries, returns: entries.map((e) => e.query.name) } } });
-}
-
-function countNodes(label: string): string {
-  return JSON.stringify({
-    request_type: 'read',
-    query: {
-      read: {
-        entries: [{
-          query: {
-            name: 'n',
-            root: { count: { input: { nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: label } } } } } } } },
-          },
-        }],
-        returns: ['n'],
-      },
-    },
-  });
 }
 
 interface Answer {
@@ -68,7 +52,7 @@ function errorOf(answer: Answer): { error: string; msg: string } {
 
 /** `length` bytes: a valid read request padded with trailing whitespace (still valid JSON). */
 function paddedRead(label: string, length: number): Uint8Array {
-  const json = Buffer.from(countNodes(label));
+  const json = Buffer.from(countNodesBody(label));
   const body = Buffer.alloc(length, 0x20);
   json.copy(body);
   return body;
@@ -236,7 +220,7 @@ describe('svc serve: HTTP surface', () => {
 
     for (const header of BOOLEAN_HEADERS) {
       it.each(badValues)(`${header}: %j answers 400 invalid_request_option`, async (value) => {
-        const answer = await post(server, countNodes(freshLabel()), { [header]: value });
+        const answer = await post(server, countNodesBody(freshLabel()), { [header]: value });
         expect(answer.status).toBe(400);
         expect(answer.contentType).toBe('application/json');
         expect(errorOf(answer)).toEqual({ error: 'invalid_request_option', msg: `${header} must be true or false` });
@@ -256,7 +240,7 @@ describe('svc serve: HTTP surface', () => {
     });
 
     it('header names are case-insensitive', async () => {
-      const answer = await post(server, countNodes(freshLabel()), { 'X-Svc-Warm': 'nope' });
+      const answer = await post(server, countNodesBody(freshLabel()), { 'X-Svc-Warm': 'nope' });
       expect(answer.status).toBe(400);
       expect(errorOf(answer).msg).toBe('x-svc-warm must be true or false');
     });
@@ -268,7 +252,7 @@ describe('svc serve: HTTP surface', () => {
     ])('%s: %s is accepted on a read', async (header, value) => {
       const label = freshLabel();
       expect((await post(server, addNodes(label, 2))).status).toBe(200);
-      const answer = await post(server, countNodes(label), { [header]: value });
+      const answer = await post(server, countNodesBody(label), { [header]: value });
       expect(answer.status, answer.text).toBe(200);
       expect(JSON.parse(answer.text)).toEqual({ n: 2 });
     });
@@ -282,7 +266,7 @@ describe('svc serve: HTTP surface', () => {
 
     it('x-svc-tenant-id is accepted whatever its value', async () => {
       for (const value of ['', 'tenant-a', 'not a boolean', 'true']) {
-        const answer = await post(server, countNodes(freshLabel()), { 'x-svc-tenant-id': value });
+        const answer = await post(server, countNodesBody(freshLabel()), { 'x-svc-tenant-id': value });
         expect(answer.status, `${value}: ${answer.text}`).toBe(200);
       }
     });
@@ -291,7 +275,7 @@ describe('svc serve: HTTP surface', () => {
       const warmWrite = await post(server, addNodes(freshLabel()), { 'x-svc-warm': 'true' });
       expect(warmWrite.status).toBe(400);
       expect(errorOf(warmWrite)).toEqual({ error: 'invalid_request_option', msg: 'x-svc-warm is only valid for read requests' });
-      const durableRead = await post(server, countNodes(freshLabel()), { 'x-svc-await-durable': '1' });
+      const durableRead = await post(server, countNodesBody(freshLabel()), { 'x-svc-await-durable': '1' });
       expect(durableRead.status).toBe(400);
       expect(errorOf(durableRead)).toEqual({ error: 'invalid_request_option', msg: 'x-svc-await-durable is only valid for write requests' });
     });
@@ -336,7 +320,7 @@ describe('svc serve: HTTP surface', () => {
     it('a chunked upload under the limit is read completely', async () => {
       const label = freshLabel();
       expect((await post(server, addNodes(label))).status).toBe(200);
-      const bytes = new TextEncoder().encode(countNodes(label));
+      const bytes = new TextEncoder().encode(countNodesBody(label));
       const stream = new ReadableStream<Uint8Array>({
         start(controller) {
           controller.enqueue(bytes.subarray(0, 10));
@@ -366,7 +350,7 @@ describe('svc serve: HTTP surface', () => {
     });
 
     it('Content-Type is not checked', async () => {
-      const answer = await post(server, countNodes(freshLabel()), { 'content-type': 'text/plain' });
+      const answer = await post(server, countNodesBody(freshLabel()), { 'content-type': 'text/plain' });
       expect(answer.status, answer.text).toBe(200);
     });
   });
@@ -378,7 +362,7 @@ describe('svc serve: HTTP surface', () => {
       expect(write.status, write.text).toBe(200);
       expect(write.contentType).toBe('application/json');
       expect(Object.keys(JSON.parse(write.text) as object).sort()).toEqual(['n0', 'n1', 'n2']);
-      const read = await post(server, countNodes(label));
+      const read = await post(server, countNodesBody(label));
       expect(read.status, read.text).toBe(200);
       expect(read.contentType).toBe('application/json');
       expect(read.text).toBe('{"n":3}');
@@ -387,7 +371,7 @@ describe('svc serve: HTTP surface', () => {
     it('x-svc-require-writer: true reads on the writer thread and sees every acknowledged write', async () => {
       const label = freshLabel();
       expect((await post(server, addNodes(label, 2))).status).toBe(200);
-      const read = await post(server, countNodes(label), { 'x-svc-require-writer': 'true' });
+      const read = await post(server, countNodesBody(label), { 'x-svc-require-writer': 'true' });
       expect(read.status, read.text).toBe(200);
       expect(read.text).toBe('{"n":2}');
     });
@@ -396,7 +380,7 @@ describe('svc serve: HTTP surface', () => {
       const labels = Array.from({ length: 8 }, () => freshLabel());
       for (let i = 0; i < labels.length; i++) expect((await post(server, addNodes(labels[i]!, i + 1))).status).toBe(200);
       const reads = Array.from({ length: 400 }, (_, i) => i % labels.length);
-      const answers = await Promise.all(reads.map((i) => post(server, countNodes(labels[i]!))));
+      const answers = await Promise.all(reads.map((i) => post(server, countNodesBody(labels[i]!))));
       answers.forEach((answer, k) => {
         expect(answer.status, answer.text).toBe(200);
         expect(answer.text).toBe(`{"n":${reads[k]! + 1}}`);
@@ -409,7 +393,7 @@ describe('svc serve: HTTP surface', () => {
       for (const w of writes) expect(w.status, w.text).toBe(200);
       const ids = writes.map((w) => (JSON.parse(w.text) as { n0: [{ $id: number }] }).n0[0].$id);
       expect(new Set(ids).size).toBe(100);
-      const read = await post(server, countNodes(label));
+      const read = await post(server, countNodesBody(label));
       expect(read.text).toBe('{"n":100}');
     });
 
@@ -418,12 +402,12 @@ describe('svc serve: HTTP surface', () => {
       const work: Promise<Answer>[] = [];
       for (let i = 0; i < 150; i++) {
         if (i % 3 === 0) work.push(post(server, addNodes(label)));
-        else if (i % 3 === 1) work.push(post(server, countNodes(label)));
-        else work.push(post(server, countNodes(label), { 'x-svc-require-writer': '1' }));
+        else if (i % 3 === 1) work.push(post(server, countNodesBody(label)));
+        else work.push(post(server, countNodesBody(label), { 'x-svc-require-writer': '1' }));
       }
       const answers = await Promise.all(work);
       for (const a of answers) expect(a.status, a.text).toBe(200);
-      expect((await post(server, countNodes(label))).text).toBe('{"n":50}');
+      expect((await post(server, countNodesBody(label))).text).toBe('{"n":50}');
     });
   });
 });
@@ -435,7 +419,7 @@ describe('svc serve --read-dispatch per-request', () => {
       const label = freshLabel();
       const writes = await Promise.all(Array.from({ length: 20 }, () => post(server, addNodes(label))));
       for (const w of writes) expect(w.status, w.text).toBe(200);
-      const reads = await Promise.all(Array.from({ length: 50 }, () => post(server, countNodes(label))));
+      const reads = await Promise.all(Array.from({ length: 50 }, () => post(server, countNodesBody(label))));
       for (const r of reads) expect(r.text).toBe('{"n":20}');
     } finally {
       expect((await server.stop()).code).toBe(0);
@@ -458,7 +442,7 @@ describe('svc serve: graceful stop', () => {
     const server = await spawnServer();
     const label = freshLabel();
     expect((await post(server, addNodes(label, 4))).status).toBe(200);
-    const body = countNodes(label);
+    const body = countNodesBody(label);
 
     // A request whose body is only half sent is in flight when the signal arrives.
     const socket = await openSocket(server.port);

@@ -17,3 +17,21 @@ export const addN = (label: string, props: [string, Json][] = []) => ({ add_n: {
 export const nodes = (ids: number[] | 'all') => ({ nodes: { reference: ids === 'all' ? 'all' : { ids } } });
 export const nodesVar = (name: string) => ({ nodes: { reference: { var: name } } });
 export const count = (input: Json) => ({ count: { input } });
+
+/** The body text of a read counting the nodes labelled `label` (one entry `n`). */
+export function countNodesBody(label: string): string {
+  return JSON.stringify({
+    request_type: 'read',
+    query: {
+      read: {
+        entries: [{
+          query: {
+            name: 'n',
+            root: { count: { input: { nodes_where: { predicate: { eq: { left: { property: '$label' }, right: { constant: { string: label } } } } } } } },
+          },
+        }],
+        returns: ['n'],
+      },
+    },
+  });
+}
