@@ -12,7 +12,6 @@
 // answer given later registers onAborted first and is corked; a response is never touched
 // after its abort.
 import { createHash } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -20,7 +19,7 @@ import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from
 import { apiKeyPattern } from '../cloud/secrets.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
-import { assertNativeUws, uws } from '../server/uws.js';
+import { assertNativeUws, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -91,15 +90,6 @@ const keyPattern = /^[A-Za-z0-9._~+/=-]{1,512}$/;
 /** Database IDs: what the control plane generates is a subset (letters, digits, `_`, `-`, `.`). */
 const tenantPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
-const statusLines = new Map<number, string>();
-function statusLine(status: number): string {
-  let line = statusLines.get(status);
-  if (line === undefined) {
-    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
-    statusLines.set(status, line);
-  }
-  return line;
-}
 
 /** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;

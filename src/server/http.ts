@@ -12,7 +12,6 @@
 // - Writes outside the handler's synchronous part are corked (one syscall per answer).
 // - uWS has no body-size option: the bytes are counted in onData.
 import assert from 'node:assert/strict';
-import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, type LimitOverrides } from '../limits.js';
 import { asSvcError, bodyError, errorBody, overloadError, SvcError } from '../protocol/errors.js';
@@ -22,7 +21,7 @@ import {
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
-import { uws } from './uws.js';
+import { statusLine, uws } from './uws.js';
 
 /**
  * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
@@ -45,16 +44,6 @@ const JSON_TYPE = 'application/json';
 /** Body allocation when the length is not announced (chunked upload); grows by doubling. */
 const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
 
-const statusLines = new Map<number, string>();
-/** "200 OK" etc., built once per status. */
-function statusLine(status: number): string {
-  let line = statusLines.get(status);
-  if (line === undefined) {
-    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
-    statusLines.set(status, line);
-  }
-  return line;
-}
 
 // Stage-1 header scratch. A handler runs synchronously to completion on the one main
 // thread, so module-level slots are safe and save a closure and an object per request.

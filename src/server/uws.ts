@@ -4,9 +4,21 @@
 // Node ABIs 93/108/115 (Node 16/18/20). On any other Node, or with UWS_USE_FALLBACK set,
 // it silently returns a pure-JS shim built on `ws` that is several times slower and
 // differs in details (notes/packages.md). The server refuses to run on it.
+import { STATUS_CODES } from 'node:http';
 import uwsModule from 'uWebSockets.js';
 
 export const uws = uwsModule;
+
+const statusLines = new Map<number, string>();
+/** The status line uWS writeStatus() takes ("200 OK" etc.), built once per status. */
+export function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
 
 /** The Node ABI (process.versions.modules) of Node 20, the one the pinned binary serves. */
 const NODE20_ABI = '115';
