@@ -11,6 +11,7 @@
 // /proc exists) its command line is `... serve ...`. Anything else is a stale pid file.
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processState } from '../durability/process-alive.js';
 import type { LocalInstance, StorageMode } from './project.js';
 
 export interface RunState {
@@ -119,14 +120,9 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** ESRCH: gone. EPERM: it exists but belongs to another user, so it is not a server we started. */
 function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    // ESRCH: gone. EPERM: it exists but belongs to another user, so it is not a server we started.
-    return false;
-  }
+  return processState(pid) === 'running';
 }
 
 /** "2h 3m 4s" */

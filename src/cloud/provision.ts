@@ -13,6 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { processAlive } from '../durability/process-alive.js';
 import type { ControlPlaneStore, Database } from './admin-store.js';
 import type { Logger } from './log.js';
 
@@ -71,15 +72,6 @@ export interface ProcessRuntimeOptions {
 }
 
 const stopGraceMs = 10_000;
-
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The command line of a process (Linux /proc), or null. */
 function commandLineOf(pid: number): string[] | null {
@@ -149,8 +141,8 @@ export class ProcessRuntime implements BackendRuntime {
       try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
     }
     const until = Date.now() + stopGraceMs;
-    while (orphans.some(processRuns) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    for (const pid of orphans.filter(processRuns)) {
+    while (orphans.some((pid) => processAlive(pid)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    for (const pid of orphans.filter((pid) => processAlive(pid))) {
       try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
     }
     return orphans.length;

@@ -12,6 +12,7 @@
 // the first one finish.
 import { closeSync, openSync, readFileSync, realpathSync, rmSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { processAlive } from '../durability/process-alive.js';
 import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
 
 const busyTimeoutMs = 5_000;
@@ -35,16 +36,6 @@ export function openSqliteDriver(path: string): SqlDriver {
   openDrivers.set(key, entry);
   driver.onClosed = () => openDrivers.delete(key);
   return referenceTo(entry);
-}
-
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it runs, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function realpathOrSelf(path: string): string {
@@ -155,7 +146,7 @@ export class SqliteDriver implements SqlDriver {
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const owner = Number(readFileSync(lockPath, 'utf8').trim());
-        if (Number.isInteger(owner) && owner > 0 && processRuns(owner)) return null;
+        if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) return null;
         rmSync(lockPath, { force: true });
       }
     }

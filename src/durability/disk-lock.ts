@@ -28,6 +28,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, re
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SvcError } from '../protocol/errors.js';
+import { processAlive } from './process-alive.js';
 
 export const LOCK_FILE = 'writer.lock';
 export const HOLDER_FILE = 'writer.pid';
@@ -169,16 +170,6 @@ function readHolder(file: string): Holder | null {
     return JSON.parse(readFileSync(file, 'utf8')) as Holder;
   } catch {
     return null;
-  }
-}
-
-/** Whether a process with this id runs on this host (EPERM: it does, as another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

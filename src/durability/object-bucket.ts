@@ -22,7 +22,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
-import { processAlive } from './disk-lock.js';
+import { processAlive } from './process-alive.js';
 
 /** Where object storage lives and how to reach it (plain data: crosses to worker threads). */
 export interface ObjectStorageOptions {

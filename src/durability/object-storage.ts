@@ -34,7 +34,7 @@ import { Store, type RedoBatch } from '../store/store.js';
 import { HealthSignal, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
-import { processAlive } from './disk-lock.js';
+import { processAlive } from './process-alive.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
 import { readSnapshot, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
