@@ -19,7 +19,7 @@ import { Writable } from 'node:stream';
 import type { ControlPlane, DatabaseRoute, KeyGrant } from '../src/cloud/control-plane.js';
 import { keyHashOf, startGateway, type Gateway } from '../src/gateway/gateway.js';
 import { RedisRateLimiter } from '../src/gateway/rate-limiter.js';
-import { parseWrk, type LoadResult } from './loadgen.js';
+import { parseWrk, wrkScript, type LoadResult } from './loadgen.js';
 import { pointLookup } from './queries.js';
 import { startListening, svcdbMain, type RunningProcess } from './servers.js';
 import { fmtInt, fmtUs, hasCommand, log, sleep, table } from './util.js';
@@ -77,25 +77,6 @@ function benchControlPlane(writerUrl: string, readerUrls: string[]): ControlPlan
     recordUsage: async () => {},
     close: async () => {},
   };
-}
-
-function wrkScript(bodies: string[], headers: Record<string, string>): string {
-  const lua = (s: string): string => `[==[${s}]==]`;
-  const headerTable = Object.entries({ 'Content-Type': 'application/json', ...headers }).map(([k, v]) => `[ ${lua(k)} ] = ${lua(v)}`).join(', ');
-  return `local bodies = {\n${bodies.map(lua).join(',\n')}\n}
-local reqs = {}
-local i = 0
-function setup(thread) thread:set("offset", math.random(#bodies)) end
-function init(args)
-  for k = 1, #bodies do reqs[k] = wrk.format("POST", "/v2/query", { ${headerTable} }, bodies[k]) end
-  i = (offset or 0) % #bodies
-end
-function request()
-  i = i + 1
-  if i > #reqs then i = 1 end
-  return reqs[i]
-end
-`;
 }
 
 async function wrk(url: string, bodies: string[], headers: Record<string, string>, conns: number, dir: string): Promise<LoadResult> {
