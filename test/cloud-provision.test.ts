@@ -16,6 +16,7 @@ import { svc, tempDir } from './helpers/cli.js';
 import { cliPath } from './helpers/server.js';
 import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { eventually, slowly } from './helpers/eventually.js';
 
 const adminToken = 'test-admin-token-0123456789abcdef';
 const awsEnv = { AWS_ACCESS_KEY_ID: s3Credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: s3Credentials.secretAccessKey, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
@@ -68,16 +69,6 @@ async function post(url: string, body: unknown): Promise<{ status: number; body:
   return { status: res.status, body: await res.text() };
 }
 
-async function eventually<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('admin API authentication', () => {
   it('refuses requests without the admin token, with a malformed header or a wrong token', async () => {
     expect(await admin('GET', 'workspaces', undefined, null)).toMatchObject({ status: 401, json: { error: 'missing_admin_token' } });
@@ -128,7 +119,7 @@ describe('admin API', () => {
       const got = (await admin('GET', `databases/${id}`)).json;
       if (got.status === 'Failed') throw new Error(`provisioning failed: ${got.status_detail}`);
       return got.status === 'Active' ? got : null;
-    }, 'the database is Active', 60_000);
+    }, 'the database is Active', { ...slowly, timeoutMs: 60_000 });
     expect(active.writer_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(active.reader_urls).toHaveLength(1);
     expect(provisioner.running(id).sort()).toEqual([active.writer_url, ...active.reader_urls].sort());
@@ -143,7 +134,7 @@ describe('admin API', () => {
       const res = await post(readerUrl, read([q('c', count(nodes('all')))], ['c']));
       expect(res.status, res.body).toBe(200);
       return (JSON.parse(res.body) as { c: number }).c === 1 ? true : null;
-    }, 'the reader sees the write');
+    }, 'the reader sees the write', slowly);
     const readyz = await (await fetch(`${readerUrl}/readyz`)).json();
     expect(readyz).toMatchObject({ mode: 'reader', ready: true });
 
@@ -156,7 +147,7 @@ describe('admin API', () => {
     const restarted = await eventually(async () => {
       const route = await store.database(id);
       return route !== null && route.readerUrls.length === 1 && route.readerUrls[0] !== readerUrl ? route.readerUrls[0]! : null;
-    }, 'the reader is restarted');
+    }, 'the reader is restarted', slowly);
     const again = await post(restarted, read([q('c', count(nodes('all')))], ['c']));
     expect(again.status, again.body).toBe(200);
     expect(JSON.parse(again.body)).toEqual({ c: 1 });
@@ -208,17 +199,17 @@ describe('admin API', () => {
     const active = await eventually(async () => {
       const got = (await admin('GET', `databases/${id}`)).json;
       return got.status === 'Active' ? got : null;
-    }, 'the database is Active', 60_000);
+    }, 'the database is Active', { ...slowly, timeoutMs: 60_000 });
     expect((await post(active.writer_url, write([q('x', addN('W', [['n', i64(1)]]))], ['x']))).status).toBe(200);
 
     const writer = provisioner.backend(id, 'writer')!;
     process.kill(writer.pid!, 'SIGKILL');
     await writer.exited;
-    await eventually(async () => ((await store.database(id))!.writerUrl === null ? true : null), 'the writer leaves the route', 5_000);
+    await eventually(async () => ((await store.database(id))!.writerUrl === null ? true : null), 'the writer leaves the route', { ...slowly, timeoutMs: 5_000 });
     const back = await eventually(async () => {
       const url = (await store.database(id))!.writerUrl;
       return url !== null && url !== active.writer_url ? url : null;
-    }, 'a new writer is in the route', 120_000);
+    }, 'a new writer is in the route', { ...slowly, timeoutMs: 120_000 });
     expect(await post(back, read([q('c', count(nodes('all')))], ['c']))).toEqual({ status: 200, body: '{"c":1}' });
     expect((await store.database(id))!.status).toBe('Active');
     expect((await admin('DELETE', `databases/${id}`)).status).toBe(204);
@@ -253,7 +244,7 @@ describe('admin API', () => {
       await eventually(async () => {
         const res = await post(route!.readerUrls[0]!, read([q('c', count(nodes('all')))], ['c']));
         return res.body === '{"c":1}' ? true : null;
-      }, 'the reader sees the write');
+      }, 'the reader sees the write', slowly);
       expect(local.storageOf((await store.databaseRecord(database.id))!)).toEqual({ kind: 'directory', path: join(dir, 'local', 'databases', database.id) });
     } finally {
       await local.close();

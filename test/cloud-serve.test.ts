@@ -12,6 +12,7 @@ import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { cliPath } from './helpers/server.js';
 import { s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { eventually, slowly } from './helpers/eventually.js';
 
 const adminToken = 'serve-test-admin-token-0123456789';
 const awsEnv = { AWS_ACCESS_KEY_ID: s3Credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: s3Credentials.secretAccessKey, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
@@ -82,16 +83,6 @@ async function countOn(url: string): Promise<number> {
   return (JSON.parse(res.body) as { c: number }).c;
 }
 
-async function eventually<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('svc cloud serve', () => {
   it('refuses to start without an admin token', async () => {
     const result = await svc(dir, ['cloud', 'serve', '--store', join(dir, 'x.sqlite'), '--storage', join(dir, 'data'), '--port', '0']);
@@ -115,7 +106,7 @@ describe('svc cloud serve', () => {
     const secret = (JSON.parse(key.stdout) as { secret: string }).secret;
 
     expect((await query(database.writer_url, write([q('x', addN('Kept', [['n', i64(7)]]))], ['x']))).status).toBe(200);
-    await eventually(async () => (await countOn(database.reader_urls[0]!)) === 1 ? true : null, 'the reader sees the write');
+    await eventually(async () => (await countOn(database.reader_urls[0]!)) === 1 ? true : null, 'the reader sees the write', slowly);
 
     expect(await first.stop()).toBe(0);
     for (const url of [database.writer_url, ...database.reader_urls]) await expect(fetch(`${url}/readyz`)).rejects.toThrow();
@@ -127,10 +118,10 @@ describe('svc cloud serve', () => {
         const got = await svc(dir, ['cloud', 'database', 'get', database.id], env2);
         const record = JSON.parse(got.stdout) as typeof database;
         return record.status === 'Active' ? record : null;
-      }, 'the database is Active again', 60_000);
+      }, 'the database is Active again', { ...slowly, timeoutMs: 60_000 });
       expect(restored.writer_url).not.toBe(database.writer_url);
       expect(await countOn(restored.writer_url)).toBe(1);
-      await eventually(async () => (await countOn(restored.reader_urls[0]!)) === 1 ? true : null, 'the restored reader has the data');
+      await eventually(async () => (await countOn(restored.reader_urls[0]!)) === 1 ? true : null, 'the restored reader has the data', slowly);
       const keys = await svc(dir, ['cloud', 'key', 'list', '--database', database.id], env2);
       expect(JSON.parse(keys.stdout)).toMatchObject({ keys: [{ permission: 'read_write', revoked_at: null }] });
 
@@ -147,7 +138,7 @@ describe('svc cloud serve', () => {
           const record = JSON.parse(got.stdout) as typeof database;
           if (record.status === 'Failed') throw new Error(`restore failed: ${got.stdout}`);
           return record.status === 'Active' ? record : null;
-        }, 'the database is Active a third time', 90_000);
+        }, 'the database is Active a third time', { ...slowly, timeoutMs: 90_000 });
         for (const url of [restored.writer_url, ...restored.reader_urls]) await expect(fetch(`${url}/readyz`)).rejects.toThrow();
         expect(again.writer_url).not.toBe(restored.writer_url);
         expect(await countOn(again.writer_url)).toBe(1);

@@ -14,6 +14,7 @@ import { MemoryControlPlane } from './helpers/memory-control-plane.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } from './helpers/backend-server.js';
 import { countNodesBody } from './helpers/requests.js';
+import { eventually } from './helpers/eventually.js';
 
 const MiB = 1024 * 1024;
 /** Rate limit high enough never to interfere with the functional tests. */
@@ -77,14 +78,6 @@ function errorOf(answer: Answer): { error: string; msg: string } {
 /** Query requests a backend logged (--log-requests: one line per request). */
 function served(server: SpawnedServer): number {
   return server.stderr().split('\n').filter((line) => line.includes('"msg":"query"')).length;
-}
-
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Wait until every backend's log count stopped moving (async log writes have landed). */
@@ -237,7 +230,7 @@ describe('warming', () => {
       expect(performance.now() - started).toBeLessThan(450);
       await eventually(() => stalled.received() > received, 'the stalled reader got the warm read');
       // The gateway hung up on the stalled reader at the deadline; it did not wait for ever.
-      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', 3000);
+      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', { timeoutMs: 3000 });
     } finally {
       stalled.close();
     }
@@ -664,7 +657,7 @@ describe('bounded memory', () => {
     const trickle = setInterval(() => { if (!socket.destroyed) socket.write(' '); }, 50);
     try {
       await eventually(() => g.bufferedBytes().requestBodies === 2 * MiB, 'the announced body is reserved');
-      await eventually(() => reply.startsWith('HTTP/1.1 '), 'the gateway answered', 5000);
+      await eventually(() => reply.startsWith('HTTP/1.1 '), 'the gateway answered', { timeoutMs: 5000 });
       const elapsed = performance.now() - started;
       expect(reply).toMatch(/^HTTP\/1\.1 408 /);
       expect(reply).toContain('"error":"query_timeout"');
@@ -810,7 +803,7 @@ describe('Redis down', () => {
     } finally {
       await redis.start();
     }
-    await eventually(async () => (await post(gateway, body, auth(keyA, 'db_a'))).status === 200, 'the gateway admits again after Redis restarted', 15_000);
+    await eventually(async () => (await post(gateway, body, auth(keyA, 'db_a'))).status === 200, 'the gateway admits again after Redis restarted', { timeoutMs: 15_000 });
   });
 
   it('answers 503 rate_limit_unavailable when Redis stalls past the decision bound', async () => {

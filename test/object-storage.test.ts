@@ -19,6 +19,7 @@ import { errorBody, SvcError } from '../src/protocol/errors.js';
 import { cliPath } from './helpers/server.js';
 import { killS3rver, s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { eventually } from './helpers/eventually.js';
 
 const credentials = s3Credentials;
 const awsEnv = { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey };
@@ -107,14 +108,6 @@ async function countOn(url: string): Promise<number> {
   const res = await post(url, countAll);
   expect(res.status).toBe(200);
   return (JSON.parse(res.body) as { c: number }).c;
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const originalSend = S3Client.prototype.send;
@@ -343,11 +336,11 @@ describe('object storage, failures', () => {
       expect(writer.health().problem).toMatch(/ECONNREFUSED|failed/);
       ({ server: own } = await startS3rver(dir, port));
       const upAt = Date.now();
-      await eventually(async () => writer.health().ready, 'the writer is ready again', 10_000);
+      await eventually(async () => writer.health().ready, 'the writer is ready again', { timeoutMs: 10_000 });
       const readyAfterMs = Date.now() - upAt;
       // Writes taken again: some started after recovery and were answered 200.
       const before = next;
-      await eventually(async () => [...answers].some(([k, a]) => k >= before && a.status === 200), 'a new write succeeds', 10_000);
+      await eventually(async () => [...answers].some(([k, a]) => k >= before && a.status === 200), 'a new write succeeds', { timeoutMs: 10_000 });
       stopAt = Date.now() + 200;
       await load;
       measured = `outage ${Math.round(outageMs)} ms, ready ${readyAfterMs} ms after restart, ${answers.size} writes`;
