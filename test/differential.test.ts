@@ -3,21 +3,30 @@
 //
 // Each case opens a fresh in-memory engine and a fresh reference, loads the same graph
 // (one write request, whose response is compared too), then runs the generated request(s).
-// fast-check prints the seed, the path and the counterexample (request texts) on failure;
-// replay with `fc.assert(..., { seed, path })` by setting DIFF_SEED / DIFF_PATH.
+// Every run prints its seed before any case runs (a fork killed for memory reports
+// nothing else); fast-check prints the seed, the path and the counterexample (request
+// texts) on failure. Replay: DIFF_SEED=<seed> npx vitest run test/differential.test.ts,
+// with DIFF_PATH=<path> and -t '<test name>' to go straight to a reported counterexample
+// (every test runs with the same seed; a path belongs to one test).
+//
+// Work is bounded: the reference runs each request first and gives up past
+// referenceRowsMax rows (test/reference/interpreter.ts, ~300 MB); such a case is skipped
+// (fc.pre) before the engine runs it, whose own per-query memory budget bounds the rest.
 import { describe, it } from 'vitest';
 import fc from 'fast-check';
 import { openDatabase } from '../src/index.js';
 import { parseJson } from '../src/protocol/json.js';
 import { setTraversalKernel } from '../src/store/kernels.js';
-import { ReferenceDb } from './reference/interpreter.js';
-import { errorCode, plainEqual, runReference, showPlain } from './reference/harness.js';
+import { ReferenceBudgetExceeded, ReferenceDb } from './reference/interpreter.js';
+import { errorCode, plainEqual, runReference, showPlain, type Outcome } from './reference/harness.js';
 import {
   chainCaseArb, extraArb, faultArb, graphArb, probeBody, readArb, repeatCaseArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
 } from './differential/arbitraries.js';
 
-const replay: fc.Parameters<unknown> = process.env.DIFF_SEED === undefined ? {}
-  : { seed: Number(process.env.DIFF_SEED), path: process.env.DIFF_PATH };
+/** This run's seed: DIFF_SEED, or a fresh one (fast-check's seeds are 32-bit integers). */
+const seed = process.env.DIFF_SEED === undefined ? (Math.random() * 0x1_0000_0000) | 0 : Number(process.env.DIFF_SEED);
+if (!Number.isSafeInteger(seed)) throw new Error(`DIFF_SEED must be an integer, got ${process.env.DIFF_SEED}`);
+const replay: fc.Parameters<unknown> = { seed, path: process.env.DIFF_PATH };
 
 class Mismatch extends Error {}
 
@@ -34,8 +43,8 @@ async function differential(bodies: string[]): Promise<void> {
   try {
     for (let [step, body] of bodies.entries()) {
       if (body === probeBody && failed) body = stateBody;
+      const want = referenceAnswer(reference, body);
       const got = await engine.queryRaw(body);
-      const want = runReference(reference, body);
       if (want.status === 501) throw new Error(`reference does not support this request: ${showPlain(want.body)}`);
       const gotBody = got.body.length > 0 ? parseJson(got.body) : null;
       const same = got.status === want.status
@@ -55,9 +64,20 @@ async function differential(bodies: string[]): Promise<void> {
   }
 }
 
+/** The reference's answer; a request over its work bound skips the case (fc.pre). */
+function referenceAnswer(reference: ReferenceDb, body: string): Outcome {
+  try {
+    return runReference(reference, body);
+  } catch (e) {
+    if (e instanceof ReferenceBudgetExceeded) fc.pre(false);
+    throw e;
+  }
+}
+
 const withGraph = (g: GraphCase, ...bodies: string[]) => (g.body === null ? bodies : [g.body, ...bodies]);
 
 async function check<T>(arb: fc.Arbitrary<T>, numRuns: number, run: (value: T) => Promise<void>): Promise<void> {
+  console.log(`differential seed ${seed} (replay: DIFF_SEED=${seed} npx vitest run test/differential.test.ts)`);
   await fc.assert(fc.asyncProperty(arb, run), { numRuns, ...replay } as fc.Parameters<[T]>);
 }
 

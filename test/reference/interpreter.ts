@@ -78,10 +78,41 @@ const rows = (rs: Row[]): Result => ({ kind: 'rows', rows: rs });
 const items = (is: Item[]): Result => ({ kind: 'items', items: is });
 const EMPTY: Result = { kind: 'rows', rows: [] };
 
-const newRow = (el: El): Row => ({ el, bindings: new Map(), path: [el], pathVisible: false, sack: undefined, sackVisible: false });
+// ------------------------------------------------------------------ the work bound
+
+/**
+ * Rows one request may create (every newRow and moveRow: sources, navigation, mutations)
+ * before the reference gives up with ReferenceBudgetExceeded. Everything else it holds is
+ * at most a small multiple of its rows (a row's path and bindings are as long as the
+ * query's navigation and binds), so this bounds a request's memory: ~300 bytes a row, 1 M
+ * rows ~300 MB. Without it, random chains or repeats of `both` steps over the dense graphs
+ * of the differential tests (40 nodes, 160 edges) can ask for tens of millions of walks and
+ * gigabytes. The engine bounds the same queries with its per-query memory budget
+ * (limits.queryMemoryBytesMax, ~8 M rows), so a case over this bound is not comparable:
+ * the differential tests skip it.
+ */
+export const referenceRowsMax = 1_000_000;
+
+/** Thrown (not an answer: a limit of the oracle) when a request creates more than referenceRowsMax rows. */
+export class ReferenceBudgetExceeded extends Error {}
+
+/** Rows the running request may still create (the interpreter is synchronous: one request at a time). */
+let rowsLeft = referenceRowsMax;
+
+function countRow(): void {
+  if (--rowsLeft < 0) throw new ReferenceBudgetExceeded(`the reference created more than ${referenceRowsMax} rows for one request`);
+}
+
+const newRow = (el: El): Row => {
+  countRow();
+  return { el, bindings: new Map(), path: [el], pathVisible: false, sack: undefined, sackVisible: false };
+};
 
 /** The row moved to another element: path extended, bindings and sack kept. */
-const moveRow = (row: Row, el: El): Row => ({ ...row, el, bindings: new Map(row.bindings), path: [...row.path, el] });
+const moveRow = (row: Row, el: El): Row => {
+  countRow();
+  return { ...row, el, bindings: new Map(row.bindings), path: [...row.path, el] };
+};
 
 const nodeEl = (id: bigint): El => ({ kind: 'node', id });
 const edgeEl = (id: bigint): El => ({ kind: 'edge', id });
@@ -176,7 +207,9 @@ export interface Response { status: number; body: unknown }
 export class ReferenceDb {
   readonly graph = new Graph();
 
+  /** Runs one request; throws ReferenceBudgetExceeded (after undoing a write) past referenceRowsMax rows. */
   query(request: Request): Response {
+    rowsLeft = referenceRowsMax;
     const write = request.request_type === 'write';
     try {
       planBatch(request.batch, write);
