@@ -182,8 +182,10 @@ export class RedisRateLimiter {
    * while its decision is in flight, share one script call (see the top of this file).
    */
   take(databaseId: string, limit: RateLimit): Promise<RateDecision> {
-    assert(limit.perSecond > 0 && Number.isFinite(limit.perSecond) && limit.burst >= 1 && Number.isFinite(limit.burst),
-      `rate limit of ${databaseId} must have perSecond > 0 and burst >= 1`);
+    // (Not assert(cond, `...`): that would build the message on every request.)
+    if (!(limit.perSecond > 0 && Number.isFinite(limit.perSecond) && limit.burst >= 1 && Number.isFinite(limit.burst))) {
+      assert.fail(`rate limit of ${databaseId} must have perSecond > 0 and burst >= 1`);
+    }
     return new Promise<RateDecision>((resolve, reject) => {
       let batch = this.collecting.get(databaseId);
       if (batch === undefined) {
