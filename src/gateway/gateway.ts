@@ -23,6 +23,7 @@ import { assertNativeUws, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
+import { quickRequestType } from './outer-decode.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
 
@@ -228,6 +229,10 @@ const EMPTY_BODY: Buffer = Buffer.alloc(0);
  * request type. The backend decodes the body again in full.
  */
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
+  // The common case without building the document (outer-decode.ts); anything it is not
+  // sure of is decoded in full below, which also words every error.
+  const quick = quickRequestType(body);
+  if (quick !== null) return quick;
   let doc: unknown;
   try {
     doc = JSON.parse(utf8.decode(body));
@@ -769,18 +774,21 @@ class GatewayServer {
         throw new GatewayError('permission_denied', `this API key is not valid for database ${request.tenantId}`);
       }
       request.databaseId = grant.databaseId;
-      const route = await this.routes.get(grant.databaseId);
+      // Cached answers come back as values: no await (a microtask each) for them.
+      const routeOrLookup = this.routes.get(grant.databaseId);
+      const route = routeOrLookup instanceof Promise ? await routeOrLookup : routeOrLookup;
       if (route === null || route.status === 'Deleted' || route.workspaceId !== grant.workspaceId) {
         throw new GatewayError('invalid_api_key', 'invalid API key: its database no longer exists');
       }
       // 402 when the workspace may run nothing at all this month; the per-kind check
       // follows the outer decode, which tells reads from writes.
-      const allowance = await this.allowances.get(grant.workspaceId);
+      const allowanceOrLookup = this.allowances.get(grant.workspaceId);
+      const allowance = allowanceOrLookup instanceof Promise ? await allowanceOrLookup : allowanceOrLookup;
       if (!allowance.readsAllowed && !allowance.writesAllowed) throw tenantDisabled('reads and writes');
       // 400: the execution headers.
       const flags = requestFlags(request);
       // 413, before parsing anything.
-      await request.bodyArrived();
+      if (!request.bodyDone) await request.bodyArrived();
       if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
       if (request.overloaded) throw overloadedByBodies();
       if (request.tooLarge) {
