@@ -33,10 +33,11 @@ const durationSec = flag('duration', 8);
 const connections = flag('connections', 32);
 const nodes = 1000;
 const HIGH = { perSecond: 10_000_000, burst: 10_000_000 };
-const API_KEY = 'svc_bench_key_0123456789abcdef';
+/** Keys have the shape of generated API keys (src/cloud/secrets.ts), or the gateway answers 401 without a lookup. */
+const API_KEY = 'svc_bench_readers_key_0000000000000000000000000';
 const DATABASE_ID = 'db_bench';
 /** A database served by the writer alone (same server as the baseline). */
-const WRITER_ONLY_KEY = 'svc_bench_key_writer_only_0123';
+const WRITER_ONLY_KEY = 'svc_bench_writer_only_key_000000000000000000000';
 const WRITER_ONLY_ID = 'db_writer_only';
 
 /** CPU seconds (user + system, every thread) a process has used, from /proc (Linux). */

@@ -11,7 +11,7 @@
 // uWS rules (as in src/server/http.ts): headers are read synchronously in the handler; an
 // answer given later registers onAborted first and is corked; a response is never touched
 // after its abort.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -23,6 +23,7 @@ import { assertNativeUws, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
+import { quickRequestType } from './outer-decode.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
 
@@ -109,16 +110,26 @@ interface UpstreamAnswer {
 }
 
 /**
- * A request's wall-clock deadline: one timer, and the upstream requests to cancel when it
- * passes. (Cheaper than an AbortController per request: no EventTarget, no AbortSignal.)
+ * A request's wall-clock deadline, and the upstream requests to cancel when it passes.
+ * (Cheaper than an AbortController per request: no EventTarget, no AbortSignal.) It has no
+ * timer of its own: every deadline of a gateway is the same time after arrival, so they
+ * expire in arrival order, and one DeadlineQueue timer serves them all.
  */
 class Deadline {
   expired = false;
+  /** performance.now() at which it passes. */
+  readonly atMs: number;
   private listeners: (() => void)[] = [];
-  private readonly timer: NodeJS.Timeout;
+  private readonly queue: DeadlineQueue;
+  // The queue's links (arrival order); `queued` false once cleared or expired.
+  queued = true;
+  prev: Deadline | null = null;
+  next: Deadline | null = null;
 
-  constructor(ms: number) {
-    this.timer = setTimeout(() => this.expire(), ms);
+  constructor(queue: DeadlineQueue) {
+    this.queue = queue;
+    this.atMs = performance.now() + queue.ms;
+    queue.add(this);
   }
 
   notify(listener: () => void): void {
@@ -131,15 +142,69 @@ class Deadline {
   }
 
   clear(): void {
-    clearTimeout(this.timer);
+    this.queue.remove(this);
     this.listeners.length = 0;
   }
 
-  private expire(): void {
+  /** Called by the queue, unlinked already. */
+  expire(): void {
     this.expired = true;
     const listeners = this.listeners;
     this.listeners = [];
     for (const listener of listeners) listener();
+  }
+}
+
+/**
+ * The deadlines of one gateway, oldest first, with one timer set for the oldest. A request
+ * adds and removes its deadline in O(1) and allocates no timer; the timer is re-armed only
+ * when it fires (about once per deadline length while requests finish in time).
+ */
+class DeadlineQueue {
+  readonly ms: number;
+  private head: Deadline | null = null;
+  private tail: Deadline | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly fire = (): void => this.expireDue();
+
+  constructor(ms: number) {
+    this.ms = ms;
+  }
+
+  add(deadline: Deadline): void {
+    deadline.prev = this.tail;
+    if (this.tail !== null) this.tail.next = deadline;
+    else this.head = deadline;
+    this.tail = deadline;
+    if (this.timer === null) this.arm(this.ms);
+  }
+
+  remove(deadline: Deadline): void {
+    if (!deadline.queued) return;
+    deadline.queued = false;
+    if (deadline.prev !== null) deadline.prev.next = deadline.next;
+    else this.head = deadline.next;
+    if (deadline.next !== null) deadline.next.prev = deadline.prev;
+    else this.tail = deadline.prev;
+    deadline.prev = null;
+    deadline.next = null;
+  }
+
+  private arm(ms: number): void {
+    // Unreferenced: a request in flight keeps the process alive through its sockets.
+    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(ms)));
+    this.timer.unref();
+  }
+
+  private expireDue(): void {
+    this.timer = null;
+    const now = performance.now();
+    while (this.head !== null && this.head.atMs <= now) {
+      const due = this.head;
+      this.remove(due);
+      due.expire();
+    }
+    if (this.head !== null && this.timer === null) this.arm(this.head.atMs - now);
   }
 }
 
@@ -156,12 +221,18 @@ class UpstreamFailure extends Error {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** A body with nothing (yet, or any more); shared, never written (Buffer.alloc(0) costs ~0.2 us each). */
+const EMPTY_BODY: Buffer = Buffer.alloc(0);
 
 /**
  * The outer JSON decode (SPEC "Cloud request rate limit" 4): only enough to learn the
  * request type. The backend decodes the body again in full.
  */
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
+  // The common case without building the document (outer-decode.ts); anything it is not
+  // sure of is decoded in full below, which also words every error.
+  const quick = quickRequestType(body);
+  if (quick !== null) return quick;
   let doc: unknown;
   try {
     doc = JSON.parse(utf8.decode(body));
@@ -196,7 +267,8 @@ export function keyFromHeader(value: string | undefined, headerName: string, sch
 }
 
 export function keyHashOf(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One-shot: no Hash object per request.
+  return hash('sha256', key, 'hex');
 }
 
 /**
@@ -237,7 +309,7 @@ class GatewayRequest {
   sendsOutstanding = 0;
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
-  body: Buffer = Buffer.alloc(0);
+  body: Buffer = EMPTY_BODY;
   /**
    * Bytes counted against the gateway's body bound: the announced length (its buffer is
    * allocated at once), or a chunked body's bytes as they arrive.
@@ -258,9 +330,9 @@ class GatewayRequest {
   requestType: UsageKind | null = null;
   backendUrl: string | null = null;
 
-  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null, deadlineMs: number) {
+  constructor(res: HttpResponse, keyHash: string, tenantId: string, headers: CollectedHeaders, logHeaders: Record<string, string> | null, deadlines: DeadlineQueue) {
     this.res = res;
-    this.deadline = new Deadline(deadlineMs);
+    this.deadline = new Deadline(deadlines);
     this.keyHash = keyHash;
     this.tenantId = tenantId;
     this.warmHeader = headers.warm;
@@ -328,7 +400,7 @@ class GatewayRequest {
   discardBody(): void {
     this.fixed = null;
     this.chunks = null;
-    this.body = Buffer.alloc(0);
+    this.body = EMPTY_BODY;
     if (!this.bodyComplete) this.finishBody();
   }
 
@@ -386,6 +458,130 @@ function requestFlags(request: GatewayRequest): RequestFlags {
   }
 }
 
+/**
+ * One upstream request's undici handler. It implements undici's own (legacy) dispatch
+ * handler interface, onConnect/onHeaders/onData/onComplete/onError, which the client calls
+ * directly: the newer onRequestStart/onResponse* interface is adapted to it inside undici
+ * by a wrapper per request that also turns the raw header list into an object twice
+ * (headers and trailers). Here the two headers the gateway passes on are read from the raw
+ * list, and the handler is one object per request instead of a set of closures.
+ */
+class UpstreamCall implements Dispatcher.DispatchHandler {
+  private readonly chunks: Buffer[] = [];
+  private length = 0;
+  private keepBody = true;
+  private status = 0;
+  private contentType = JSON_TYPE;
+  private retryAfter: string | null = null;
+  private abort: ((err?: Error) => void) | null = null;
+  private settled = false;
+
+  constructor(
+    private readonly server: GatewayServer,
+    private readonly backend: Backend,
+    private readonly request: GatewayRequest,
+    private readonly deadline: Deadline,
+    private readonly keepSuccessBody: boolean,
+    private readonly resolve: (answer: UpstreamAnswer) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  /**
+   * At the deadline: answer 408 now, and cancel the upstream request if it started (or as
+   * soon as it starts, when it still waits for a connection).
+   */
+  readonly onDeadline = (): void => {
+    this.abort?.(new Error('gateway deadline'));
+    if (this.settle()) {
+      this.releaseHeld();
+      this.reject(this.server.timeoutError());
+    }
+  };
+
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.backend.outstanding--;
+    this.deadline.forget(this.onDeadline);
+    const request = this.request;
+    request.sendsOutstanding--;
+    // The last straggler of an answered request: nothing is left for the deadline to cancel.
+    if (request.settled && request.sendsOutstanding === 0) this.deadline.clear();
+    return true;
+  }
+
+  /** Bytes of this answer no one will send: give them back to the gateway's bound. */
+  private releaseHeld(): void {
+    this.server.releaseResponseBytes(this.length);
+    this.request.responseBytes -= this.length;
+    this.length = 0;
+    this.chunks.length = 0;
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.settled) abort(new Error('gateway deadline'));
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    this.status = statusCode;
+    this.keepBody = this.keepSuccessBody || statusCode < 200 || statusCode >= 300;
+    // Content-Type and Retry-After, each passed on when it occurs once (as undici's header
+    // object gives a string only then); values as latin1, as undici decodes them.
+    let contentType: string | null = null;
+    let contentTypes = 0;
+    let retryAfter: string | null = null;
+    let retryAfters = 0;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!;
+      if (name.length === 12 && name.toString('latin1').toLowerCase() === 'content-type') {
+        contentTypes++;
+        contentType = rawHeaders[i + 1]!.toString('latin1');
+      } else if (name.length === 11 && name.toString('latin1').toLowerCase() === 'retry-after') {
+        retryAfters++;
+        retryAfter = rawHeaders[i + 1]!.toString('latin1');
+      }
+    }
+    if (contentTypes === 1) this.contentType = contentType!;
+    if (retryAfters === 1) this.retryAfter = retryAfter;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled || !this.keepBody) return true;
+    const size = chunk.byteLength;
+    if (!this.server.holdResponseBytes(size)) {
+      // Settled first: abort() calls onError at once, which would count it as a failed backend.
+      if (this.settle()) {
+        this.releaseHeld();
+        this.reject(new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'
+          + (this.request.requestType === 'write' ? ' (the write may or may not have been applied)' : '')));
+      }
+      this.abort?.(new Error('gateway response budget'));
+      return true;
+    }
+    this.request.responseBytes += size;
+    this.chunks.push(chunk);
+    this.length += size;
+    return true;
+  }
+
+  onComplete(): void {
+    if (!this.settle()) return;
+    const chunks = this.chunks;
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.length);
+    // A warming straggler finishing after the client was answered: nothing will send it.
+    if (this.request.settled) this.releaseHeld();
+    this.resolve({ status: this.status, body, contentType: this.contentType, retryAfter: this.retryAfter });
+  }
+
+  onError(err: Error): void {
+    if (!this.settle()) return;
+    this.releaseHeld();
+    this.reject(this.deadline.expired ? this.server.timeoutError() : new UpstreamFailure(this.backend, err));
+  }
+}
+
 class GatewayServer {
   private readonly options: GatewayOptions;
   private readonly app: TemplatedApp;
@@ -395,6 +591,7 @@ class GatewayServer {
   private readonly authHeaderLower: string;
   private readonly authScheme: AuthScheme;
   private readonly queryTimeoutMs: number;
+  private readonly deadlines: DeadlineQueue;
   private readonly bodyBytesMax = limits.gatewayBodyBytesMax;
   private readonly accessLog: boolean;
   readonly grants: ExpiringCache<KeyGrant | null>;
@@ -419,6 +616,7 @@ class GatewayServer {
     this.authHeaderLower = this.authHeaderName.toLowerCase();
     this.authScheme = options.authScheme ?? 'bearer';
     this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
+    this.deadlines = new DeadlineQueue(this.queryTimeoutMs);
     this.accessLog = options.accessLog ?? false;
     this.bufferedResponseBytesMax = options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax;
     this.bufferedBodyBytesMax = options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax;
@@ -530,7 +728,7 @@ class GatewayServer {
       if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
-    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.queryTimeoutMs);
+    const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.deadlines);
     this.inFlight++;
     res.onAborted(() => request.onAborted());
     request.deadline.notify(() => {
@@ -576,18 +774,21 @@ class GatewayServer {
         throw new GatewayError('permission_denied', `this API key is not valid for database ${request.tenantId}`);
       }
       request.databaseId = grant.databaseId;
-      const route = await this.routes.get(grant.databaseId);
+      // Cached answers come back as values: no await (a microtask each) for them.
+      const routeOrLookup = this.routes.get(grant.databaseId);
+      const route = routeOrLookup instanceof Promise ? await routeOrLookup : routeOrLookup;
       if (route === null || route.status === 'Deleted' || route.workspaceId !== grant.workspaceId) {
         throw new GatewayError('invalid_api_key', 'invalid API key: its database no longer exists');
       }
       // 402 when the workspace may run nothing at all this month; the per-kind check
       // follows the outer decode, which tells reads from writes.
-      const allowance = await this.allowances.get(grant.workspaceId);
+      const allowanceOrLookup = this.allowances.get(grant.workspaceId);
+      const allowance = allowanceOrLookup instanceof Promise ? await allowanceOrLookup : allowanceOrLookup;
       if (!allowance.readsAllowed && !allowance.writesAllowed) throw tenantDisabled('reads and writes');
       // 400: the execution headers.
       const flags = requestFlags(request);
       // 413, before parsing anything.
-      await request.bodyArrived();
+      if (!request.bodyDone) await request.bodyArrived();
       if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
       if (request.overloaded) throw overloadedByBodies();
       if (request.tooLarge) {
@@ -783,9 +984,7 @@ class GatewayServer {
   /**
    * One upstream request. Rejects with GatewayError query_timeout at the deadline,
    * server_overloaded when the answer would pass the gateway's bound of held answer bytes,
-   * UpstreamFailure without an answer. Uses undici's dispatch with callbacks rather than
-   * `request`: no response stream per request (fewer allocations and promise hops; the
-   * answer is usually a few hundred bytes).
+   * UpstreamFailure without an answer. See UpstreamCall for how it talks to undici.
    *
    * `keepSuccessBody` false (warming): a 2xx answer's body is dropped as it arrives, since
    * the client gets 204; error answers are kept, as one of them may be the answer.
@@ -796,88 +995,24 @@ class GatewayServer {
     request.sendsOutstanding++;
     request.backendUrl = backend.url;
     return new Promise<UpstreamAnswer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
-      let keepBody = true;
-      let status = 0;
-      let contentType = JSON_TYPE;
-      let retryAfter: string | null = null;
-      let controller: Dispatcher.DispatchController | null = null;
-      let settled = false;
-      const settle = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        backend.outstanding--;
-        deadline.forget(onDeadline);
-        request.sendsOutstanding--;
-        // The last straggler of an answered request: nothing is left for the deadline to cancel.
-        if (request.settled && request.sendsOutstanding === 0) deadline.clear();
-        return true;
-      };
-      // Bytes of this answer no one will send: give them back to the gateway's bound.
-      const releaseHeld = (): void => {
-        this.bufferedResponseBytes -= length;
-        request.responseBytes -= length;
-        length = 0;
-        chunks.length = 0;
-      };
-      // At the deadline: answer 408 now, and cancel the upstream request if it started
-      // (or as soon as it starts, when it still waits for a connection).
-      const onDeadline = (): void => {
-        controller?.abort(new Error('gateway deadline'));
-        if (settle()) {
-          releaseHeld();
-          reject(this.timeoutError());
-        }
-      };
-      deadline.notify(onDeadline);
-      backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, {
-        onRequestStart: (c) => {
-          controller = c;
-          if (settled) c.abort(new Error('gateway deadline'));
-        },
-        onResponseStart: (_c, statusCode, responseHeaders) => {
-          status = statusCode;
-          keepBody = keepSuccessBody || statusCode < 200 || statusCode >= 300;
-          const type = responseHeaders['content-type'];
-          if (typeof type === 'string') contentType = type;
-          const retry = responseHeaders['retry-after'];
-          if (typeof retry === 'string') retryAfter = retry;
-        },
-        onResponseData: (c, chunk) => {
-          if (settled || !keepBody) return;
-          if (this.bufferedResponseBytes + chunk.byteLength > this.bufferedResponseBytesMax) {
-            // Settled first: abort() calls onResponseError at once, which would count it as a failed backend.
-            if (settle()) {
-              releaseHeld();
-              reject(new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'
-                + (request.requestType === 'write' ? ' (the write may or may not have been applied)' : '')));
-            }
-            c.abort(new Error('gateway response budget'));
-            return;
-          }
-          this.bufferedResponseBytes += chunk.byteLength;
-          request.responseBytes += chunk.byteLength;
-          chunks.push(chunk);
-          length += chunk.byteLength;
-        },
-        onResponseEnd: () => {
-          if (!settle()) return;
-          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-          // A warming straggler finishing after the client was answered: nothing will send it.
-          if (request.settled) releaseHeld();
-          resolve({ status, body, contentType, retryAfter });
-        },
-        onResponseError: (_c, err) => {
-          if (!settle()) return;
-          releaseHeld();
-          reject(deadline.expired ? this.timeoutError() : new UpstreamFailure(backend, err));
-        },
-      });
+      const call = new UpstreamCall(this, backend, request, deadline, keepSuccessBody, resolve, reject);
+      deadline.notify(call.onDeadline);
+      backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, call);
     });
   }
 
-  private timeoutError(): GatewayError {
+  /** Bytes of backend answers held now, over all requests (UpstreamCall counts them). */
+  holdResponseBytes(bytes: number): boolean {
+    if (this.bufferedResponseBytes + bytes > this.bufferedResponseBytesMax) return false;
+    this.bufferedResponseBytes += bytes;
+    return true;
+  }
+
+  releaseResponseBytes(bytes: number): void {
+    this.bufferedResponseBytes -= bytes;
+  }
+
+  timeoutError(): GatewayError {
     return new GatewayError('query_timeout', `query exceeded the gateway's deadline of ${this.queryTimeoutMs} ms`);
   }
 
