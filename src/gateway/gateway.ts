@@ -23,7 +23,6 @@ import { assertNativeUws, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
-import { quickRequestType } from './outer-decode.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
 
@@ -229,10 +228,6 @@ const EMPTY_BODY: Buffer = Buffer.alloc(0);
  * request type. The backend decodes the body again in full.
  */
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
-  // The common case without building the document (outer-decode.ts); anything it is not
-  // sure of is decoded in full below, which also words every error.
-  const quick = quickRequestType(body);
-  if (quick !== null) return quick;
   let doc: unknown;
   try {
     doc = JSON.parse(utf8.decode(body));
