@@ -133,6 +133,15 @@ describe('engine vs reference interpreter', () => {
     await check(chainCaseArb, 500, (bodies) => differential(bodies));
   });
 
+  it('the same with the JS navigation of plain node rows instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
+    setTraversalKernel(false);
+    try {
+      await check(chainCaseArb, 200, (bodies) => differential(bodies));
+    } finally {
+      setTraversalKernel(true);
+    }
+  });
+
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {
     await check(fc.tuple(graphArb, writeArb(true)), 700, ([g, q]) => differential(withGraph(g, q, probeBody)));
   });

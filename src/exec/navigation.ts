@@ -3,12 +3,15 @@
 import type { Op } from '../protocol/ast.js';
 import { dirWord, type Direction } from '../store/store.js';
 import { A_EDGE, A_NEIGHBOR, ADJ_WORDS, entryVisible } from '../store/topology.js';
-import type { ExecCtx } from './context.js';
 import {
   checkRowLimit, edgeKey, idOfKey, isEdgeKey, movedExtra, NO_ELEMENT, nodeKey, RowSet, type RowExtra,
 } from './rows.js';
-import { withRoom } from './marks.js';
-import { guard } from './guard.js';
+import { ElementMarks, withRoom } from './marks.js';
+import { checkDeadline, type ExecCtx } from './context.js';
+import { guard, ROW_BYTES } from './guard.js';
+import { limits } from '../limits.js';
+import { queryError } from '../protocol/errors.js';
+import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
 
 /** Reused per thread: neighbor IDs of one row before sort + dedup. */
 let scratch: Uint32Array = new Uint32Array(1024);
@@ -142,8 +145,10 @@ export function expandElement(ctx: ExecCtx, step: NavigationStep, el: number, ex
 }
 
 export function navigate(ctx: ExecCtx, op: NavigationOp, input: RowSet): RowSet {
-  const out = new RowSet();
   const step = navigationStep(ctx, op);
+  const plain = nodeRowsStep(ctx, step, input);
+  if (plain !== null) return navigateNodeRows(ctx, plain, input, false);
+  const out = new RowSet();
   for (let i = 0; i < input.length; i++) {
     const el = input.el[i]!;
     const extra = input.extraAt(i);
@@ -164,4 +169,118 @@ export function navigate(ctx: ExecCtx, op: NavigationOp, input: RowSet): RowSet 
     checkRowLimit(out.length);
   }
   return out;
+}
+
+// ---------------------------------------------------------------- plain node rows
+
+/**
+ * One out/in/both (or out_n/in_n/other_n) step of plain node rows: rows without bindings,
+ * path or sack, in a query that tracks no paths. Each row then maps to its sorted distinct
+ * neighbours and nothing else, so the step runs on element keys alone (the expandRows
+ * kernel when traversal kernels are on), without building row extras.
+ */
+export interface NodeRowsStep {
+  readonly dirs: readonly Direction[];
+  readonly kernelDirs: number;
+  /** A label ID, ANY_LABEL, or NO_LABEL (a label the store never saw: no edge matches). */
+  readonly label: number;
+}
+
+const ANY_LABEL = -1, NO_LABEL = -2;
+
+/** The step of `step` on plain node rows `rows`, or null when the rows or the step are not that. */
+export function nodeRowsStep(ctx: ExecCtx, step: NavigationStep, rows: RowSet): NodeRowsStep | null {
+  if (step.toEdges || rows.extra !== null || ctx.trackPath) return null;
+  for (let i = 0; i < rows.length; i++) if (rows.el[i] === NO_ELEMENT || isEdgeKey(rows.el[i]!)) return null;
+  const label = step.unlabeled ? ANY_LABEL : step.noLabelMatch ? NO_LABEL : step.label;
+  return { dirs: step.dirs, kernelDirs: kernelDirections(step.dirs.map(dirWord)), label };
+}
+
+const levelMarks = new ElementMarks();
+
+export function navigateNodeRows(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  if (step.label === NO_LABEL || rows.length === 0) return new RowSet();
+  return traversalKernelsOn() ? navigateRowsKernel(ctx, step, rows, dedupLevel) : navigateRowsJs(ctx, step, rows, dedupLevel);
+}
+
+/** Adjacency entries one expandRows call scans at most (~2-5 ms on this class of machine). */
+const KERNEL_ENTRIES_PER_CALL = 1 << 20;
+
+/** Adjacency entries of a step above which it runs in JS (16 MiB of kernel output area). */
+const KERNEL_STEP_ENTRIES_MAX = 1 << 22;
+
+/** Smallest first-occurrence table of navigateRowsKernel (slots; 1 KiB). */
+const SEEN_SLOTS_MIN = 256;
+
+/** The step on the expandRows kernel: ids in, distinct sorted neighbours per row out. */
+function navigateRowsKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  const topo = ctx.store.topology, kernels = topo.kernels(), arena = topo.scratch();
+  const count = rows.length;
+  const dirs = step.kernelDirs;
+  const mark = arena.mark();
+  try {
+    const input = arena.take(count);
+    const ids = topo.words;
+    for (let i = 0; i < count; i++) ids[input + i] = idOfKey(rows.el[i]!);
+    guard.step(count);
+    const bound = kernels.entryCount(input, count, dirs);
+    // A step this large streams in JS instead, checking the deadline, the memory budget and
+    // the row limit as its rows grow (the kernel would first reserve the whole bound).
+    if (bound > KERNEL_STEP_ENTRIES_MAX) return navigateRowsJs(ctx, step, rows, dedupLevel);
+    const output = arena.take(Math.max(bound, 1));
+    let seen = 0, seenShift = 0;
+    if (dedupLevel) {
+      // The level's nodes are at most `bound`: a table of node + 1 at load <= 1/2, or, when
+      // that would be no smaller, one byte per node of the store. Either way the memory
+      // follows the entries this step scans, and is zeroed fresh for the level.
+      let slots = SEEN_SLOTS_MIN;
+      while (slots < 2 * bound) slots *= 2;
+      const nodes = ctx.store.nodeSlots();
+      if (nodes <= slots * 4) {
+        seen = arena.takeZeroed(Math.ceil(nodes / 4));
+      } else {
+        seen = arena.takeZeroed(slots);
+        seenShift = 32 - Math.log2(slots);
+      }
+    }
+    // In slices of about KERNEL_ENTRIES_PER_CALL entries, so the deadline is checked
+    // between them (a level of a dense graph can scan tens of millions of entries).
+    const sliceRows = Math.max(1, Math.floor(count * (KERNEL_ENTRIES_PER_CALL / Math.max(bound, 1))));
+    let produced = 0;
+    for (let first = 0; first < count; first += sliceRows) {
+      const rowsInSlice = Math.min(sliceRows, count - first);
+      produced += kernels.expandRows(input + first, rowsInSlice, dirs, step.label, ctx.at, output + produced, seen, seenShift);
+      guard.step(Math.ceil(bound * (rowsInSlice / count)));
+      checkDeadline(ctx);
+    }
+    guard.charge(produced * ROW_BYTES);
+    const neighbours = topo.words;
+    const out = new Array<number>(produced);
+    for (let i = 0; i < produced; i++) {
+      out[i] = nodeKey(neighbours[output + i]!);
+      if ((i & 0xffff) === 0xffff) guard.step(0x10000);
+    }
+    return new RowSet(out);
+  } finally {
+    arena.release(mark);
+  }
+}
+
+function navigateRowsJs(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean): RowSet {
+  const out: number[] = [];
+  const seen = dedupLevel ? levelMarks.begin(ctx) : null;
+  try {
+    for (let i = 0; i < rows.length; i++) {
+      for (const id of neighbors(ctx, idOfKey(rows.el[i]!), step.dirs, step.label)) {
+        if (seen === null || seen.add(nodeKey(id))) {
+          guard.row();
+          out.push(nodeKey(id));
+        }
+      }
+      if (out.length > limits.streamRowsMax) throw queryError(`a stream exceeded ${limits.streamRowsMax} rows`);
+    }
+  } finally {
+    seen?.end();
+  }
+  return new RowSet(out);
 }
