@@ -123,32 +123,63 @@ function textSearch(ctx: ExecCtx, root: number, query: string, k: number, edges:
 
 // ---------------------------------------------------------------- searches within a stream
 
-/** Distinct candidates of a `*_within` search (per thread, one search at a time). */
+/** Distinct candidates of a `*_within` search whose input keys are not ascending (per thread). */
 const candidateMarks = new ElementMarks();
 
 /**
- * The input rows of each element's first occurrence, in input order (operations.md §6:
- * the first row is kept, with its bindings, path and sack). Rows of the other element kind
+ * Per-thread buffers of `*_within` (one search at a time, after its input is evaluated),
+ * grown to fit: input row and element ID of each candidate, and the kernel's status of it.
+ */
+let withinRows = new Uint32Array(0), withinIds = new Uint32Array(0), withinStatus = new Uint32Array(0);
+
+/**
+ * The distinct input elements of a `*_within` search, in input order, into withinRows
+ * (the row of each element's first occurrence: operations.md §6 keeps the first row, with
+ * its bindings, path and sack) and withinIds; their count. Rows of the other element kind
  * or without an element are `500 invalid_query`, as are more than
  * limits.searchWithinCandidatesMax distinct elements.
  */
-function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: boolean): Uint32Array {
-  const rows = new Uint32Array(input.length);
-  let distinct = 0;
-  const seen = candidateMarks.begin(ctx, input.length);
-  try {
-    for (let i = 0; i < input.length; i++) {
-      const el = input.el[i]!;
-      if (el === NO_ELEMENT || isEdgeKey(el) !== edges) throw queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
-      if (!seen.add(el)) continue;
-      rows[distinct++] = i;
-      if (distinct > limits.searchWithinCandidatesMax) throw queryError(`${opName} has more than ${limits.searchWithinCandidatesMax} distinct candidates`);
+function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: boolean): number {
+  const n = input.length, keys = input.el;
+  if (withinRows.length < n) {
+    const size = Math.max(n, 2 * withinRows.length);
+    withinRows = new Uint32Array(size);
+    withinIds = new Uint32Array(size);
+    withinStatus = new Uint32Array(size);
+  }
+  const rows = withinRows, ids = withinIds, max = limits.searchWithinCandidatesMax;
+  const kindError = () => queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
+  const countError = () => queryError(`${opName} has more than ${max} distinct candidates`);
+  // Ascending keys (one node's neighbours, an ID list, a scan) are distinct without a set.
+  let i = 0;
+  for (let previous = -1; i < n; i++) {
+    const key = keys[i]!;
+    if (key === NO_ELEMENT || isEdgeKey(key) !== edges) throw kindError();
+    if (key <= previous) break;
+    if (i >= max) throw countError();
+    previous = key;
+    rows[i] = i;
+    ids[i] = idOfKey(key);
+  }
+  let distinct = i;
+  if (i < n) {
+    const seen = candidateMarks.begin(ctx, n);
+    try {
+      for (let j = 0; j < i; j++) seen.add(keys[j]!);
+      for (; i < n; i++) {
+        const key = keys[i]!;
+        if (key === NO_ELEMENT || isEdgeKey(key) !== edges) throw kindError();
+        if (!seen.add(key)) continue;
+        if (distinct >= max) throw countError();
+        rows[distinct] = i;
+        ids[distinct++] = idOfKey(key);
+      }
+    } finally {
+      seen.end();
     }
-  } finally {
-    seen.end();
   }
   guard.charge(distinct * 24);
-  return rows.subarray(0, distinct);
+  return distinct;
 }
 
 /**
@@ -191,9 +222,6 @@ function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<numbe
   return out;
 }
 
-/** Per-thread arrays of `*_within` (one search at a time, after its input is evaluated), grown to fit. */
-let withinIds = new Uint32Array(0), withinStatus = new Uint32Array(0);
-
 /**
  * `vector_search_*_within`: the input's distinct elements that the index would hold at this
  * snapshot (its label, a vector it accepts, the tenant's partition), ranked by exact
@@ -205,14 +233,8 @@ let withinIds = new Uint32Array(0), withinStatus = new Uint32Array(0);
  */
 function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
-  const rows = firstOccurrences(ctx, opName, input, edges);
-  const n = rows.length;
-  if (withinIds.length < n) {
-    withinIds = new Uint32Array(Math.max(n, 2 * withinIds.length));
-    withinStatus = new Uint32Array(withinIds.length);
-  }
-  const ids = withinIds, status = withinStatus;
-  for (let c = 0; c < n; c++) ids[c] = idOfKey(input.el[rows[c]!]!);
+  const n = firstOccurrences(ctx, opName, input, edges);
+  const rows = withinRows, ids = withinIds, status = withinStatus;
   guard.step(n);
   const memory = ctx.store.vectorMemory();
   const best = Math.min(k, n);
@@ -262,16 +284,17 @@ function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInd
   const d = index.record.definition;
   const analyzer = d.analyzer ?? 'standard';
   const terms = distinctTerms(query, analyzer);
-  const firstRows = firstOccurrences(ctx, opName, input, edges);
+  const n = firstOccurrences(ctx, opName, input, edges);
+  const firstRows = withinRows, firstIds = withinIds;
   if (terms.length === 0) return new RowSet(); // a query without terms matches nothing
   const slotOf = new Map(terms.map((t, i) => [t, i]));
   const stats = TextPartition.attach(ctx.store.textMemory(), root).termStats(terms, ctx.at);
   const filter = new Candidates(ctx, index, tenant, edges), propertyId = filter.propertyId;
   const tfs = new Array<number>(terms.length);
   const rowOf: number[] = [], ids: number[] = [], scores: number[] = [];
-  for (let c = 0; c < firstRows.length; c++) {
+  for (let c = 0; c < n; c++) {
     const row = firstRows[c]!;
-    const id = idOfKey(input.el[row]!);
+    const id = firstIds[c]!;
     const record = filter.record(id);
     const value = record === null ? undefined : recordGet(record, propertyId);
     if (value === undefined) continue;
