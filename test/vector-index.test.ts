@@ -190,6 +190,15 @@ describe('vector index lifecycle and searches', () => {
     expect(((await ok(db, read([q('r', { id: { input: twice } })], ['r'])))['r'])).toEqual([0, 0]);
     const dup = { vector_search_nodes_within: { input: twice, label: 'Article', property: 'embedding', query_vector: f32([0, 0]), k: { literal: 5 } } };
     expect((await ok(db, read([q('r', dup)], ['r'])))['r']).toEqual([{ $distance: 9, $id: 0 }]);
+    // Keys that ascend and then repeat (Tag 3 links to 0, 1, 2 and a new Tag 4 to 0, 1), or
+    // descend: each element once.
+    await ok(db, write([q(null, { add_n: { label: 'Tag', properties: [] } })], []));
+    await ok(db, write([q(null, { add_e: { input: { nodes: { reference: { ids: [3] } } }, label: 'Q', to: { ids: [0, 1, 2] }, properties: [] } }), q(null, { add_e: { input: { nodes: { reference: { ids: [4] } } }, label: 'Q', to: { ids: [0, 1] }, properties: [] } })], []));
+    const repeating = { out: { input: { nodes: { reference: { ids: [3, 4] } } }, label: 'Q' } };
+    expect(((await ok(db, read([q('r', { id: { input: repeating } })], ['r'])))['r'])).toEqual([0, 1, 2, 0, 1]);
+    const three = [{ $distance: 1, $id: 1 }, { $distance: 4, $id: 2 }, { $distance: 9, $id: 0 }];
+    expect((await ok(db, read([q('r', { ...within([]), vector_search_nodes_within: { ...within([]).vector_search_nodes_within, input: repeating } })], ['r'])))['r']).toEqual(three);
+    expect((await ok(db, read([q('r', within([2, 1, 0]))], ['r'])))['r']).toEqual(three);
     // (An input of at most one row makes the entry's shape one element: empty is null.)
     expect((await ok(db, read([q('r', within([]))], ['r'])))['r']).toBeNull();
     // Edge rows into a node search are an error.
