@@ -135,7 +135,8 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
 // ---- Graph access (src/vector/layout.ts) ---------------------------------------------------
 
 const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
-const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5, R_N0: u32 = 6;
+const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5;
+const R_Q_STEP: u32 = 6, R_Q_ERROR: u32 = 7, R_Q_NORM: u32 = 8, R_SQUARES: u32 = 9, R_N0: u32 = 10;
 const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13;
 const E_CHUNK_SHIFT: u32 = 16, W_RANKED: u32 = 0, W_RECORD: u32 = 1;
 const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
@@ -482,12 +483,126 @@ export function searchExact(root: u32, s: u32, k: u32, snapshot: u32, count: u32
   return searchExactT<u32>(root, s, k, snapshot, count);
 }
 
+// ---- int8 copies (layout.ts: the record's int8 copy; docs/vector.md §3) ----------------------
+
+/** Bytes of an int8 copy: dim in whole cache lines. */
+// @ts-ignore: decorator
+@inline function compactBytes(dim: u32): u32 {
+  return ((dim + 63) >> 6) << 6;
+}
+
+/** An f32 no smaller than the non-negative `v` (1e-6 above it before rounding to nearest). */
+// @ts-ignore: decorator
+@inline function roundUp(v: f64): f32 {
+  return <f32>(v * 1.000001);
+}
+
+/** max |x_i| of the dim f32 at word x. */
+function magnitude(x: u32, dim: u32): f64 {
+  let m: f64 = 0;
+  for (let i: u32 = 0; i < dim; i++) {
+    const a = Math.abs(<f64>fword(x + i));
+    if (a > m) m = a;
+  }
+  return m;
+}
+
+// What quantizeTo() measured: ||x - s c|| and ||s c|| (exact in f64 up to rounding), sum x_i^2.
+let qError: f64 = 0, qNorm: f64 = 0, qSquares: f64 = 0;
+
+/**
+ * The int8 copy of the dim f32 at word x into the bytes at word c (zero past dim):
+ * c_i = nearest(x_i / step) with step = f32(max |x_i| / 127); returns step.
+ */
+function quantizeTo(x: u32, dim: u32, c: u32): f64 {
+  const step = <f64><f32>(magnitude(x, dim) / 127);
+  const bytes = <usize>c << 2;
+  let error: f64 = 0, norm2: f64 = 0, squares: f64 = 0;
+  for (let i: u32 = 0; i < dim; i++) {
+    const v = <f64>fword(x + i);
+    let q: f64 = step > 0 ? nearest<f64>(v / step) : 0;
+    if (q > 127) q = 127;
+    if (q < -127) q = -127;
+    store<i8>(bytes + i, <i8>q);
+    const r = v - step * q;
+    error += r * r;
+    norm2 += (step * q) * (step * q);
+    squares += v * v;
+  }
+  for (let i: u32 = dim; i < compactBytes(dim); i++) store<i8>(bytes + i, 0);
+  qError = Math.sqrt(error);
+  qNorm = Math.sqrt(norm2);
+  qSquares = squares;
+  return step;
+}
+
+/** Writer: the int8 copy of the point whose header is at `rec` and its bounds, from its vector. */
+export function quantize(root: u32, rec: u32): void {
+  const dim = word(root + G_DIM);
+  // The vector area is [f32 vector][int8 copy]: the copy ends at the header.
+  const step = quantizeTo(rec - word(root + G_VEC), dim, rec - (compactBytes(dim) >> 2));
+  setF(rec + R_Q_STEP, <f32>step);
+  setF(rec + R_Q_ERROR, roundUp(qError));
+  setF(rec + R_Q_NORM, roundUp(qNorm));
+  setF(rec + R_SQUARES, <f32>qSquares);
+}
+
+/** Integer dot product of two int8 copies of `bytes` bytes (a multiple of 16). */
+// @ts-ignore: decorator
+@inline function dot8(a: u32, b: u32, bytes: u32): i32 {
+  const pa = <usize>a << 2, pb = <usize>b << 2;
+  let c0 = i32x4.splat(0), c1 = i32x4.splat(0);
+  for (let o: usize = 0; o < <usize>bytes; o += 16) {
+    const x = v128.load(pa + o), y = v128.load(pb + o);
+    c0 = i32x4.add(c0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(x), i16x8.extend_low_i8x16_s(y)));
+    c1 = i32x4.add(c1, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(x), i16x8.extend_high_i8x16_s(y)));
+  }
+  const c = i32x4.add(c0, c1);
+  return i32x4.extract_lane(c, 0) + i32x4.extract_lane(c, 1) + i32x4.extract_lane(c, 2) + i32x4.extract_lane(c, 3);
+}
+
+// The query's side of the bound (withinTopT): its int8 step, ||q - t a||, ||q||, sum q_i^2.
+let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0;
+
+/**
+ * Whether the point at `rec` is certain to be farther than `worst` (an exact distance this
+ * metric's kernel computed) from the query, by its int8 copy: q.x = t s (a.c) + e with
+ * |e| <= ||q|| ||x - s c|| + ||q - t a|| ||s c|| (Cauchy-Schwarz), so
+ *   euclidean: sum (q_i - x_i)^2 >= ||q||^2 + ||x||^2 - 2 (t s (a.c) + |e|),
+ *   cosine:    (1 - cos) / 2 >= (1 - (t s (a.c) + |e|) / (|q| |x|)) / 2,
+ * less a slack far above the rounding of the f32 kernels and of the stored f32 words
+ * (relative 2e-5 of ||q||^2 + ||x||^2; 1e-5 absolute for cosine). Exact: a point it
+ * skips would not have entered the top k (its distance is above the k-th, not tied).
+ */
+// @ts-ignore: decorator
+@inline function beyond<T>(rec: u32, q8: u32, xc: u32, bytes: u32, qn: f32, worst: f32): bool {
+  const dot = <f64>dot8(q8, xc, bytes);
+  const estimate = wStep * <f64>fword(rec + R_Q_STEP) * dot;
+  const error = wNorm * <f64>fword(rec + R_Q_ERROR) + wError * <f64>fword(rec + R_Q_NORM);
+  if (sizeof<T>() == 2) {
+    const xs = <f64>fword(rec + R_SQUARES);
+    return wSquares + xs - 2 * (estimate + error) - 2e-5 * (wSquares + xs) > <f64>worst;
+  }
+  const denom = <f64>qn * <f64>fword(rec + R_NORM);
+  return denom > 0 && (1 - (estimate + error) / denom) * 0.5 - 1e-5 > <f64>worst;
+}
+
+
 // ---- *_within: exact top-k of given elements ------------------------------------------------
 function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, count: u32, k: u32): u32 {
   const q = word(s + S_QUERY), dim = word(root + G_DIM), vec = word(root + G_VEC);
   const qn: f32 = sizeof<T>() == 1 ? norm(q, dim) : 0;
   const batch = word(s + S_BATCH), status = batch + word(s + S_BATCH_CAP), h = word(s + S_RES);
   const slotMask: u32 = (<u32>1 << E_CHUNK_SHIFT) - 1;
+  // Cosine and euclidean bound candidates by their int8 copies (beyond); manhattan measures all.
+  const bounded = sizeof<T>() != 4;
+  const q8 = q + ((dim + 15) & ~15), bytes = compactBytes(dim), toCompact = bytes >> 2;
+  if (bounded) {
+    wStep = quantizeTo(q, dim, q8);
+    wError = <f64>roundUp(qError);
+    wNorm = <f64>roundUp(Math.sqrt(qSquares));
+    wSquares = qSquares;
+  }
   let nr: u32 = 0;
   for (let i: u32 = 0; i < n; i++) {
     const id = word(batch + i);
@@ -503,18 +618,20 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
         const rec = record(root, p);
         if (word(rec + R_ELEMENT) == id && visible(rec, snapshot)) {
           st = W_RANKED;
-          const d = pointDistance<T>(q, qn, rec, vec, dim);
-          if (nr < k) {
-            // Push: sift up from the end.
-            let j = nr++;
-            while (j > 0) {
-              const parent = (j - 1) >> 1;
-              if (!pairAfter<u16>(batch, d, i, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
-              move(h, j, parent);
-              j = parent;
-            }
-            put(h, j, d, i);
-          } else if (pairAfter<u16>(batch, fword(h), word(h + 1), d, i)) pairSift<u16>(batch, h, nr, d, i);
+          if (!(bounded && nr == k && beyond<T>(rec, q8, rec - toCompact, bytes, qn, fword(h)))) {
+            const d = pointDistance<T>(q, qn, rec, vec, dim);
+            if (nr < k) {
+              // Push: sift up from the end.
+              let j = nr++;
+              while (j > 0) {
+                const parent = (j - 1) >> 1;
+                if (!pairAfter<u16>(batch, d, i, fword(h + 2 * parent), word(h + 2 * parent + 1))) break;
+                move(h, j, parent);
+                j = parent;
+              }
+              put(h, j, d, i);
+            } else if (pairAfter<u16>(batch, fword(h), word(h + 1), d, i)) pairSift<u16>(batch, h, nr, d, i);
+          }
         }
       }
     }

@@ -5,7 +5,8 @@ import { mixture } from '../bench/vector-data.js';
 import { rng } from '../bench/seeded-random.js';
 import { exportGraph, importGraph, joinChunks, setVectorKernel, vectorDistance, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
 import { kernelsFor, vectorKernelsOn } from '../src/vector/kernel.js';
-import { METRIC_COSINE, W_RANKED, W_RECORD } from '../src/vector/layout.js';
+import { compactWords, METRIC_COSINE, R_Q_STEP, R_SQUARES, W_RANKED, W_RECORD } from '../src/vector/layout.js';
+import { recordAt } from '../src/vector/graph.js';
 import { ElementPoints } from '../src/index/vector-elements.js';
 import { SvcError } from '../src/protocol/errors.js';
 
@@ -102,6 +103,13 @@ describe('vector distance kernels', () => {
         const { vm, g } = build(metric, data, dim, (i) => 1 + (i % 3), { efConstruction: 40 });
         for (let i = 0; i < 3000; i += 13) g.remove(i, 3);
         images.push(joinChunks(exportGraph(vm, g.root, g.pointCount(), 10)));
+        // The int8 copies (left out of exports) too: the bound words and the bytes.
+        const compact: number[] = [];
+        for (let p = 0; p < g.pointCount(); p++) {
+          const rec = recordAt(vm.u32, g.root, p), at = rec - compactWords(dim);
+          compact.push(...vm.u32.subarray(rec + R_Q_STEP, rec + R_SQUARES + 1), ...vm.u32.subarray(at, at + compactWords(dim)));
+        }
+        images.push(new Uint8Array(Uint32Array.from(compact).buffer));
         const el = new Uint32Array(10), d = new Float32Array(10), all: number[] = [];
         for (let qi = 0; qi < 50; qi++) {
           for (const snapshot of [1, 2, 3]) {
@@ -111,8 +119,10 @@ describe('vector distance kernels', () => {
         }
         found.push(all);
       }
-      expect(images[0]!.length, metric).toBe(images[1]!.length);
-      expect(Buffer.compare(images[0]!, images[1]!), `${metric}: graphs built on the kernels and on the twins differ`).toBe(0);
+      expect(images[0]!.length, metric).toBe(images[2]!.length);
+      expect(Buffer.compare(images[0]!, images[2]!), `${metric}: graphs built on the kernels and on the twins differ`).toBe(0);
+      expect(images[1]!.some((w) => w !== 0), metric).toBe(true);
+      expect(Buffer.compare(images[1]!, images[3]!), `${metric}: int8 copies written by the kernels and by the twins differ`).toBe(0);
       expect(found[0], metric).toEqual(found[1]);
     }
   });
@@ -282,6 +292,33 @@ describe('vector graph edges', () => {
       }
       // The kernel and its twin give the same positions and the same bits.
       expect(results.slice(0, 4).join() === results.slice(4).join(), metric).toBe(true);
+    }
+  });
+
+  it("withinTop()'s int8 bound skips no point of the top k: near-duplicate vectors whose differences are below the int8 step", () => {
+    const next = rng(47);
+    for (const metric of ['euclidean', 'cosine'] as const) {
+      for (const dim of [64, 37]) {
+        // Every point is the base plus noise under half of its int8 step: the int8 copies
+        // are (nearly) equal, so only the bound's error terms keep the nearest ones.
+        const base = Float32Array.from({ length: dim }, () => next() * 2 - 1);
+        const step = Math.max(...base.map(Math.abs)) / 127;
+        const n = 400;
+        const data = new Float32Array(n * dim);
+        for (let i = 0; i < n; i++) for (let j = 0; j < dim; j++) data[i * dim + j] = base[j]! + (next() - 0.5) * 0.9 * step;
+        const { vm, g } = build(metric, data, dim);
+        const map = ElementPoints.create(vm);
+        for (let i = 0; i < n; i++) map.set(1000 + i, i, g.root);
+        const ids = Uint32Array.from({ length: n }, (_, i) => 1000 + i);
+        const status = new Uint32Array(n);
+        for (const k of [1, 5, 20]) {
+          const q = base.map((x) => x + (next() - 0.5) * 4 * step);
+          const positions = new Uint32Array(k), distances = new Float32Array(k);
+          const found = g.withinTop(q, map.root, ids, n, 1, k, status, positions, distances);
+          const want = bruteForce(metric, data, dim, () => true, (i) => 1000 + i, q, k);
+          expect({ elements: [...positions.subarray(0, found)].map((p) => ids[p]!), distances: [...distances.subarray(0, found)] }, `${metric} ${dim} k=${k}`).toEqual(want);
+        }
+      }
     }
   });
 

@@ -17,6 +17,7 @@ import {
   R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
+import { kernelsFor } from './kernel.js';
 import { joinChunks, WordChunkWriter } from '../word-chunks.js';
 export { joinChunks };
 
@@ -149,6 +150,7 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
     readList(rec + R_N0, m0);
     for (let l = 1; l <= level; l++) readList(upper + (l - 1) * (m + 1), m);
     for (let i = 0; i < dim; i++) u[rec - vec + i] = next();
+    kernelsFor(memory).quantize(root, rec);
   }
   if (at !== words) corrupt(`${words - at} words after the last point`);
   // A link at layer l must name a point that has layer l (searches descend through them).

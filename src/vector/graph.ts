@@ -18,7 +18,7 @@ import { kernelsFor } from './kernel.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_HEADER_WORDS, G_M, G_M0, G_MAGIC, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC,
   GRAPH_MAGIC, METRIC_COSINE, METRIC_EUCLIDEAN, METRIC_MANHATTAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorWords,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorAreaWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
@@ -104,7 +104,7 @@ export class VectorGraph {
     u[root + G_M0] = m0;
     u[root + G_EFC] = efc;
     u[root + G_RECORD] = recordWords(m0, dimension);
-    u[root + G_VEC] = vectorWords(dimension);
+    u[root + G_VEC] = vectorAreaWords(dimension);
     u[root + G_RNG] = ((options.seed ?? 1) >>> 0) || 0x9e3779b9;
     // The magic last: attach() checks it.
     Atomics.store(u, root + G_MAGIC, GRAPH_MAGIC);
@@ -159,6 +159,7 @@ export class VectorGraph {
     vm.f32.set(vector, rec - this.vecOffset);
     const k = kernelsFor(vm);
     vm.f32[rec + R_NORM] = this.metric === 'cosine' ? k.norm(rec - this.vecOffset, this.dimension) : 0;
+    k.quantize(root, rec);
     if (p === 0) {
       Atomics.store(u, root + G_COUNT, 1);
       Atomics.store(u, root + G_ENTRY, 0);

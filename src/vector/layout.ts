@@ -21,7 +21,7 @@ export const G_M = 3;
 export const G_M0 = 4;
 export const G_EFC = 5;
 export const G_RECORD = 6; // words per point record
-export const G_VEC = 7; // words of a record's vector area: the header follows it (vectorWords)
+export const G_VEC = 7; // words of a record's vector area (vectorAreaWords): the header follows it
 export const G_RNG = 8; // level draw state (writer only)
 export const G_COUNT = 9;
 export const G_ENTRY = 10;
@@ -33,14 +33,23 @@ export const G_HEADER_WORDS = G_CHUNK0 + CHUNKS_MAX; // 40 words, 160 bytes
 export const GRAPH_MAGIC = 0x56475231; // 'VGR1'
 
 /**
- * A point's record: the f32 vector padded to a multiple of 16 words (G_VEC words), then the
- * header words R_* and the layer-0 neighbour list [R_N0 count, M0 ids], the whole padded to
- * 16 words. Records start 64-byte aligned (chunks are), so a vector covers exactly
- * ceil(dim / 16) cache lines, and a search that only needs the vector (euclidean, manhattan)
- * touches no other line of a point it does not keep. A record's word offset (`rec`) names
- * its header: the vector is at rec - G_VEC.
+ * A point's record: the f32 vector padded to a multiple of 16 words, then its int8 copy
+ * (compactWords; the two are the G_VEC words of the vector area), then the header words R_*
+ * and the layer-0 neighbour list [R_N0 count, M0 ids], padded to 16 words. Records start
+ * 64-byte aligned (chunks are), so a vector covers exactly ceil(dim / 16) cache lines, and a
+ * search that only needs the vector (euclidean, manhattan) touches no other line of a point
+ * it does not keep; the int8 copy ends where the header's line starts (a `*_within` pass
+ * reads adjacent lines). A record's word offset (`rec`) names its header: the vector is at
+ * rec - G_VEC, the int8 copy at rec - compactWords(dim).
  * R_UPPER names a block of LEVEL lists of [count, M ids] for layers 1..LEVEL (0: none).
  * R_NORM is the f32 sqrt of the vector's sum of squares (cosine only; 0 otherwise).
+ *
+ * The int8 copy (docs/vector.md §3, written by the kernel `quantize` after the vector):
+ * c_i = nearest(x_i / s) with the step s = f32(max |x_i| / 127) (R_Q_STEP), bytes zero past
+ * dim; R_Q_ERROR >= ||x - s c||, R_Q_NORM >= ||s c|| (both rounded up to f32) and R_SQUARES
+ * = f32(sum of x_i^2). `*_within` bounds a candidate's exact distance from it (one integer
+ * dot product over 1/4 of the vector's bytes) and measures exactly only those that could
+ * enter the top k. Derived from the vector: exports leave it out, imports rebuild it.
  */
 export const R_CREATED = 0;
 export const R_DELETED = 1;
@@ -48,10 +57,20 @@ export const R_ELEMENT = 2;
 export const R_LEVEL = 3;
 export const R_UPPER = 4;
 export const R_NORM = 5;
-export const R_N0 = 6;
+export const R_Q_STEP = 6;
+export const R_Q_ERROR = 7;
+export const R_Q_NORM = 8;
+export const R_SQUARES = 9;
+export const R_N0 = 10;
 
 export const vectorWords = (dimension: number): number => (dimension + 15) & ~15;
-export const recordWords = (m0: number, dimension: number): number => (vectorWords(dimension) + R_N0 + 1 + m0 + 15) & ~15;
+/** Words of the int8 copy: dim bytes in whole cache lines. */
+export const compactWords = (dimension: number): number => ((dimension + 63) >> 6) << 4;
+/** G_VEC: the f32 vector and its int8 copy. */
+export const vectorAreaWords = (dimension: number): number => vectorWords(dimension) + compactWords(dimension);
+export const recordWords = (m0: number, dimension: number): number => vectorAreaWords(dimension) + ((R_N0 + 1 + m0 + 15) & ~15);
+/** Scratch words of a `*_within` query: the f32 query, then its int8 copy. */
+export const queryWords = (dimension: number): number => vectorWords(dimension) + compactWords(dimension);
 
 /** Epoch of an insert that was undone: never visible (created > every snapshot). */
 export const NEVER = 0xffffffff;
@@ -73,7 +92,7 @@ export const S_CAND_CAP = 4;
 export const S_RES = 5; // result max-heap
 export const S_RES_CAP = 6;
 export const S_OUT = 7; // sorted output pairs (capacity S_RES_CAP)
-export const S_QUERY = 8; // query vector (f32, S_QUERY_CAP words)
+export const S_QUERY = 8; // query vector (f32), then its int8 copy (queryWords; S_QUERY_CAP words)
 export const S_QUERY_CAP = 9;
 export const S_SEL = 10; // neighbour selection: 2 * (M0 + 1) pair words + M0 + 1 ids
 export const S_SEL_CAP = 11; // pairs
@@ -84,10 +103,10 @@ export const S_HEADER_WORDS = 16;
 /**
  * Element map of a vector index (src/index/vector-elements.ts): a root of [magic, chunk
  * table]; chunk c holds element slots [c << E_CHUNK_SHIFT, (c + 1) << E_CHUNK_SHIFT) as
- * pairs [point + 1 (0: none), graph root]. withinDistances() reads it.
+ * pairs [point + 1 (0: none), graph root]. withinTop() reads it.
  */
 export const E_CHUNK_SHIFT = 16;
 
-/** What withinDistances() found for a candidate (written over its element ID). */
-export const W_RANKED = 0; // its point in the searched graph holds its vector at the snapshot: distance written
+/** What withinTop() found for a candidate (its status word). */
+export const W_RANKED = 0; // its point in the searched graph holds its vector at the snapshot: the kernel ranked it
 export const W_RECORD = 1; // anything else: the caller decides from the element's record

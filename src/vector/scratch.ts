@@ -5,7 +5,7 @@
 // so what a thread holds stays under twice its peak need), bounded by
 // limits.vectorScratchBytesPerThreadMax.
 import { SvcError } from '../protocol/errors.js';
-import { S_BATCH, S_BATCH_CAP, S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP } from './layout.js';
+import { S_BATCH, S_BATCH_CAP, S_CAND, S_CAND_CAP, S_HEADER_WORDS, S_OUT, S_QUERY, S_QUERY_CAP, S_RES, S_RES_CAP, S_SEL, S_SEL_CAP, S_TAG, S_VISITED, S_VISITED_CAP, queryWords } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
 export class ScratchSpace {
@@ -66,8 +66,8 @@ export class ScratchSpace {
       u[h + S_OUT] = out;
       u[h + S_RES_CAP] = cap;
     }
-    if (u[h + S_QUERY_CAP]! < dimension) {
-      const cap = grown(u[h + S_QUERY_CAP]!, dimension, 128);
+    if (u[h + S_QUERY_CAP]! < queryWords(dimension)) {
+      const cap = grown(u[h + S_QUERY_CAP]!, queryWords(dimension), 128);
       const q = this.take(cap);
       u = this.vm.u32;
       u[h + S_QUERY] = q;

@@ -16,7 +16,7 @@
 import {
   G_COUNT, G_DIM, G_EFC, G_M, G_M0, G_METRIC, G_RECORD, G_VEC, G_CHUNK0,
   METRIC_COSINE, METRIC_EUCLIDEAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER, R_Q_STEP, R_Q_ERROR, R_Q_NORM, R_SQUARES, compactWords,
   E_CHUNK_SHIFT, W_RANKED, W_RECORD,
   S_BATCH, S_BATCH_CAP, S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
 } from './layout.js';
@@ -347,6 +347,39 @@ export function withinTop(root: number, elements: number, s: number, n: number, 
     U[h + 2 * j + 1] = ranked[j]!.i;
   }
   return nr;
+}
+
+/** Round to the nearest integer, ties to even (wasm f64.nearest). */
+function nearestEven(v: number): number {
+  const f = Math.floor(v), d = v - f;
+  return d > 0.5 || (d === 0.5 && f % 2 !== 0) ? f + 1 : f;
+}
+
+/**
+ * Writer: the int8 copy of the point whose header is at `rec` and its bounds (assembly/
+ * vector.ts quantize, layout.ts: the same f64 arithmetic, so the same bytes and words).
+ */
+export function quantize(root: number, rec: number): void {
+  const dim = U[root + G_DIM]!, x = rec - U[root + G_VEC]!;
+  const bytes = new Int8Array(U.buffer, U.byteOffset + 4 * (rec - compactWords(dim)), 4 * compactWords(dim));
+  let m = 0;
+  for (let i = 0; i < dim; i++) m = Math.max(m, Math.abs(F[x + i]!));
+  const step = fr(m / 127);
+  let error = 0, norm2 = 0, squares = 0;
+  for (let i = 0; i < dim; i++) {
+    const v = F[x + i]!;
+    const q = step > 0 ? Math.min(127, Math.max(-127, nearestEven(v / step))) : 0;
+    bytes[i] = q;
+    const r = v - step * q;
+    error += r * r;
+    norm2 += (step * q) * (step * q);
+    squares += v * v;
+  }
+  bytes.fill(0, dim);
+  F[rec + R_Q_STEP] = step;
+  F[rec + R_Q_ERROR] = Math.sqrt(error) * 1.000001;
+  F[rec + R_Q_NORM] = Math.sqrt(norm2) * 1.000001;
+  F[rec + R_SQUARES] = squares;
 }
 
 /** Points among the first `count` visible at `snapshot`. */
