@@ -536,11 +536,17 @@ function quantizeTo(x: u32, dim: u32, c: u32): f64 {
   return step;
 }
 
-/** Writer: the int8 copy of the point whose header is at `rec` and its bounds, from its vector. */
-export function quantize(root: u32, rec: u32): void {
-  const dim = word(root + G_DIM);
-  // The vector area is [f32 vector][int8 copy]: the copy ends at the header.
-  const step = quantizeTo(rec - word(root + G_VEC), dim, rec - (compactBytes(dim) >> 2));
+/** Word offset of point p's int8 copy: after its chunk's records, in point order (layout.ts). */
+// @ts-ignore: decorator
+@inline function compactOf(root: u32, p: u32, words: u32): u32 {
+  const c: u32 = 31 - clz<u32>(p + 1);
+  return word(root + G_CHUNK0 + c) + (<u32>1 << c) * word(root + G_RECORD) + (p + 1 - (<u32>1 << c)) * words;
+}
+
+/** Writer: the int8 copy of point p and its bounds, from its vector. */
+export function quantize(root: u32, p: u32): void {
+  const dim = word(root + G_DIM), rec = record(root, p);
+  const step = quantizeTo(rec - word(root + G_VEC), dim, compactOf(root, p, compactBytes(dim) >> 2));
   setF(rec + R_Q_STEP, <f32>step);
   setF(rec + R_Q_ERROR, roundUp(qError));
   setF(rec + R_Q_NORM, roundUp(qNorm));
@@ -596,7 +602,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
   const slotMask: u32 = (<u32>1 << E_CHUNK_SHIFT) - 1;
   // Cosine and euclidean bound candidates by their int8 copies (beyond); manhattan measures all.
   const bounded = sizeof<T>() != 4;
-  const q8 = q + ((dim + 15) & ~15), bytes = compactBytes(dim), toCompact = bytes >> 2;
+  const q8 = q + ((dim + 15) & ~15), bytes = compactBytes(dim), compactW = bytes >> 2;
   if (bounded) {
     wStep = quantizeTo(q, dim, q8);
     wError = <f64>roundUp(qError);
@@ -618,7 +624,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
         const rec = record(root, p);
         if (word(rec + R_ELEMENT) == id && visible(rec, snapshot)) {
           st = W_RANKED;
-          if (!(bounded && nr == k && beyond<T>(rec, q8, rec - toCompact, bytes, qn, fword(h)))) {
+          if (!(bounded && nr == k && beyond<T>(rec, q8, compactOf(root, p, compactW), bytes, qn, fword(h)))) {
             const d = pointDistance<T>(q, qn, rec, vec, dim);
             if (nr < k) {
               // Push: sift up from the end.

@@ -6,7 +6,7 @@ import { rng } from '../bench/seeded-random.js';
 import { exportGraph, importGraph, joinChunks, setVectorKernel, vectorDistance, VectorGraph, VectorMemory, type Metric } from '../src/vector/index.js';
 import { kernelsFor, vectorKernelsOn } from '../src/vector/kernel.js';
 import { compactWords, METRIC_COSINE, R_Q_STEP, R_SQUARES, W_RANKED, W_RECORD } from '../src/vector/layout.js';
-import { recordAt } from '../src/vector/graph.js';
+import { compactAt, recordAt } from '../src/vector/graph.js';
 import { ElementPoints } from '../src/index/vector-elements.js';
 import { SvcError } from '../src/protocol/errors.js';
 
@@ -106,7 +106,7 @@ describe('vector distance kernels', () => {
         // The int8 copies (left out of exports) too: the bound words and the bytes.
         const compact: number[] = [];
         for (let p = 0; p < g.pointCount(); p++) {
-          const rec = recordAt(vm.u32, g.root, p), at = rec - compactWords(dim);
+          const rec = recordAt(vm.u32, g.root, p), at = compactAt(vm.u32, g.root, p);
           compact.push(...vm.u32.subarray(rec + R_Q_STEP, rec + R_SQUARES + 1), ...vm.u32.subarray(at, at + compactWords(dim)));
         }
         images.push(new Uint8Array(Uint32Array.from(compact).buffer));

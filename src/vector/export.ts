@@ -14,7 +14,7 @@ import { SvcError } from '../protocol/errors.js';
 import { recordAt, VectorGraph, METRICS } from './graph.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_M, G_M0, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER, chunkWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 import { kernelsFor } from './kernel.js';
@@ -118,7 +118,7 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
   u[root + G_RNG] = rng;
   const recordW = u[root + G_RECORD]!, vec = u[root + G_VEC]!;
   for (let c = 0; c < 32 && (1 << c) - 1 < count; c++) {
-    const chunk = memory.allocateWords((1 << c) * recordW);
+    const chunk = memory.allocateWords(chunkWords(c, recordW, dim));
     u = memory.u32;
     u[root + G_CHUNK0 + c] = chunk;
     u[root + G_CHUNKS] = c + 1;
@@ -150,7 +150,7 @@ export function importGraph(memory: VectorMemory, bytes: Uint8Array): VectorGrap
     readList(rec + R_N0, m0);
     for (let l = 1; l <= level; l++) readList(upper + (l - 1) * (m + 1), m);
     for (let i = 0; i < dim; i++) u[rec - vec + i] = next();
-    kernelsFor(memory).quantize(root, rec);
+    kernelsFor(memory).quantize(root, p);
   }
   if (at !== words) corrupt(`${words - at} words after the last point`);
   // A link at layer l must name a point that has layer l (searches descend through them).

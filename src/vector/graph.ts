@@ -18,7 +18,7 @@ import { kernelsFor } from './kernel.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_HEADER_WORDS, G_M, G_M0, G_MAGIC, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC,
   GRAPH_MAGIC, METRIC_COSINE, METRIC_EUCLIDEAN, METRIC_MANHATTAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorAreaWords,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorWords, chunkWords, compactWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
@@ -46,6 +46,12 @@ export const DEFAULT_EF_CONSTRUCTION = 200;
 export const recordAt = (u32: Uint32Array, root: number, p: number): number => {
   const c = 31 - Math.clz32(p + 1);
   return u32[root + G_CHUNK0 + c]! + (p + 1 - (1 << c)) * u32[root + G_RECORD]! + u32[root + G_VEC]!;
+};
+
+/** Word offset of point p's int8 copy (layout.ts): after its chunk's records, in point order. */
+export const compactAt = (u32: Uint32Array, root: number, p: number): number => {
+  const c = 31 - Math.clz32(p + 1);
+  return u32[root + G_CHUNK0 + c]! + (1 << c) * u32[root + G_RECORD]! + (p + 1 - (1 << c)) * compactWords(u32[root + G_DIM]!);
 };
 
 function fail(msg: string): never {
@@ -104,7 +110,7 @@ export class VectorGraph {
     u[root + G_M0] = m0;
     u[root + G_EFC] = efc;
     u[root + G_RECORD] = recordWords(m0, dimension);
-    u[root + G_VEC] = vectorAreaWords(dimension);
+    u[root + G_VEC] = vectorWords(dimension);
     u[root + G_RNG] = ((options.seed ?? 1) >>> 0) || 0x9e3779b9;
     // The magic last: attach() checks it.
     Atomics.store(u, root + G_MAGIC, GRAPH_MAGIC);
@@ -142,7 +148,7 @@ export class VectorGraph {
     if (p >= limits.vectorPointsMax) throw new SvcError('storage_error', `vector index partition is full (${limits.vectorPointsMax} points)`);
     const c = 31 - Math.clz32(p + 1);
     if (c >= vm.u32[root + G_CHUNKS]!) {
-      const at = vm.allocateWords((1 << c) * this.recordW);
+      const at = vm.allocateWords(chunkWords(c, this.recordW, this.dimension));
       Atomics.store(vm.u32, root + G_CHUNK0 + c, at);
       vm.u32[root + G_CHUNKS] = c + 1;
     }
@@ -159,7 +165,7 @@ export class VectorGraph {
     vm.f32.set(vector, rec - this.vecOffset);
     const k = kernelsFor(vm);
     vm.f32[rec + R_NORM] = this.metric === 'cosine' ? k.norm(rec - this.vecOffset, this.dimension) : 0;
-    k.quantize(root, rec);
+    k.quantize(root, p);
     if (p === 0) {
       Atomics.store(u, root + G_COUNT, 1);
       Atomics.store(u, root + G_ENTRY, 0);
@@ -350,7 +356,7 @@ export class VectorGraph {
     const u = this.vm.u32, root = this.root;
     const out: [number, number][] = [[root, G_HEADER_WORDS]];
     const chunks = u[root + G_CHUNKS]!;
-    for (let c = 0; c < chunks; c++) out.push([u[root + G_CHUNK0 + c]!, (1 << c) * this.recordW]);
+    for (let c = 0; c < chunks; c++) out.push([u[root + G_CHUNK0 + c]!, chunkWords(c, this.recordW, this.dimension)]);
     const count = u[root + G_COUNT]!;
     for (let p = 0; p < count; p++) {
       const rec = recordAt(u, root, p);

@@ -15,7 +15,7 @@ export interface VectorKernels {
   visibleCount(root: number, snapshot: number, count: number): number;
   withinTop(root: number, elements: number, s: number, n: number, snapshot: number, count: number, k: number): number;
   insert(root: number, s: number, p: number, entry: number, top: number): void;
-  quantize(root: number, rec: number): void;
+  quantize(root: number, p: number): void;
 }
 
 let kernelsOn = process.env.SVCDB_VECTOR_KERNEL !== 'js';

@@ -21,7 +21,7 @@ export const G_M = 3;
 export const G_M0 = 4;
 export const G_EFC = 5;
 export const G_RECORD = 6; // words per point record
-export const G_VEC = 7; // words of a record's vector area (vectorAreaWords): the header follows it
+export const G_VEC = 7; // words of a record's vector area: the header follows it (vectorWords)
 export const G_RNG = 8; // level draw state (writer only)
 export const G_COUNT = 9;
 export const G_ENTRY = 10;
@@ -33,17 +33,18 @@ export const G_HEADER_WORDS = G_CHUNK0 + CHUNKS_MAX; // 40 words, 160 bytes
 export const GRAPH_MAGIC = 0x56475231; // 'VGR1'
 
 /**
- * A point's record: the f32 vector padded to a multiple of 16 words, then its int8 copy
- * (compactWords; the two are the G_VEC words of the vector area), then the header words R_*
- * and the layer-0 neighbour list [R_N0 count, M0 ids], padded to 16 words. Records start
- * 64-byte aligned (chunks are), so a vector covers exactly ceil(dim / 16) cache lines, and a
- * search that only needs the vector (euclidean, manhattan) touches no other line of a point
- * it does not keep; the int8 copy ends where the header's line starts (a `*_within` pass
- * reads adjacent lines). A record's word offset (`rec`) names its header: the vector is at
- * rec - G_VEC, the int8 copy at rec - compactWords(dim).
+ * A point's record: the f32 vector padded to a multiple of 16 words (G_VEC words), then the
+ * header words R_* and the layer-0 neighbour list [R_N0 count, M0 ids], the whole padded to
+ * 16 words. Records start 64-byte aligned (chunks are), so a vector covers exactly
+ * ceil(dim / 16) cache lines, and a search that only needs the vector (euclidean, manhattan)
+ * touches no other line of a point it does not keep. A record's word offset (`rec`) names
+ * its header: the vector is at rec - G_VEC.
  * R_UPPER names a block of LEVEL lists of [count, M ids] for layers 1..LEVEL (0: none).
  * R_NORM is the f32 sqrt of the vector's sum of squares (cosine only; 0 otherwise).
  *
+ * A chunk of 2^c points holds their 2^c records, then their 2^c int8 copies (compactWords
+ * each, in point order), so graph searches stride over records as before and a `*_within`
+ * pass streams the copies.
  * The int8 copy (docs/vector.md §3, written by the kernel `quantize` after the vector):
  * c_i = nearest(x_i / s) with the step s = f32(max |x_i| / 127) (R_Q_STEP), bytes zero past
  * dim; R_Q_ERROR >= ||x - s c||, R_Q_NORM >= ||s c|| (both rounded up to f32) and R_SQUARES
@@ -66,9 +67,9 @@ export const R_N0 = 10;
 export const vectorWords = (dimension: number): number => (dimension + 15) & ~15;
 /** Words of the int8 copy: dim bytes in whole cache lines. */
 export const compactWords = (dimension: number): number => ((dimension + 63) >> 6) << 4;
-/** G_VEC: the f32 vector and its int8 copy. */
-export const vectorAreaWords = (dimension: number): number => vectorWords(dimension) + compactWords(dimension);
-export const recordWords = (m0: number, dimension: number): number => vectorAreaWords(dimension) + ((R_N0 + 1 + m0 + 15) & ~15);
+export const recordWords = (m0: number, dimension: number): number => (vectorWords(dimension) + R_N0 + 1 + m0 + 15) & ~15;
+/** Words of chunk c: its records, then their int8 copies. */
+export const chunkWords = (c: number, recordW: number, dimension: number): number => (1 << c) * (recordW + compactWords(dimension));
 /** Scratch words of a `*_within` query: the f32 query, then its int8 copy. */
 export const queryWords = (dimension: number): number => vectorWords(dimension) + compactWords(dimension);
 

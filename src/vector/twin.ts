@@ -356,12 +356,14 @@ function nearestEven(v: number): number {
 }
 
 /**
- * Writer: the int8 copy of the point whose header is at `rec` and its bounds (assembly/
+ * Writer: the int8 copy of point p and its bounds (assembly/
  * vector.ts quantize, layout.ts: the same f64 arithmetic, so the same bytes and words).
  */
-export function quantize(root: number, rec: number): void {
-  const dim = U[root + G_DIM]!, x = rec - U[root + G_VEC]!;
-  const bytes = new Int8Array(U.buffer, U.byteOffset + 4 * (rec - compactWords(dim)), 4 * compactWords(dim));
+export function quantize(root: number, p: number): void {
+  const rec = record(root, p), dim = U[root + G_DIM]!, x = rec - U[root + G_VEC]!;
+  const c = 31 - Math.clz32(p + 1);
+  const at = U[root + G_CHUNK0 + c]! + (1 << c) * U[root + G_RECORD]! + (p + 1 - (1 << c)) * compactWords(dim);
+  const bytes = new Int8Array(U.buffer, U.byteOffset + 4 * at, 4 * compactWords(dim));
   let m = 0;
   for (let i = 0; i < dim; i++) m = Math.max(m, Math.abs(F[x + i]!));
   const step = fr(m / 127);
