@@ -199,6 +199,10 @@ describe('vector index lifecycle and searches', () => {
     const three = [{ $distance: 1, $id: 1 }, { $distance: 4, $id: 2 }, { $distance: 9, $id: 0 }];
     expect((await ok(db, read([q('r', { ...within([]), vector_search_nodes_within: { ...within([]).vector_search_nodes_within, input: repeating } })], ['r'])))['r']).toEqual(three);
     expect((await ok(db, read([q('r', within([2, 1, 0]))], ['r'])))['r']).toEqual(three);
+    // Rows with bindings keep them (the first row of each element), in the same order.
+    const bound = { out: { input: { bind: { input: { nodes: { reference: { ids: [3] } } }, name: 'tag' } }, label: 'Q' } };
+    const annotated = three.map((row) => ({ bindings: { tag: { node: 3 } }, current: { node: row.$id } }));
+    expect((await ok(db, read([q('r', { vector_search_nodes_within: { ...within([]).vector_search_nodes_within, input: bound } })], ['r'])))['r']).toEqual(annotated);
     // (An input of at most one row makes the entry's shape one element: empty is null.)
     expect((await ok(db, read([q('r', within([]))], ['r'])))['r']).toBeNull();
     // Edge rows into a node search are an error.

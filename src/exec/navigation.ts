@@ -200,7 +200,32 @@ const levelMarks = new ElementMarks();
 
 export function navigateNodeRows(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean): RowSet {
   if (step.label === NO_LABEL || rows.length === 0) return new RowSet();
-  return traversalKernelsOn() ? navigateRowsKernel(ctx, step, rows, dedupLevel) : navigateRowsJs(ctx, step, rows, dedupLevel);
+  let out: RowSet | null = null;
+  const onKernel = traversalKernelsOn() && expandOnKernel(ctx, step, rows, dedupLevel, (words, at, produced) => {
+    guard.charge(produced * ROW_BYTES);
+    const keys = new Array<number>(produced);
+    for (let i = 0; i < produced; i++) {
+      keys[i] = nodeKey(words[at + i]!);
+      if ((i & 0xffff) === 0xffff) guard.step(0x10000);
+    }
+    out = new RowSet(keys);
+  });
+  return onKernel ? out! : navigateRowsJs(ctx, step, rows, dedupLevel);
+}
+
+/**
+ * The neighbour IDs navigateNodeRows(ctx, step, rows, false) would make rows of, in the
+ * same order, without the rows (a consumer that needs only the elements: `*_within`), or
+ * null when the step is not for the kernel (then make the rows).
+ */
+export function nodeRowsNeighbourIds(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet): Uint32Array | null {
+  if (step.label === NO_LABEL || rows.length === 0) return new Uint32Array(0);
+  let ids: Uint32Array | null = null;
+  const onKernel = traversalKernelsOn() && expandOnKernel(ctx, step, rows, false, (words, at, produced) => {
+    guard.charge(produced * 4);
+    ids = words.slice(at, at + produced);
+  });
+  return onKernel ? ids : null;
 }
 
 /** Adjacency entries one expandRows call scans at most (~2-5 ms on this class of machine). */
@@ -212,8 +237,14 @@ const KERNEL_STEP_ENTRIES_MAX = 1 << 22;
 /** Smallest first-occurrence table of navigateRowsKernel (slots; 1 KiB). */
 const SEEN_SLOTS_MIN = 256;
 
-/** The step on the expandRows kernel: ids in, distinct sorted neighbours per row out. */
-function navigateRowsKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean): RowSet {
+/**
+ * The step on the expandRows kernel: ids in, distinct sorted neighbours per row out, handed
+ * to `take` as words [at, at + produced) of the topology memory (valid during the call).
+ * False, without taking anything, for a step over KERNEL_STEP_ENTRIES_MAX adjacency entries:
+ * that one streams in JS instead, checking the deadline, the memory budget and the row
+ * limit as its rows grow (the kernel would first reserve the whole bound).
+ */
+function expandOnKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLevel: boolean, take: (words: Uint32Array, at: number, produced: number) => void): boolean {
   const topo = ctx.store.topology, kernels = topo.kernels(), arena = topo.scratch();
   const count = rows.length;
   const dirs = step.kernelDirs;
@@ -224,9 +255,7 @@ function navigateRowsKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedu
     for (let i = 0; i < count; i++) ids[input + i] = idOfKey(rows.el[i]!);
     guard.step(count);
     const bound = kernels.entryCount(input, count, dirs);
-    // A step this large streams in JS instead, checking the deadline, the memory budget and
-    // the row limit as its rows grow (the kernel would first reserve the whole bound).
-    if (bound > KERNEL_STEP_ENTRIES_MAX) return navigateRowsJs(ctx, step, rows, dedupLevel);
+    if (bound > KERNEL_STEP_ENTRIES_MAX) return false;
     const output = arena.take(Math.max(bound, 1));
     let seen = 0, seenShift = 0;
     if (dedupLevel) {
@@ -253,14 +282,8 @@ function navigateRowsKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedu
       guard.step(Math.ceil(bound * (rowsInSlice / count)));
       checkDeadline(ctx);
     }
-    guard.charge(produced * ROW_BYTES);
-    const neighbours = topo.words;
-    const out = new Array<number>(produced);
-    for (let i = 0; i < produced; i++) {
-      out[i] = nodeKey(neighbours[output + i]!);
-      if ((i & 0xffff) === 0xffff) guard.step(0x10000);
-    }
-    return new RowSet(out);
+    take(topo.words, output, produced);
+    return true;
   } finally {
     arena.release(mark);
   }

@@ -13,7 +13,7 @@
 // Planning (plan.ts checkSearch) has already checked names, the index, the tenant value's
 // presence, literal queries and literal k; what is left are the run-time rules of §7.3,
 // evaluated with an empty row.
-import type { SearchOp, StreamBound } from '../protocol/ast.js';
+import type { Op, SearchOp, StreamBound } from '../protocol/ast.js';
 import { planError, queryError } from '../protocol/errors.js';
 import { valuesEqual } from '../protocol/compare.js';
 import { tagOf, type Value } from '../protocol/value.js';
@@ -31,6 +31,7 @@ import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { EXTRA_BYTES, guard } from './guard.js';
 import { ElementMarks } from './marks.js';
+import { navigate, navigationOps, navigationStep, nodeRowsNeighbourIds, nodeRowsStep, type NavigationOp } from './navigation.js';
 import { edgeKey, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, type RowExtra, type Stream } from './rows.js';
 
 export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, evalOp: EvalOp): Stream {
@@ -39,11 +40,11 @@ export function evalSearch(ctx: ExecCtx, op: SearchOp, context: Stream | null, e
   const index = findServing(currentView(ctx.store), { lane: vector ? 'vector' : 'text', element: edges ? 'edge' : 'node', label: op.label, property: op.property }, ctx.at);
   // The plan saw the index active; a snapshot older than its activation does not.
   if (index === null) throw planError('index_not_found', `missing ${edges ? 'Edge' : 'Node'} ${vector ? 'vector' : 'text'} index for \`${op.label}.${op.property}\` at this snapshot`);
-  let input: RowSet | null = null;
+  let input: WithinInput | null = null;
   if (op.input !== null) {
-    input = needRows(evalOp(ctx, op.input, context), op.op);
+    input = withinInput(ctx, op, op.input, context, evalOp, edges);
     // operations.md §6: empty input, empty output, without touching the index.
-    if (input.length === 0) return rowsOf(new RowSet());
+    if (withinLength(input) === 0) return rowsOf(new RowSet());
   }
   const d = index.record.definition;
   const k = resultCount(ctx, op.k);
@@ -133,26 +134,32 @@ const candidateMarks = new ElementMarks();
 let withinRows = new Uint32Array(0), withinIds = new Uint32Array(0), withinStatus = new Uint32Array(0);
 
 /**
- * The distinct input elements of a `*_within` search, in input order, into withinRows
- * (the row of each element's first occurrence: operations.md §6 keeps the first row, with
- * its bindings, path and sack) and withinIds; their count. Rows of the other element kind
- * or without an element are `500 invalid_query`, as are more than
- * limits.searchWithinCandidatesMax distinct elements.
+ * The input of a `*_within` search: its rows, or, for a navigation from plain node rows,
+ * only the neighbour IDs those rows would hold (the search needs nothing else of a row
+ * without bindings, path or sack: no row is built).
  */
-function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: boolean): number {
-  const n = input.length, keys = input.el;
-  if (withinRows.length < n) {
-    const size = Math.max(n, 2 * withinRows.length);
-    withinRows = new Uint32Array(size);
-    withinIds = new Uint32Array(size);
-    withinStatus = new Uint32Array(size);
+type WithinInput = { readonly rows: RowSet; readonly nodeIds: null } | { readonly rows: null; readonly nodeIds: Uint32Array };
+
+function withinInput(ctx: ExecCtx, op: SearchOp, inputOp: Op, context: Stream | null, evalOp: EvalOp, edges: boolean): WithinInput {
+  if (!edges && navigationOps.has(inputOp.op)) {
+    const navigation = inputOp as NavigationOp;
+    // What evalOp(ctx, navigation, context) does, with the rows left out when they can be.
+    const from = needRows(evalOp(ctx, navigation.input, context), navigation.op);
+    const plain = nodeRowsStep(ctx, navigationStep(ctx, navigation), from);
+    const nodeIds = plain === null ? null : nodeRowsNeighbourIds(ctx, plain, from);
+    if (nodeIds !== null) return { rows: null, nodeIds };
+    return { rows: navigate(ctx, navigation, from), nodeIds: null };
   }
+  return { rows: needRows(evalOp(ctx, inputOp, context), op.op), nodeIds: null };
+}
+
+const withinLength = (input: WithinInput): number => (input.rows !== null ? input.rows.length : input.nodeIds.length);
+
+/** The ascending prefix of row keys `keys` into withinRows / withinIds; its length. */
+function ascendingRows(keys: readonly number[], edges: boolean, kindError: () => Error, countError: () => Error): number {
   const rows = withinRows, ids = withinIds, max = limits.searchWithinCandidatesMax;
-  const kindError = () => queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
-  const countError = () => queryError(`${opName} has more than ${max} distinct candidates`);
-  // Ascending keys (one node's neighbours, an ID list, a scan) are distinct without a set.
   let i = 0;
-  for (let previous = -1; i < n; i++) {
+  for (let previous = -1; i < keys.length; i++) {
     const key = keys[i]!;
     if (key === NO_ELEMENT || isEdgeKey(key) !== edges) throw kindError();
     if (key <= previous) break;
@@ -161,13 +168,55 @@ function firstOccurrences(ctx: ExecCtx, opName: string, input: RowSet, edges: bo
     rows[i] = i;
     ids[i] = idOfKey(key);
   }
+  return i;
+}
+
+/** The ascending prefix of node IDs `nodeIds` into withinRows / withinIds; its length. */
+function ascendingNodeIds(nodeIds: Uint32Array, countError: () => Error): number {
+  const rows = withinRows, ids = withinIds, max = limits.searchWithinCandidatesMax;
+  let i = 0;
+  for (let previous = -1; i < nodeIds.length; i++) {
+    const id = nodeIds[i]!;
+    if (id <= previous) break;
+    if (i >= max) throw countError();
+    previous = id;
+    rows[i] = i;
+    ids[i] = id;
+  }
+  return i;
+}
+
+/**
+ * The distinct input elements of a `*_within` search, in input order, into withinRows
+ * (the row of each element's first occurrence: operations.md §6 keeps the first row, with
+ * its bindings, path and sack) and withinIds; their count. Rows of the other element kind
+ * or without an element are `500 invalid_query`, as are more than
+ * limits.searchWithinCandidatesMax distinct elements.
+ */
+function firstOccurrences(ctx: ExecCtx, opName: string, input: WithinInput, edges: boolean): number {
+  const n = withinLength(input);
+  if (withinRows.length < n) {
+    const size = Math.max(n, 2 * withinRows.length);
+    withinRows = new Uint32Array(size);
+    withinIds = new Uint32Array(size);
+    withinStatus = new Uint32Array(size);
+  }
+  const max = limits.searchWithinCandidatesMax;
+  const kindError = () => queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
+  const countError = () => queryError(`${opName} has more than ${max} distinct candidates`);
+  // Ascending keys (one node's neighbours, an ID list, a scan) are distinct without a set.
+  let i = input.rows !== null ? ascendingRows(input.rows.el, edges, kindError, countError) : ascendingNodeIds(input.nodeIds, countError);
+  // Element keys: the rows', or node keys of the IDs (nodeKey(id) = 2 id).
+  const keys: ArrayLike<number> = input.rows !== null ? input.rows.el : input.nodeIds;
+  const scale = input.rows !== null ? 1 : 2;
+  const rows = withinRows, ids = withinIds;
   let distinct = i;
   if (i < n) {
     const seen = candidateMarks.begin(ctx, n);
     try {
-      for (let j = 0; j < i; j++) seen.add(keys[j]!);
+      for (let j = 0; j < i; j++) seen.add(keys[j]! * scale);
       for (; i < n; i++) {
-        const key = keys[i]!;
+        const key = keys[i]! * scale;
         if (key === NO_ELEMENT || isEdgeKey(key) !== edges) throw kindError();
         if (!seen.add(key)) continue;
         if (distinct >= max) throw countError();
@@ -212,12 +261,12 @@ class Candidates {
 }
 
 /** Rows of the k best candidates (smallest `order`, ties by ascending ID), each ranked `rank`. */
-function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<number>, count: number, order: Float64Array, rankName: '$distance' | '$score', rank: (c: number) => number, k: number, edges: boolean): RowSet {
+function rankedRows(input: RowSet | null, rows: ArrayLike<number>, ids: ArrayLike<number>, count: number, order: Float64Array, rankName: '$distance' | '$score', rank: (c: number) => number, k: number, edges: boolean): RowSet {
   const best = nearestFirst(order, ids, count, Math.min(k, count));
   const out = new RowSet();
   for (let i = 0; i < best.length; i++) {
     const c = best[i]!;
-    out.push(edges ? edgeKey(ids[c]!) : nodeKey(ids[c]!), rankedExtra(input.extraAt(rows[c]!), rankName, rank(c)));
+    out.push(edges ? edgeKey(ids[c]!) : nodeKey(ids[c]!), rankedExtra(input === null ? null : input.extraAt(rows[c]!), rankName, rank(c)));
   }
   return out;
 }
@@ -231,7 +280,7 @@ function rankedRows(input: RowSet, rows: ArrayLike<number>, ids: ArrayLike<numbe
  * current point, a write racing the read) is decided here from its record, with the same
  * arithmetic, and joins the kernel's k best.
  */
-function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
+function rankWithin(ctx: ExecCtx, opName: string, input: WithinInput, index: ViewIndex, wanted: number /* graph root */, tenant: Value | undefined, query: Float32Array, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
   const n = firstOccurrences(ctx, opName, input, edges);
   const rows = withinRows, ids = withinIds, status = withinStatus;
@@ -271,7 +320,7 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
     distances.push(vectorDistance(d.metric!, query, vector));
   }
   const order = Float64Array.from(distances);
-  return rankedRows(input, candidateRows, candidateIds, candidateIds.length, order, '$distance', (c) => distances[c]!, k, edges);
+  return rankedRows(input.rows, candidateRows, candidateIds, candidateIds.length, order, '$distance', (c) => distances[c]!, k, edges);
 }
 
 /**
@@ -280,7 +329,7 @@ function rankWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInde
  * BM25 against the statistics of the whole partition (text/bm25.ts, the source search's
  * arithmetic).
  */
-function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewIndex, root: number, tenant: Value | undefined, query: string, k: number, edges: boolean): RowSet {
+function scoreWithin(ctx: ExecCtx, opName: string, input: WithinInput, index: ViewIndex, root: number, tenant: Value | undefined, query: string, k: number, edges: boolean): RowSet {
   const d = index.record.definition;
   const analyzer = d.analyzer ?? 'standard';
   const terms = distinctTerms(query, analyzer);
@@ -321,7 +370,7 @@ function scoreWithin(ctx: ExecCtx, opName: string, input: RowSet, index: ViewInd
   }
   // Highest score first: rank by the negated score.
   const order = Float64Array.from(scores, (s) => -s);
-  return rankedRows(input, rowOf, ids, ids.length, order, '$score', (c) => scores[c]!, k, edges);
+  return rankedRows(input.rows, rowOf, ids, ids.length, order, '$score', (c) => scores[c]!, k, edges);
 }
 
 /**
