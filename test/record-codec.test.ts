@@ -1,9 +1,10 @@
-// propertyOfEncoded (index builds read one property without decoding the record) must
-// answer exactly what decodeRecord + recordGet answer, for every value kind, also on
-// bytes in shared memory at an offset (where the store keeps records).
+// propertyOfEncoded (index builds read one property without decoding the record) and
+// decodeRecordInPlace (the store's reads) must answer exactly what decodeRecord (msgpackr)
+// and recordGet answer, for every value kind, also on bytes in shared memory at an offset
+// (where the store keeps records).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DECODE_WHOLE, decodeRecord, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
+import { DECODE_WHOLE, decodeRecord, decodeRecordInPlace, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
 import { DateTime, F32, StringArray, type Value } from '../src/protocol/value.js';
 
 const scalar: fc.Arbitrary<Value> = fc.oneof(
@@ -67,5 +68,35 @@ describe('propertyOfEncoded', () => {
     expect(at(8)).toBe(undefined);
     expect(propertyOfEncoded(bytes, 0, 0, 1)).toBe(undefined); // the empty record
     expect(propertyOfEncoded(bytes, 0, bytes.length - 1, 7)).toBe(DECODE_WHOLE); // cut short
+  });
+});
+
+describe('decodeRecordInPlace', () => {
+  it('decodes every record as decodeRecord does, in shared memory at an offset', () => {
+    fc.assert(fc.property(fc.array(record, { minLength: 1, maxLength: 3 }), fc.nat(64), (records, offset) => {
+      for (const r of records) { // consecutive records: the keys array shared with the last one must not leak
+        const bytes = encodeRecord(r);
+        const shared = new Uint8Array(new SharedArrayBuffer(bytes.length + offset + 8), 0);
+        shared.set(bytes, offset);
+        const want = decodeRecord(bytes);
+        const got = decodeRecordInPlace(shared, offset, offset + bytes.length);
+        expect(got.keys).toEqual(want.keys);
+        expect(got.keys).toEqual(r.keys);
+        if (got.values.length !== want.values.length) throw new Error('value count');
+        got.values.forEach((v, i) => {
+          if (!same(v, want.values[i])) throw new Error(`value ${i}: ${fc.stringify(v)} vs ${fc.stringify(want.values[i])}`);
+        });
+      }
+    }), { numRuns: 2000 });
+  });
+
+  it('reads -0, 64-bit integers and strings around the short-string bound; the empty record is shared', () => {
+    const r = { keys: [3, 1, 200], values: [-0, -(1n << 63n), 'x'.repeat(1030)] as Value[] };
+    const bytes = encodeRecord(r);
+    const got = decodeRecordInPlace(bytes, 0, bytes.length);
+    expect(Object.is(got.values[0], -0)).toBe(true);
+    expect(got.values[1]).toBe(-(1n << 63n));
+    expect(got.values[2]).toBe('x'.repeat(1030));
+    expect(decodeRecordInPlace(bytes, 0, 0)).toBe(decodeRecord(new Uint8Array(0)));
   });
 });

@@ -48,7 +48,7 @@ import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
 import { BULK_BATCH_CHANGES_MIN } from './heap-trim.js';
-import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
+import { decodeRecord, decodeRecordInPlace, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 import { VectorMemory } from '../vector/memory.js';
@@ -512,9 +512,11 @@ export class Store {
       const length = this.heapWords[(ptr >>> 2) + 3]!;
       // The header may fit the views while the record bytes do not yet (slice would cut them).
       if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
-      // slice() copies out of shared memory: msgpackr's native string extractor crashes
-      // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
-      record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
+      // In place: decodeRecordInPlace copies out of shared memory before it hands a record
+      // to msgpackr, whose native string extractor crashes the process on
+      // SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
+      const start = ptr + HEAP_HEADER_BYTES;
+      record = decodeRecordInPlace(this.heap, start, start + length);
       if (!remember) return record;
       if (this.recordCache.size >= limits.recordCacheEntriesMax || this.recordCacheBytes + length > limits.recordCacheBytesMax) {
         this.recordCache.clear();
