@@ -134,9 +134,16 @@ interface Profile {
 
 /** Self time per function and per file, as a share of the profile and in us per request. */
 function summarize(p: Profile, cpuUsPerRequest: number): void {
+  // The profiler's own stop (a native `dispatch` under node:inspector's post) is no request's time.
+  const profiler = new Set(p.nodes.filter((n) => n.callFrame.url === 'node:inspector').flatMap((n) => n.children ?? []));
   const self = new Map<number, number>();
   let total = 0;
-  p.samples.forEach((id, i) => { const d = p.timeDeltas[i]!; self.set(id, (self.get(id) ?? 0) + d); total += d; });
+  p.samples.forEach((id, i) => {
+    if (profiler.has(id)) return;
+    const d = p.timeDeltas[i]!;
+    self.set(id, (self.get(id) ?? 0) + d);
+    total += d;
+  });
   const byFn = new Map<string, number>(), byFile = new Map<string, number>();
   for (const node of p.nodes) {
     const t = self.get(node.id) ?? 0;

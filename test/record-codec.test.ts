@@ -1,11 +1,13 @@
 // propertyOfEncoded (index builds read one property without decoding the record) and
 // decodeRecordInPlace (the store's reads) must answer exactly what decodeRecord (msgpackr)
 // and recordGet answer, for every value kind, also on bytes in shared memory at an offset
-// (where the store keeps records).
+// (where the store keeps records). The store's record cache answers what the records hold.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DECODE_WHOLE, decodeRecord, decodeRecordInPlace, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
 import { DateTime, F32, StringArray, type Value } from '../src/protocol/value.js';
+import { Store } from '../src/store/store.js';
+import { limits } from '../src/limits.js';
 
 const scalar: fc.Arbitrary<Value> = fc.oneof(
   fc.constant(null),
@@ -98,5 +100,31 @@ describe('decodeRecordInPlace', () => {
     expect(got.values[1]).toBe(-(1n << 63n));
     expect(got.values[2]).toBe('x'.repeat(1030));
     expect(decodeRecordInPlace(bytes, 0, 0)).toBe(decodeRecord(new Uint8Array(0)));
+  });
+});
+
+describe('record cache (Store.recordAt)', () => {
+  it('answers every version of every node exactly, read in any order, through slot collisions and admissions', () => {
+    const store = Store.create();
+    const label = (() => { store.beginWrite(); const l = store.names.intern('N'); const k = store.names.intern('k'); store.commit(); return [l, k] as const; })();
+    const nodes = 3 * limits.recordCacheEntriesMax; // more records than slots: slots collide
+    let epoch = store.beginWrite();
+    for (let i = 0; i < nodes; i++) store.addNode(label[0], { keys: [label[1]], values: [BigInt(i)] });
+    store.commit();
+    const first = epoch;
+    epoch = store.beginWrite();
+    for (let i = 0; i < nodes; i += 2) store.setNodeRecord(i, { keys: [label[1]], values: [`v${i}`] });
+    store.commit();
+    const random = fc.sample(fc.nat(nodes - 1), { numRuns: 2 * nodes, seed: 7 });
+    const at = store.beginRead();
+    try {
+      for (const i of [...random, ...random.slice(0, 1000)]) {
+        expect(store.nodeRecord(i, first).values[0]).toBe(BigInt(i));
+        expect(store.nodeRecord(i, at).values[0]).toBe(i % 2 === 0 ? `v${i}` : BigInt(i));
+      }
+    } finally {
+      store.endRead();
+    }
+    expect(at).toBe(epoch);
   });
 });
