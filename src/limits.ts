@@ -100,10 +100,11 @@ export const limits = {
   forEachIterationsMax: 1_000_000,
   /**
    * Decoded property records cached per thread (records are immutable, so caching is exact).
-   * A decoded 3-property record holds ~210 bytes of heap and a miss costs ~1 us to decode,
+   * A decoded 3-property record holds ~210 bytes of heap and a miss costs ~0.2 us to decode,
    * so 16k entries keep ~3.5 MiB per thread (the HTTP thread and each reader) for a hit rate
    * that matters only when requests hit the same elements again; the 64k entries of 511
-   * bytes this was held 32 MiB per thread (docs/benchmarks.md "Memory").
+   * bytes this was held 32 MiB per thread (docs/benchmarks.md "Memory"). A power of two
+   * (the cache is direct-mapped, Store.recordAt).
    */
   recordCacheEntriesMax: 1 << 14,
   /**

@@ -587,6 +587,10 @@ describe('renderJsonValue and writeString', () => {
     expect(writeString('a"b\\c\u0001')).toBe('"a\\"b\\\\c\\u0001"');
     expect(parseJson(writeString('😀\u00e9'))).toBe('😀é');
     expect(writeString('\ud800')).toBe('"\\ud800"'); // readable, but not accepted back (lone surrogate)
+    expect(writeString('\u2028/\u007f\u001f')).toBe(JSON.stringify('\u2028/\u007f\u001f'));
+    // What needs no escaping is quoted as it is: the same text as JSON.stringify's, always.
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 12 }), (x) => writeString(x) === JSON.stringify(x)), { numRuns: 5000 });
+    fc.assert(fc.property(fc.string({ maxLength: 12 }), (x) => writeString(x) === JSON.stringify(x)), { numRuns: 5000 });
   });
 });
 

@@ -1,10 +1,13 @@
-// propertyOfEncoded (index builds read one property without decoding the record) must
-// answer exactly what decodeRecord + recordGet answer, for every value kind, also on
-// bytes in shared memory at an offset (where the store keeps records).
+// propertyOfEncoded (index builds read one property without decoding the record) and
+// decodeRecordInPlace (the store's reads) must answer exactly what decodeRecord (msgpackr)
+// and recordGet answer, for every value kind, also on bytes in shared memory at an offset
+// (where the store keeps records). The store's record cache answers what the records hold.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DECODE_WHOLE, decodeRecord, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
+import { DECODE_WHOLE, decodeRecord, decodeRecordInPlace, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
 import { DateTime, F32, StringArray, type Value } from '../src/protocol/value.js';
+import { Store } from '../src/store/store.js';
+import { limits } from '../src/limits.js';
 
 const scalar: fc.Arbitrary<Value> = fc.oneof(
   fc.constant(null),
@@ -67,5 +70,61 @@ describe('propertyOfEncoded', () => {
     expect(at(8)).toBe(undefined);
     expect(propertyOfEncoded(bytes, 0, 0, 1)).toBe(undefined); // the empty record
     expect(propertyOfEncoded(bytes, 0, bytes.length - 1, 7)).toBe(DECODE_WHOLE); // cut short
+  });
+});
+
+describe('decodeRecordInPlace', () => {
+  it('decodes every record as decodeRecord does, in shared memory at an offset', () => {
+    fc.assert(fc.property(fc.array(record, { minLength: 1, maxLength: 3 }), fc.nat(64), (records, offset) => {
+      for (const r of records) { // consecutive records: the keys array shared with the last one must not leak
+        const bytes = encodeRecord(r);
+        const shared = new Uint8Array(new SharedArrayBuffer(bytes.length + offset + 8), 0);
+        shared.set(bytes, offset);
+        const want = decodeRecord(bytes);
+        const got = decodeRecordInPlace(shared, offset, offset + bytes.length);
+        expect(got.keys).toEqual(want.keys);
+        expect(got.keys).toEqual(r.keys);
+        if (got.values.length !== want.values.length) throw new Error('value count');
+        got.values.forEach((v, i) => {
+          if (!same(v, want.values[i])) throw new Error(`value ${i}: ${fc.stringify(v)} vs ${fc.stringify(want.values[i])}`);
+        });
+      }
+    }), { numRuns: 2000 });
+  });
+
+  it('reads -0, 64-bit integers and strings around the short-string bound; the empty record is shared', () => {
+    const r = { keys: [3, 1, 200], values: [-0, -(1n << 63n), 'x'.repeat(1030)] as Value[] };
+    const bytes = encodeRecord(r);
+    const got = decodeRecordInPlace(bytes, 0, bytes.length);
+    expect(Object.is(got.values[0], -0)).toBe(true);
+    expect(got.values[1]).toBe(-(1n << 63n));
+    expect(got.values[2]).toBe('x'.repeat(1030));
+    expect(decodeRecordInPlace(bytes, 0, 0)).toBe(decodeRecord(new Uint8Array(0)));
+  });
+});
+
+describe('record cache (Store.recordAt)', () => {
+  it('answers every version of every node exactly, read in any order, through slot collisions and admissions', () => {
+    const store = Store.create();
+    const label = (() => { store.beginWrite(); const l = store.names.intern('N'); const k = store.names.intern('k'); store.commit(); return [l, k] as const; })();
+    const nodes = 3 * limits.recordCacheEntriesMax; // more records than slots: slots collide
+    let epoch = store.beginWrite();
+    for (let i = 0; i < nodes; i++) store.addNode(label[0], { keys: [label[1]], values: [BigInt(i)] });
+    store.commit();
+    const first = epoch;
+    epoch = store.beginWrite();
+    for (let i = 0; i < nodes; i += 2) store.setNodeRecord(i, { keys: [label[1]], values: [`v${i}`] });
+    store.commit();
+    const random = fc.sample(fc.nat(nodes - 1), { numRuns: 2 * nodes, seed: 7 });
+    const at = store.beginRead();
+    try {
+      for (const i of [...random, ...random.slice(0, 1000)]) {
+        expect(store.nodeRecord(i, first).values[0]).toBe(BigInt(i));
+        expect(store.nodeRecord(i, at).values[0]).toBe(i % 2 === 0 ? `v${i}` : BigInt(i));
+      }
+    } finally {
+      store.endRead();
+    }
+    expect(at).toBe(epoch);
   });
 });

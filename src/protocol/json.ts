@@ -448,9 +448,12 @@ export function writeF64(n: number): string {
   return len === 1 ? `${sign}${digits}e${exp}` : `${sign}${digits[0]}.${digits.slice(1)}e${exp}`;
 }
 
-/** A JSON string literal. */
+/** Characters JSON.stringify escapes (or may: a surrogate can be unpaired). */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A JSON string literal: JSON.stringify's, which is the string in quotes when no character needs escaping. */
 export function writeString(s: string): string {
-  return JSON.stringify(s);
+  return ESCAPED.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
 /**
@@ -496,7 +499,7 @@ export function renderValue(v: Value): string {
     case 'boolean': return v ? 'true' : 'false';
     case 'bigint': return v.toString();
     case 'number': return writeF64(v);
-    case 'string': return JSON.stringify(v);
+    case 'string': return writeString(v);
   }
   if (v === null) return 'null';
   if (v instanceof F32) return writeF64(v.value);
@@ -510,7 +513,7 @@ export function renderValue(v: Value): string {
   if (v instanceof StringArray) {
     const items = v.items;
     let out = '[';
-    for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(items[i]);
+    for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + writeString(items[i]!);
     return `${out}]`;
   }
   if (Array.isArray(v)) {
@@ -558,8 +561,21 @@ const LAYOUT_NODES_MAX = 4096;
 let layoutNodes = 1;
 const layoutRoot: LayoutNode = { next: new Map(), keys: [], layout: null };
 
+/** The trie node of the last object laid out: consecutive objects (rows) mostly share it. */
+let lastLayoutNode: LayoutNode = layoutRoot;
+
+/** Whether `v`'s key list is `node`'s (one comparison per key, no lookup). */
+function hasKeysOf(v: Map<string, Value>, node: LayoutNode): boolean {
+  const keys = node.keys;
+  if (v.size !== keys.length) return false;
+  let i = 0;
+  for (const key of v.keys()) if (key !== keys[i++]) return false;
+  return true;
+}
+
 /** The cached layout of an object's key list, or null when the trie is full. */
 function layoutOf(v: Map<string, Value>): KeyLayout | null {
+  if (lastLayoutNode.layout !== null && hasKeysOf(v, lastLayoutNode)) return lastLayoutNode.layout;
   let node = layoutRoot;
   for (const key of v.keys()) {
     let child = node.next.get(key);
@@ -575,6 +591,7 @@ function layoutOf(v: Map<string, Value>): KeyLayout | null {
     const names = [...node.keys].sort(compareKeys);
     node.layout = { names, heads: names.map((name, i) => `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`) };
   }
+  lastLayoutNode = node;
   return node.layout;
 }
 

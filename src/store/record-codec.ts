@@ -293,14 +293,9 @@ function skipItem(b: Uint8Array, p: number, end: number): number {
  */
 export function propertyOfEncoded(b: Uint8Array, start: number, end: number, keyId: number): Value | undefined | typeof DECODE_WHOLE {
   if (start === end) return undefined;
-  let p = start;
-  const c = b[p]!;
-  let count: number;
-  if (c >= 0x90 && c < 0xa0) { count = c & 0x0f; p += 1; }
-  else if (c === 0xdc && p + 2 < end) { count = (b[p + 1]! << 8) | b[p + 2]!; p += 3; }
-  else if (c === 0xdd && p + 4 < end) { count = ((b[p + 1]! << 24) | (b[p + 2]! << 16) | (b[p + 3]! << 8) | b[p + 4]!) >>> 0; p += 5; }
-  else return DECODE_WHOLE;
-  if (count % 3 !== 0) return DECODE_WHOLE;
+  const count = arrayHeader(b, start, end);
+  if (count < 0 || count % 3 !== 0) return DECODE_WHOLE;
+  let p = at;
   for (let i = 0; i < count; i += 3) {
     const key = readScalar(b, p, end);
     if (typeof key !== 'number') return DECODE_WHOLE;
@@ -312,18 +307,70 @@ export function propertyOfEncoded(b: Uint8Array, start: number, end: number, key
       if (p < 0) return DECODE_WHOLE;
       continue;
     }
-    switch (tag) {
-      case Tag.Null: case Tag.Bool: case Tag.I64: case Tag.F64: case Tag.F32: case Tag.DateTime: case Tag.String: {
-        const payload = readScalar(b, p, end);
-        if (payload === NOT_SCALAR) return DECODE_WHOLE;
-        // The same conversions as readValue, on what msgpackr would have read.
-        if (tag === Tag.I64 && typeof payload !== 'bigint' && typeof payload !== 'number') return DECODE_WHOLE;
-        if (tag === Tag.String && typeof payload !== 'string') return DECODE_WHOLE;
-        if (tag === Tag.Bool && typeof payload !== 'boolean') return DECODE_WHOLE;
-        return readValue(tag, payload);
-      }
-      default: return DECODE_WHOLE;
-    }
+    const value = scalarValue(tag, b, p, end);
+    return value === NOT_SCALAR ? DECODE_WHOLE : value;
   }
   return undefined;
+}
+
+/** The length of the msgpack array whose header is at b[p], setting `at` past the header; -1 when it is no array. */
+function arrayHeader(b: Uint8Array, p: number, end: number): number {
+  const c = b[p]!;
+  if (c >= 0x90 && c < 0xa0) { at = p + 1; return c & 0x0f; }
+  if (c === 0xdc && p + 2 < end) { at = p + 3; return (b[p + 1]! << 8) | b[p + 2]!; }
+  if (c === 0xdd && p + 4 < end) { at = p + 5; return ((b[p + 1]! << 24) | (b[p + 2]! << 16) | (b[p + 3]! << 8) | b[p + 4]!) >>> 0; }
+  return -1;
+}
+
+/**
+ * The value of a property with tag `tag` whose payload is at b[p], setting `at` past it, when
+ * the payload is a scalar or a short string; NOT_SCALAR otherwise (the whole decoder decides).
+ */
+function scalarValue(tag: number, b: Uint8Array, p: number, end: number): Value | typeof NOT_SCALAR {
+  switch (tag) {
+    case Tag.Null: case Tag.Bool: case Tag.I64: case Tag.F64: case Tag.F32: case Tag.DateTime: case Tag.String: {
+      const payload = readScalar(b, p, end);
+      if (payload === NOT_SCALAR) return NOT_SCALAR;
+      // The same conversions as readValue, on what msgpackr would have read.
+      if (tag === Tag.I64 && typeof payload !== 'bigint' && typeof payload !== 'number') return NOT_SCALAR;
+      if (tag === Tag.String && typeof payload !== 'string') return NOT_SCALAR;
+      if (tag === Tag.Bool && typeof payload !== 'boolean') return NOT_SCALAR;
+      return readValue(tag, payload);
+    }
+    default: return NOT_SCALAR;
+  }
+}
+
+/** Key ids read by decodeRecordInPlace before it knows whether they repeat lastKeys. */
+const keysRead: number[] = [];
+
+/**
+ * decodeRecord of the record b[start, end), read in place when every value is a scalar or a
+ * short string (the reader propertyOfEncoded uses: no copy out of shared memory, no
+ * msgpackr call, nothing allocated but the values array, the values and the record); any
+ * other record is copied and decoded by decodeRecord, the reference for every value.
+ */
+export function decodeRecordInPlace(b: Uint8Array, start: number, end: number): PropertyRecord {
+  if (start === end) return emptyRecord;
+  const items = arrayHeader(b, start, end);
+  if (items < 0 || items % 3 !== 0) return decodeRecord(b.slice(start, end));
+  const count = items / 3;
+  const values = new Array<Value>(count);
+  let keys = lastKeys, sameKeys = keys.length === count;
+  let p = at;
+  for (let k = 0; k < count; k++) {
+    const key = readScalar(b, p, end);
+    if (typeof key !== 'number') return decodeRecord(b.slice(start, end));
+    const tag = readScalar(b, at, end);
+    if (typeof tag !== 'number') return decodeRecord(b.slice(start, end));
+    const value = scalarValue(tag, b, at, end);
+    if (value === NOT_SCALAR) return decodeRecord(b.slice(start, end));
+    p = at;
+    values[k] = value;
+    keysRead[k] = key;
+    if (sameKeys && keys[k] !== key) sameKeys = false;
+  }
+  if (p !== end) return decodeRecord(b.slice(start, end));
+  if (!sameKeys) lastKeys = keys = keysRead.slice(0, count);
+  return { keys, values };
 }

@@ -48,7 +48,7 @@ import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
 import { BULK_BATCH_CHANGES_MIN } from './heap-trim.js';
-import { decodeRecord, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
+import { decodeRecord, decodeRecordInPlace, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 import { VectorMemory } from '../vector/memory.js';
@@ -64,6 +64,8 @@ export const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M
 /** Bytes of the meta buffer (the words above, the rest reserved). */
 export const META_BYTES = 64;
 export const HEAP_HEADER_BYTES = 16;
+/** Slot of a heap offset in the record cache: the top bits of a multiplicative hash. */
+const RECORD_CACHE_SHIFT = 32 - Math.log2(limits.recordCacheEntriesMax);
 
 export type Direction = 'out' | 'in';
 
@@ -182,7 +184,16 @@ export class Store {
   /** The vector and text indexes' memories, attached on first use (most stores have neither index). */
   private vectors: VectorMemory | null = null;
   private texts: TextMemory | null = null;
-  private readonly recordCache = new Map<number, PropertyRecord>();
+  /**
+   * Decoded records by heap offset, direct-mapped (a record takes the slot its offset hashes
+   * to and replaces the one there): a miss costs the decode and two stores, never a rehash
+   * or a clear of the whole cache, which under random access cost more than the hits saved.
+   */
+  private readonly recordCacheAt = new Uint32Array(limits.recordCacheEntriesMax);
+  private readonly recordCacheRecords: (PropertyRecord | null)[] = new Array<PropertyRecord | null>(limits.recordCacheEntriesMax).fill(null);
+  private readonly recordCacheLengths = new Uint32Array(limits.recordCacheEntriesMax);
+  /** Per slot, the offset of the last record that missed there. */
+  private readonly recordCacheMissed = new Uint32Array(limits.recordCacheEntriesMax);
   /** Epochs of the cuts taken and not released yet (snapshot exports that may be running). */
   private readonly heldCuts: number[] = [];
   /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
@@ -507,23 +518,30 @@ export class Store {
   private recordAt(newest: number, at: number, remember = true): PropertyRecord {
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return emptyRecord;
-    let record = this.recordCache.get(ptr);
-    if (record === undefined) {
-      const length = this.heapWords[(ptr >>> 2) + 3]!;
-      // The header may fit the views while the record bytes do not yet (slice would cut them).
-      if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
-      // slice() copies out of shared memory: msgpackr's native string extractor crashes
-      // the process on SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
-      record = length === 0 ? emptyRecord : decodeRecord(this.heap.slice(ptr + HEAP_HEADER_BYTES, ptr + HEAP_HEADER_BYTES + length));
-      if (!remember) return record;
-      if (this.recordCache.size >= limits.recordCacheEntriesMax || this.recordCacheBytes + length > limits.recordCacheBytesMax) {
-        this.recordCache.clear();
-        this.recordCacheBytes = 0;
-      }
-      if (length <= limits.recordCacheBytesMax) {
-        this.recordCache.set(ptr, record);
-        this.recordCacheBytes += length;
-      }
+    const slot = Math.imul(ptr, 0x9e3779b1) >>> RECORD_CACHE_SHIFT;
+    if (this.recordCacheAt[slot] === ptr) return this.recordCacheRecords[slot]!;
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    // The header may fit the views while the record bytes do not yet (slice would cut them).
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    // In place: decodeRecordInPlace copies out of shared memory before it hands a record
+    // to msgpackr, whose native string extractor crashes the process on
+    // SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
+    const start = ptr + HEAP_HEADER_BYTES;
+    const record = decodeRecordInPlace(this.heap, start, start + length);
+    if (!remember) return record;
+    // Admitted at its second miss in a row on its slot: a record read once (random access
+    // over a large graph) would only displace one read again, and kept records that die
+    // later are old-generation garbage.
+    if (this.recordCacheMissed[slot] !== ptr) {
+      this.recordCacheMissed[slot] = ptr;
+      return record;
+    }
+    const bytes = this.recordCacheBytes - this.recordCacheLengths[slot]! + length;
+    if (bytes <= limits.recordCacheBytesMax) {
+      this.recordCacheAt[slot] = ptr;
+      this.recordCacheRecords[slot] = record;
+      this.recordCacheLengths[slot] = length;
+      this.recordCacheBytes = bytes;
     }
     return record;
   }
