@@ -215,15 +215,18 @@ export function navigateNodeRows(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet,
 
 /**
  * The neighbour IDs navigateNodeRows(ctx, step, rows, false) would make rows of, in the
- * same order, without the rows (a consumer that needs only the elements: `*_within`), or
- * null when the step is not for the kernel (then make the rows).
+ * same order, without the rows (a consumer that needs only the elements: `*_within`),
+ * copied into `into(count)` (a buffer of at least count words) and returned as its first
+ * count words; null when the step is not for the kernel (then make the rows).
  */
-export function nodeRowsNeighbourIds(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet): Uint32Array | null {
+export function nodeRowsNeighbourIds(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, into: (count: number) => Uint32Array): Uint32Array | null {
   if (step.label === NO_LABEL || rows.length === 0) return new Uint32Array(0);
   let ids: Uint32Array | null = null;
   const onKernel = traversalKernelsOn() && expandOnKernel(ctx, step, rows, false, (words, at, produced) => {
     guard.charge(produced * 4);
-    ids = words.slice(at, at + produced);
+    const buffer = into(produced);
+    buffer.set(words.subarray(at, at + produced));
+    ids = buffer.subarray(0, produced);
   });
   return onKernel ? ids : null;
 }

@@ -146,7 +146,8 @@ function withinInput(ctx: ExecCtx, op: SearchOp, inputOp: Op, context: Stream | 
     // What evalOp(ctx, navigation, context) does, with the rows left out when they can be.
     const from = needRows(evalOp(ctx, navigation.input, context), navigation.op);
     const plain = nodeRowsStep(ctx, navigationStep(ctx, navigation), from);
-    const nodeIds = plain === null ? null : nodeRowsNeighbourIds(ctx, plain, from);
+    // Straight into withinIds: firstOccurrences reads each ID before it writes that slot.
+    const nodeIds = plain === null ? null : nodeRowsNeighbourIds(ctx, plain, from, (count) => { growWithinBuffers(count); return withinIds; });
     if (nodeIds !== null) return { rows: null, nodeIds };
     return { rows: navigate(ctx, navigation, from), nodeIds: null };
   }
@@ -154,6 +155,17 @@ function withinInput(ctx: ExecCtx, op: SearchOp, inputOp: Op, context: Stream | 
 }
 
 const withinLength = (input: WithinInput): number => (input.rows !== null ? input.rows.length : input.nodeIds.length);
+
+/** Room for n candidates in withinRows, withinIds and withinStatus (contents kept). */
+function growWithinBuffers(n: number): void {
+  if (withinRows.length >= n) return;
+  const size = Math.max(n, 2 * withinRows.length);
+  withinRows = new Uint32Array(size);
+  const ids = new Uint32Array(size);
+  ids.set(withinIds);
+  withinIds = ids;
+  withinStatus = new Uint32Array(size);
+}
 
 /** The ascending prefix of row keys `keys` into withinRows / withinIds; its length. */
 function ascendingRows(keys: readonly number[], edges: boolean, kindError: () => Error, countError: () => Error): number {
@@ -195,12 +207,7 @@ function ascendingNodeIds(nodeIds: Uint32Array, countError: () => Error): number
  */
 function firstOccurrences(ctx: ExecCtx, opName: string, input: WithinInput, edges: boolean): number {
   const n = withinLength(input);
-  if (withinRows.length < n) {
-    const size = Math.max(n, 2 * withinRows.length);
-    withinRows = new Uint32Array(size);
-    withinIds = new Uint32Array(size);
-    withinStatus = new Uint32Array(size);
-  }
+  growWithinBuffers(n);
   const max = limits.searchWithinCandidatesMax;
   const kindError = () => queryError(`${opName} expects ${edges ? 'edge' : 'node'} rows`);
   const countError = () => queryError(`${opName} has more than ${max} distinct candidates`);
