@@ -272,6 +272,16 @@ describe('the HTTP thread runs only bounded plans', () => {
     // Statically unbounded plans are not tried at all.
     inline.submit(job(readOne(count(nodes('all')))));
     expect(pooled).toHaveLength(3);
+    // One without a static bound is so whatever its parameters: the next body of its query
+    // text goes to the pool without its parameters decoded here (this value would not
+    // decode: the reader that runs it answers that).
+    const withParameters = (value: string) => `${readOne(count(nodes('all'))).slice(0, -1)},"parameters":{"x":${value}}}`;
+    inline.submit(job(withParameters('1')));
+    expect(pooled).toHaveLength(4);
+    inline.submit(job(withParameters('1e999')));
+    expect(pooled).toHaveLength(5);
+    expect(pooled[4]!.costly).toBe(true);
+    expect(answers).toHaveLength(1);
   }, 60_000);
 
   describe('over HTTP', () => {

@@ -41,7 +41,11 @@ export type ExecRole = 'writer' | 'reader' | 'replica';
  * the reader pool (an inline run whose plan has no static cost bound, or that outgrew its
  * work cap; reads have no side effects, so running one again is exact).
  */
-export type ExecOutcome = { status: number; body: string } | { forward: 'writer' | 'pool' };
+export type ExecOutcome = { status: number; body: string } | { forward: 'writer' } | {
+  forward: 'pool';
+  /** The plan has no static cost bound (whatever its parameter values): not an outgrown work cap. */
+  unbounded?: true;
+};
 
 export interface ExecOptions {
   /** Cooperative deadline per request (`--query-timeout-ms`). */
@@ -490,7 +494,7 @@ export function executeRequest(
     }
     if (inline && !plan.inlineSafe) {
       if (write) store.rollback(); else store.endRead();
-      return { forward: 'pool' };
+      return { forward: 'pool', unbounded: true };
     }
     const ctx: ExecCtx = {
       store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,

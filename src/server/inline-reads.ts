@@ -10,15 +10,24 @@
 // - An inline run gets a work cap (limits.inlineReadWorkMax units, ~1-2 ms, exec/guard.ts);
 //   a read that outgrows it is abandoned and sent to the pool (reads have no side effects),
 //   and its body text is remembered so the next identical body goes to the pool directly.
+// - A plan without a static cost bound is one whatever its parameter values: its body text
+//   with the `parameters` value cut out is remembered, so the next body of that query text
+//   goes to the pool without decoding its parameters here (a 128-number query vector costs
+//   ~15 us to decode, on the thread every client shares).
 import { limits } from '../limits.js';
 import { executeRequest, execOptions, type ExecOptions } from '../exec/request.js';
+import { lastParametersSpan } from '../protocol/request-text.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export class InlineReads implements QuerySink {
-  /** Body texts that outgrew the inline work cap (oldest forgotten). */
+  /**
+   * Body texts that outgrew the inline work cap, and (prefixed by a NUL, which JSON text
+   * cannot hold raw) query texts without a static cost bound, their `parameters` value cut
+   * out; oldest forgotten.
+   */
   private readonly tooCostly = new Set<string>();
   private readonly options: ExecOptions;
 
@@ -34,7 +43,8 @@ export class InlineReads implements QuerySink {
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
-    if (text === null || this.tooCostly.has(text)) {
+    const query = text === null ? null : queryText(text);
+    if (text === null || this.tooCostly.has(text) || (query !== null && this.tooCostly.has(query))) {
       if (text !== null) job.costly = true;
       this.pool.submit(job);
       return;
@@ -44,7 +54,7 @@ export class InlineReads implements QuerySink {
     if (!('forward' in outcome)) job.responder.respond(outcome.status, outcome.body);
     else if (outcome.forward === 'writer') this.writer.submit(job);
     else {
-      this.remember(text);
+      this.remember(outcome.unbounded === true && query !== null ? query : text);
       job.costly = true;
       this.pool.submit(job);
     }
@@ -62,4 +72,10 @@ export class InlineReads implements QuerySink {
     if (this.tooCostly.size >= limits.slowReadBodiesMax) this.tooCostly.delete(this.tooCostly.values().next().value!);
     this.tooCostly.add(text);
   }
+}
+
+/** A body's text without its `parameters` value, NUL-prefixed; null when it has none. */
+function queryText(text: string): string | null {
+  const span = lastParametersSpan(text);
+  return span === null ? null : `\u0000${text.slice(0, span[0])}\u0000${text.slice(span[1])}`;
 }
