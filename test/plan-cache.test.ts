@@ -11,6 +11,8 @@ import { decodeRequest } from '../src/protocol/decode.js';
 import { asSvcError, errorBody } from '../src/protocol/errors.js';
 import { parametersSpan } from '../src/protocol/request-text.js';
 import { Store } from '../src/store/store.js';
+import { InlineReads } from '../src/server/inline-reads.js';
+import type { QueryJob } from '../src/server/job.js';
 import { addN, q, read, str, i64, write } from './helpers/requests.js';
 
 const label = (l: string) => ({ eq: { left: { property: '$label' }, right: { constant: { string: l } } } });
@@ -135,17 +137,35 @@ describe('plan cache: one query text, other parameter values', () => {
     // index lookup runs. So the outcome shows which plan the cache handed out.
     const inline = { queryTimeoutMs: 30_000, inlineWorkMax: 10_000 };
     const look = (i: number) => exec(lookupText('email', JSON.stringify({ v: `p${i}@x` })), noFlags, inline);
-    expect(look(1)).toEqual({ forward: 'pool' });
-    expect(look(2)).toEqual({ forward: 'pool' }); // cached: still a scan
+    expect(look(1)).toEqual({ forward: 'pool', unbounded: true });
+    expect(look(2)).toEqual({ forward: 'pool', unbounded: true }); // cached: still a scan
     const spec = { node_equality: { label: 'P', property: 'email' } };
     ok(write([q('r', { create_index: { spec, if_not_exists: false } })], ['r']));
     settleIndexes();
     expect(look(3)).toEqual({ status: 200, body: '{"r":[3]}' });
     expect(look(4)).toEqual({ status: 200, body: '{"r":[4]}' });
     ok(write([q('r', { drop_index: { spec } })], ['r']));
-    expect(look(5)).toEqual({ forward: 'pool' });
+    expect(look(5)).toEqual({ forward: 'pool', unbounded: true });
     settleIndexes();
-    expect(look(6)).toEqual({ forward: 'pool' });
+    expect(look(6)).toEqual({ forward: 'pool', unbounded: true });
+  });
+
+  it('the HTTP thread remembers a query text sent to the pool for its catalog only: once an index bounds it, it runs inline', () => {
+    const { store, ok, settleIndexes } = onStore();
+    ok(write(Array.from({ length: 30 }, (_, i) => q(null, addN('P', [['email', str(`p${i}@x`)]]))), []));
+    const pooled: QueryJob[] = [], answers: string[] = [];
+    const inline = new InlineReads(store, { submit: (job) => { pooled.push(job); } }, { submit: () => { throw new Error('no writes here'); } }, { queryTimeoutMs: 30_000 });
+    const look = (i: number) => inline.submit({
+      body: new TextEncoder().encode(lookupText('email', JSON.stringify({ v: `p${i}@x` }))), flags: noFlags,
+      responder: { settled: false, respond: (_status: number, text: Uint8Array | string) => { answers.push(String(text)); } },
+    });
+    look(1);
+    look(2);
+    expect([pooled.length, answers.length]).toEqual([2, 0]);
+    ok(write([q('r', { create_index: { spec: { node_equality: { label: 'P', property: 'email' } }, if_not_exists: false } })], ['r']));
+    settleIndexes();
+    look(3);
+    expect([pooled.length, answers]).toEqual([2, ['{"r":[3]}']]);
   });
 
   it('a `parameters` member first, with an inner member of that name later in the query, answers for each value', () => {

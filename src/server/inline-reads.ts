@@ -11,12 +11,14 @@
 //   a read that outgrows it is abandoned and sent to the pool (reads have no side effects),
 //   and its body text is remembered so the next identical body goes to the pool directly.
 // - A plan without a static cost bound is one whatever its parameter values: its body text
-//   with the `parameters` value cut out is remembered, so the next body of that query text
+//   with the `parameters` value cut out is remembered (under the index catalog's version:
+//   an index can bound a scan), so the next body of that query text
 //   goes to the pool without decoding its parameters here (a 128-number query vector costs
 //   ~15 us to decode, on the thread every client shares).
 import { limits } from '../limits.js';
 import { executeRequest, execOptions, type ExecOptions } from '../exec/request.js';
 import { lastParametersSpan } from '../protocol/request-text.js';
+import { currentView } from '../index/view.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
@@ -43,7 +45,7 @@ export class InlineReads implements QuerySink {
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
-    const query = text === null ? null : queryText(text);
+    const query = text === null ? null : queryText(text, currentView(this.store).version);
     if (text === null || this.tooCostly.has(text) || (query !== null && this.tooCostly.has(query))) {
       if (text !== null) job.costly = true;
       this.pool.submit(job);
@@ -74,8 +76,11 @@ export class InlineReads implements QuerySink {
   }
 }
 
-/** A body's text without its `parameters` value, NUL-prefixed; null when it has none. */
-function queryText(text: string): string | null {
+/**
+ * A body's text without its `parameters` value, under the index catalog's version (an index
+ * can give a scan a static cost bound), NUL-separated; null when it has no `parameters`.
+ */
+function queryText(text: string, catalogVersion: number): string | null {
   const span = lastParametersSpan(text);
-  return span === null ? null : `\u0000${text.slice(0, span[0])}\u0000${text.slice(span[1])}`;
+  return span === null ? null : `\u0000${catalogVersion}\u0000${text.slice(0, span[0])}\u0000${text.slice(span[1])}`;
 }
