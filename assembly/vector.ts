@@ -137,7 +137,7 @@ export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32
 const G_DIM: u32 = 1, G_METRIC: u32 = 2, G_M: u32 = 3, G_M0: u32 = 4, G_EFC: u32 = 5, G_RECORD: u32 = 6, G_VEC: u32 = 7, G_CHUNK0: u32 = 13;
 const R_CREATED: u32 = 0, R_DELETED: u32 = 1, R_ELEMENT: u32 = 2, R_LEVEL: u32 = 3, R_UPPER: u32 = 4, R_NORM: u32 = 5;
 const R_Q_STEP: u32 = 6, R_Q_ERROR: u32 = 7, R_Q_NORM: u32 = 8, R_SQUARES: u32 = 9, R_N0: u32 = 10;
-const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13;
+const S_BATCH: u32 = 12, S_BATCH_CAP: u32 = 13, S_WITHIN_RECORDS: u32 = 14;
 const E_CHUNK_SHIFT: u32 = 16, W_RANKED: u32 = 0, W_RECORD: u32 = 1;
 const S_TAG: u32 = 0, S_VISITED: u32 = 1, S_VISITED_CAP: u32 = 2, S_CAND: u32 = 3, S_RES: u32 = 5, S_OUT: u32 = 7, S_QUERY: u32 = 8, S_SEL: u32 = 10;
 
@@ -609,7 +609,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
     wNorm = <f64>roundUp(Math.sqrt(qSquares));
     wSquares = qSquares;
   }
-  let nr: u32 = 0;
+  let nr: u32 = 0, records: u32 = 0;
   for (let i: u32 = 0; i < n; i++) {
     const id = word(batch + i);
     let st = W_RECORD;
@@ -642,7 +642,9 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
       }
     }
     setWord(status + i, st);
+    records += st; // W_RECORD is 1, W_RANKED 0
   }
+  setWord(s + S_WITHIN_RECORDS, records);
   // Heap sort in place: ascending (distance, element) pairs [d, position] at S_RES.
   for (let end = nr; end > 1; end--) {
     const d = fword(h + 2 * (end - 1)), p = word(h + 2 * (end - 1) + 1);

@@ -296,7 +296,8 @@ function rankWithin(ctx: ExecCtx, opName: string, input: WithinInput, index: Vie
   const best = Math.min(k, n);
   guard.charge(best * 8);
   const positions = new Uint32Array(best), nearest = new Float32Array(best);
-  const found = VectorGraph.attach(memory, wanted).withinTop(query, index.elements!, ids, n, ctx.at, k, status, positions, nearest);
+  const graph = VectorGraph.attach(memory, wanted);
+  const found = graph.withinTop(query, index.elements!, ids, n, ctx.at, k, status, positions, nearest);
   // Candidates: the kernel's best, then those decided from their records.
   const candidateRows: number[] = [], candidateIds: number[] = [], distances: number[] = [];
   for (let j = 0; j < found; j++) {
@@ -305,7 +306,7 @@ function rankWithin(ctx: ExecCtx, opName: string, input: WithinInput, index: Vie
     distances.push(nearest[j]!);
   }
   let filter: Candidates | null = null, elements: ElementPoints | null = null;
-  for (let c = 0; c < n; c++) {
+  for (let c = 0; c < n && graph.recordCandidates > 0; c++) {
     if (status[c] !== W_RECORD) continue;
     const id = ids[c]!;
     elements ??= ElementPoints.attach(memory, index.elements!);

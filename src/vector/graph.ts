@@ -18,7 +18,7 @@ import { kernelsFor } from './kernel.js';
 import {
   G_CHUNK0, G_CHUNKS, G_COUNT, G_DIM, G_EFC, G_ENTRY, G_HEADER_WORDS, G_M, G_M0, G_MAGIC, G_METRIC, G_RECORD, G_RNG, G_TOP, G_VEC,
   GRAPH_MAGIC, METRIC_COSINE, METRIC_EUCLIDEAN, METRIC_MANHATTAN, NEVER,
-  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_OUT, S_QUERY, S_RES, vectorWords, chunkWords, compactWords,
+  R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_NORM, R_UPPER, recordWords, S_BATCH, S_BATCH_CAP, S_WITHIN_RECORDS, S_OUT, S_QUERY, S_RES, vectorWords, chunkWords, compactWords,
 } from './layout.js';
 import type { VectorMemory } from './memory.js';
 
@@ -67,6 +67,8 @@ export class VectorGraph {
   private readonly m0: number;
   private readonly efc: number;
   private readonly recordW: number;
+  /** How many candidates the last withinTop() left to their records (W_RECORD). */
+  recordCandidates = 0;
   private readonly vecOffset: number;
   private readonly levelScale: number;
 
@@ -260,12 +262,14 @@ export class VectorGraph {
    * (index/vector-elements.ts), get status[i] = W_RANKED, the others W_RECORD (the caller
    * decides those from their records); the k nearest ranked ones, ascending by (distance,
    * ID), go to `positions` (indexes into `ids`) and `distances`. One kernel pass, no call
-   * per candidate. Returns how many.
+   * per candidate. Returns how many. `status` is written only when some candidate is
+   * W_RECORD: recordCandidates says how many.
    */
   withinTop(query: Float32Array, elements: number, ids: Uint32Array, count: number, snapshot: number, k: number, status: Uint32Array, positions: Uint32Array, distances: Float32Array): number {
     if (query.length !== this.dimension) fail(`query of length ${query.length} for dimension ${this.dimension}`);
     const want = Math.min(k, count);
     if (!(count <= ids.length && count <= status.length && want <= positions.length && want <= distances.length)) fail(`within top of ${count} elements into ${ids.length} / ${status.length} / ${positions.length} / ${distances.length}`);
+    this.recordCandidates = 0;
     if (want === 0) return 0;
     const vm = this.vm;
     const known = Atomics.load(vm.u32, this.root + G_COUNT);
@@ -280,7 +284,8 @@ export class VectorGraph {
     const found = kernelsFor(vm).withinTop(this.root, elements, s, count, snapshot, known, want);
     u = vm.u32;
     const res = u[s + S_RES]!, f = vm.f32;
-    status.set(u.subarray(batch + u[s + S_BATCH_CAP]!, batch + u[s + S_BATCH_CAP]! + count));
+    this.recordCandidates = u[s + S_WITHIN_RECORDS]!;
+    if (this.recordCandidates > 0) status.set(u.subarray(batch + u[s + S_BATCH_CAP]!, batch + u[s + S_BATCH_CAP]! + count));
     for (let j = 0; j < found; j++) {
       distances[j] = f[res + 2 * j]!;
       positions[j] = u[res + 2 * j + 1]!;

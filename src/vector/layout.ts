@@ -99,6 +99,7 @@ export const S_SEL = 10; // neighbour selection: 2 * (M0 + 1) pair words + M0 + 
 export const S_SEL_CAP = 11; // pairs
 export const S_BATCH = 12; // withinTop(): S_BATCH_CAP element IDs, then as many u32 statuses
 export const S_BATCH_CAP = 13;
+export const S_WITHIN_RECORDS = 14; // withinTop(): how many candidates it left to their records (W_RECORD)
 export const S_HEADER_WORDS = 16;
 
 /**

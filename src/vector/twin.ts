@@ -18,7 +18,7 @@ import {
   METRIC_COSINE, METRIC_EUCLIDEAN, NEVER,
   R_CREATED, R_DELETED, R_ELEMENT, R_LEVEL, R_N0, R_NORM, R_UPPER, R_Q_STEP, R_Q_ERROR, R_Q_NORM, R_SQUARES, compactWords,
   E_CHUNK_SHIFT, W_RANKED, W_RECORD,
-  S_BATCH, S_BATCH_CAP, S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
+  S_BATCH, S_BATCH_CAP, S_WITHIN_RECORDS, S_CAND, S_OUT, S_QUERY, S_RES, S_SEL, S_TAG, S_VISITED, S_VISITED_CAP,
 } from './layout.js';
 
 const fr = Math.fround;
@@ -323,6 +323,7 @@ export function withinTop(root: number, elements: number, s: number, n: number, 
   const batch = U[s + S_BATCH]!, status = batch + U[s + S_BATCH_CAP]!, h = U[s + S_RES]!;
   const slotMask = (1 << E_CHUNK_SHIFT) - 1;
   const ranked: { d: number; i: number }[] = [];
+  let records = 0;
   for (let i = 0; i < n; i++) {
     const id = U[batch + i]!;
     let st = W_RECORD;
@@ -339,7 +340,9 @@ export function withinTop(root: number, elements: number, s: number, n: number, 
       }
     }
     U[status + i] = st;
+    records += st; // W_RECORD is 1, W_RANKED 0
   }
+  U[s + S_WITHIN_RECORDS] = records;
   ranked.sort((x, y) => x.d - y.d || U[batch + x.i]! - U[batch + y.i]!);
   const nr = Math.min(k, ranked.length);
   for (let j = 0; j < nr; j++) {
