@@ -23,6 +23,16 @@ import {
   chainCaseArb, extraArb, faultArb, graphArb, probeBody, readArb, repeatCaseArb, shortestPathCaseArb, stateBody, writeArb, type GraphCase,
 } from './differential/arbitraries.js';
 
+/** Run `body` on the traversal kernels' JS twins, then switch the kernels back on. */
+async function onJsKernels(body: () => Promise<void>): Promise<void> {
+  setTraversalKernel(false);
+  try {
+    await body();
+  } finally {
+    setTraversalKernel(true);
+  }
+}
+
 /** This run's seed: DIFF_SEED, or a fresh one (fast-check's seeds are 32-bit integers). */
 const seed = process.env.DIFF_SEED === undefined ? (Math.random() * 0x1_0000_0000) | 0 : Number(process.env.DIFF_SEED);
 if (!Number.isSafeInteger(seed)) throw new Error(`DIFF_SEED must be an integer, got ${process.env.DIFF_SEED}`);
@@ -108,12 +118,7 @@ describe('engine vs reference interpreter', () => {
   });
 
   it('the same with the JS layer expansion instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
-    setTraversalKernel(false);
-    try {
-      await check(shortestPathCaseArb, 300, (bodies) => differential(bodies));
-    } finally {
-      setTraversalKernel(true);
-    }
+    await onJsKernels(() => check(shortestPathCaseArb, 300, (bodies) => differential(bodies)));
   });
 
   it('multi-hop repeats of one navigation step under dedup, count or nothing, every emit mode', { timeout: 120_000 }, async () => {
@@ -121,12 +126,7 @@ describe('engine vs reference interpreter', () => {
   });
 
   it('the same with the JS navigation step instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
-    setTraversalKernel(false);
-    try {
-      await check(repeatCaseArb, 200, (bodies) => differential(bodies));
-    } finally {
-      setTraversalKernel(true);
-    }
+    await onJsKernels(() => check(repeatCaseArb, 200, (bodies) => differential(bodies)));
   });
 
   it('navigation chains under count, exists, limit, range and dedup (answered without materializing every walk)', { timeout: 120_000 }, async () => {
@@ -134,12 +134,7 @@ describe('engine vs reference interpreter', () => {
   });
 
   it('the same with the JS navigation of plain node rows instead of the WebAssembly kernel', { timeout: 120_000 }, async () => {
-    setTraversalKernel(false);
-    try {
-      await check(chainCaseArb, 200, (bodies) => differential(bodies));
-    } finally {
-      setTraversalKernel(true);
-    }
+    await onJsKernels(() => check(chainCaseArb, 200, (bodies) => differential(bodies)));
   });
 
   it('writes with every mutation, incl. drop_edge and drop_edge_labeled', { timeout: 120_000 }, async () => {
