@@ -174,8 +174,8 @@ describe('element IDs in the query text: one plan per shape', () => {
     // An ID in the text and a nodes_where: a scan (sent to the pool when inline) until an index serves it.
     const text = (id: number) => JSON.stringify(read([q('a', { id: { input: nodesOf(0) } }), q('r', { id: { input: { nodes_where: { predicate: byName } } } })], ['a', 'r'])).replace(`"${H(0)}"`, String(id));
     const inline = { queryTimeoutMs: 30_000, inlineWorkMax: 10_000 };
-    expect(executeRequest(store, text(1), noFlags, 'reader', inline)).toEqual({ forward: 'pool' });
-    expect(executeRequest(store, text(4), noFlags, 'reader', inline)).toEqual({ forward: 'pool' });
+    expect(executeRequest(store, text(1), noFlags, 'reader', inline)).toEqual({ forward: 'pool', unbounded: true });
+    expect(executeRequest(store, text(4), noFlags, 'reader', inline)).toEqual({ forward: 'pool', unbounded: true });
     exec(write([q('r', { create_index: { spec: { node_equality: { label: 'P', property: 'name' } }, if_not_exists: false } })], ['r']));
     settle();
     expect(executeRequest(store, text(3), noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"a":[3],"r":[2]}' });
