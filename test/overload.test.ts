@@ -386,27 +386,30 @@ describe('a reader thread that dies', () => {
     }
   });
 
-  it('a costly request waits in a busy thread as its second task; cheap ones wait for an idle thread, in order', async () => {
+  it('one costly request may wait in a busy thread as a spare task; cheap ones wait for an idle thread, in order; one thread holds no spare', async () => {
     const store = Store.create();
     const label = freshLabel();
     executeRequest(store, addNode(label), noFlags, 'writer');
     const forward: QuerySink = { submit: (j) => j.responder.respond(500, 'unexpected') };
-    const pool = await ReaderPool.start({ shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward });
-    try {
-      const costly = () => { const j = job(countLabel(label)); j.job.costly = true; return j; };
-      const first = job(countLabel(label)), second = costly(), cheap = job(countLabel(label)), third = costly();
-      pool.submit(first.job);
-      expect([pool.tasksInFlight, pool.queued]).toEqual([1, 0]);
-      pool.submit(second.job);
-      expect([pool.tasksInFlight, pool.queued], 'the costly one goes to the busy thread').toEqual([2, 0]);
-      pool.submit(cheap.job);
-      pool.submit(third.job);
-      expect([pool.tasksInFlight, pool.queued], 'a thread holds two tasks at most; the costly one queues behind the cheap one').toEqual([2, 2]);
-      const answers = await Promise.all([first, second, cheap, third].map((j) => j.answer));
-      expect(answers).toEqual(Array.from({ length: 4 }, () => ({ status: 200, body: '{"c":1}' })));
-      expect(pool.tasksInFlight).toBe(0);
-    } finally {
-      await pool.close();
+    const costly = () => { const j = job(countLabel(label)); j.job.costly = true; return j; };
+    for (const threads of [2, 1]) {
+      const pool = await ReaderPool.start({ shared: store.shared, threads, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward });
+      try {
+        const busy = Array.from({ length: threads }, () => job(countLabel(label)));
+        const spare = costly(), cheap = job(countLabel(label)), later = costly();
+        for (const b of busy) pool.submit(b.job);
+        expect([pool.tasksInFlight, pool.queued]).toEqual([threads, 0]);
+        pool.submit(spare.job);
+        expect([pool.tasksInFlight, pool.queued], `${threads} threads: the spare goes out`).toEqual(threads > 1 ? [threads + 1, 0] : [1, 1]);
+        pool.submit(cheap.job);
+        pool.submit(later.job);
+        expect([pool.tasksInFlight, pool.queued], `${threads} threads: one spare in all; the costly one queues behind the cheap one`).toEqual(threads > 1 ? [threads + 1, 2] : [1, 3]);
+        const answers = await Promise.all([...busy, spare, cheap, later].map((j) => j.answer));
+        expect(answers).toEqual(Array.from({ length: threads + 3 }, () => ({ status: 200, body: '{"c":1}' })));
+        expect(pool.tasksInFlight).toBe(0);
+      } finally {
+        await pool.close();
+      }
     }
   });
 

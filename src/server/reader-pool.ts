@@ -6,9 +6,9 @@
 // bare uWS. So the main thread does not hand requests to Piscina one by one:
 //
 //   - It keeps its own FIFO of complete requests and counts tasks in flight.
-//   - At most one task per worker thread is in flight, and a second one only for a costly
-//     request (a search or a read past the inline work cap: it runs alone), which waits in
-//     the thread's port so the thread never idles between two of them. When a request
+//   - At most one task per worker thread is in flight, plus (with several threads) one spare
+//     costly request (a search or a read past the inline work cap: it runs alone) waiting in
+//     a busy thread's port, so that thread does not idle between two of them. When a request
 //     arrives and a thread is idle, it goes out at once as a task of one: at low load a
 //     read costs exactly one hop, no timer, no waiting for company.
 //   - When every thread is busy, requests wait in the FIFO. The moment a task comes
@@ -26,7 +26,7 @@
 //
 // Bounds (limits.ts): the FIFO holds at most readerQueueRequestsMax requests and
 // readerQueueBodyBytesMax body bytes; a request past either is shed (503, queue-bound.ts).
-// Piscina's own queue stays empty: at most two tasks per thread are ever handed to it.
+// Piscina's own queue stays empty: at most one task per thread, and one spare, are ever handed to it.
 //
 // A thread that dies (heap limit, a bug) is replaced by Piscina (minThreads = threads) and
 // the task's promise rejects. The requests of a dead batch are collateral: each is retried
@@ -122,8 +122,8 @@ export class ReaderPool implements QuerySink {
       maxThreads: options.threads,
       // Fixed size: never retire an idle thread (it would re-attach on the next burst).
       idleTimeout: Number.POSITIVE_INFINITY,
-      // A second task only ever follows a costly request (pump): it waits in the thread's
-      // port, so the thread starts it the moment the first ends.
+      // A second task goes to a thread only as the pool's one spare costly request (hasRoom):
+      // it waits in the thread's port, so the thread starts it the moment the first ends.
       concurrentTasksPerWorker: 2,
       resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
       workerData,
@@ -195,14 +195,17 @@ export class ReaderPool implements QuerySink {
   }
 
   /**
-   * Whether `job` may go out now: a thread is idle, or it is costly (it runs alone) and some
-   * thread has only one task. Such a thread takes it the moment its task ends, instead of
-   * idling while the answer travels back here and the next task out (a round trip through
-   * two event loops, ~20 % of a 300 us search measured). Cheap requests wait for an idle
-   * thread, so they still leave in batches.
+   * Whether `job` may go out now: a thread is idle, or it is costly (it runs alone), there
+   * are several threads, and no thread holds a second task yet. That thread takes it the
+   * moment its task ends, instead of idling while the answer travels back here and the next
+   * task out (a round trip through two event loops, ~20 % of a 300 us search measured).
+   * One spare task in all, not one per thread: a request waiting in the FIFO then still
+   * finds a thread with a single task ahead of it, so no wait grows past one task's deadline;
+   * and the spare task's own deadline counts from its arrival, as in the FIFO. Cheap
+   * requests wait for an idle thread, so they still leave in batches.
    */
   private hasRoom(job: QueryJob | undefined): boolean {
-    return this.busy < this.threads || (job?.costly === true && this.busy < 2 * this.threads);
+    return this.busy < this.threads || (job?.costly === true && this.threads > 1 && this.busy < this.threads + 1);
   }
 
   /**
