@@ -10,6 +10,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { action, CliError } from './errors.js';
 import { httpRequest, Unreachable, type HttpResponse } from './http.js';
+import { integerOption } from './options.js';
 
 export const adminUrlEnv = 'SVC_CLOUD_ADMIN_URL';
 export const defaultAdminPort = 7070;
@@ -25,15 +26,6 @@ const waitPollMs = 500;
 
 interface AdminFlags {
   adminUrl?: string;
-}
-
-function integerOption(name: string, min: number, max: number): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
-    }
-    return Number(value);
-  };
 }
 
 function positiveNumberOption(name: string): (value: string) => number {

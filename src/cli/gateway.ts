@@ -6,8 +6,9 @@
 // No secret is taken from a flag: a password in --redis-url or --store would show in
 // `ps`; put it in SVC_REDIS_URL / SVC_CONTROL_PLANE_STORE instead (both are read when the
 // flag is absent).
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { action, CliError } from './errors.js';
+import { integerOption } from './options.js';
 
 const storeEnv = 'SVC_CONTROL_PLANE_STORE';
 const redisEnv = 'SVC_REDIS_URL';
@@ -27,15 +28,6 @@ interface GatewayFlags {
   healthIntervalMs: number;
   usageFlushMs: number;
   accessLog?: boolean;
-}
-
-function integerOption(name: string, min: number, max: number): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
-    }
-    return Number(value);
-  };
 }
 
 export function registerGateway(program: Command): void {

@@ -20,7 +20,7 @@ import { formatJson, isJson } from './json-format.js';
 import { checkInstanceName, defaultHost, defaultPort, findInstance, findProjectRoot, loadProjectAt } from './project.js';
 import { checkRequestText, readRequestFile, type PreparedRequest } from './request-input.js';
 import { portOption } from './init.js';
-import { msOption } from './start.js';
+import { integerOption } from './options.js';
 import { requestFromExpression, requestFromTsFile } from './ts-eval.js';
 
 interface QueryOptions extends CloudFlags {
@@ -65,7 +65,7 @@ export function registerQuery(program: Command): void {
     .option('--wait', 'after a write that created or dropped indexes, wait for those index operations and show their progress on stderr (exit 2 when one is blocked or aborted)')
     .option('--host <host>', 'local instance: connect to this host instead of the configured one')
     .option('--port <port>', 'local instance: connect to this port instead of the configured one', portOption)
-    .option('--timeout-ms <ms>', 'give up after this long (0 = wait as long as the server takes)', msOption('timeout-ms', 0, 86_400_000), 0)
+    .option('--timeout-ms <ms>', 'give up after this long (0 = wait as long as the server takes)', integerOption('timeout-ms', 0, 86_400_000), 0)
     .addOption(new Option('--gateway-url <url>', 'cloud instance: override gateway_url').helpGroup('Cloud instance overrides:'))
     .addOption(new Option('--auth-header <name>', 'cloud instance: override query_auth_header').helpGroup('Cloud instance overrides:'))
     .addOption(new Option('--auth-scheme <scheme>', 'cloud instance: override query_auth_scheme').choices(['bearer', 'raw']).helpGroup('Cloud instance overrides:'))

@@ -11,6 +11,7 @@ import { uwsNativeProblem } from '../server/uws.js';
 import { limits } from '../limits.js';
 import { SLOW_QUERY_MS_DEFAULT } from '../server/request-log.js';
 import { noAuthenticationWarning } from './bind-address.js';
+import { integerOption } from './options.js';
 
 interface ServeOptions {
   host: string;
@@ -31,15 +32,6 @@ interface ServeOptions {
   queryMemoryMb: number;
   logRequests?: boolean;
   slowQueryMs: number;
-}
-
-function integerOption(name: string, min: number, max: number): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
-    const n = Number(value);
-    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
-    return n;
-  };
 }
 
 function onOffOption(value: string): 'on' | 'off' {

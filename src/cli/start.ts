@@ -9,12 +9,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { delimiter, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { action, CliError, messageOf } from './errors.js';
 import { httpRequest, localBaseUrl, Unreachable } from './http.js';
 import { inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject, type Project, type StorageMode } from './project.js';
 import { noAuthenticationWarning } from './bind-address.js';
+import { integerOption } from './options.js';
 
 interface StartOptions {
   disk?: boolean;
@@ -27,22 +28,15 @@ const mainPath = fileURLToPath(new URL('./main.js', import.meta.url));
 const pollIntervalMs = 100;
 const logTailLines = 20;
 
-export function msOption(name: string, min: number, max: number): (value: string) => number {
-  return (value: string) => {
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
-    return Number(value);
-  };
-}
-
 export function registerStart(program: Command): void {
   program
     .command('start')
     .description('start a local instance in the background (svc serve), wait until it is ready and print its URL')
     .argument('<instance>', 'a [local.<instance>] table of svc.toml')
     .option('--disk', 'persist data under <state_dir>/data/<instance> (default: the instance\'s storage setting, "memory" unless set)')
-    .option('--wait-timeout-ms <ms>', 'how long to wait for the instance to become ready', msOption('wait-timeout-ms', 1, 600_000), 30_000)
+    .option('--wait-timeout-ms <ms>', 'how long to wait for the instance to become ready', integerOption('wait-timeout-ms', 1, 600_000), 30_000)
     .option('--log-requests', 'passed to svc serve: one JSON line per query request in the instance log')
-    .option('--slow-query-ms <ms>', 'passed to svc serve: log requests slower than this (0 = off; default 1000)', msOption('slow-query-ms', 0, 86_400_000))
+    .option('--slow-query-ms <ms>', 'passed to svc serve: log requests slower than this (0 = off; default 1000)', integerOption('slow-query-ms', 0, 86_400_000))
     .addHelpText('after', '\nThe pid file, the state file and the log (<instance>.log) are kept in the instance\'s state_dir (default .svc).')
     .action(action('start', async (name: string, options: StartOptions) => {
       await start(name, options);

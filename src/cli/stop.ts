@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { action, CliError } from './errors.js';
 import { inspect, isAlive, removeRunFiles } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject } from './project.js';
-import { msOption } from './start.js';
+import { integerOption } from './options.js';
 
 interface StopOptions {
   timeoutMs: number;
@@ -19,7 +19,7 @@ export function registerStop(program: Command): void {
     .command('stop')
     .description('stop a local instance started with `svc start` (SIGTERM, then wait); succeeds when it is already stopped')
     .argument('<instance>', 'a [local.<instance>] table of svc.toml')
-    .option('--timeout-ms <ms>', 'how long to wait for a graceful exit before SIGKILL', msOption('timeout-ms', 1, 600_000), 30_000)
+    .option('--timeout-ms <ms>', 'how long to wait for a graceful exit before SIGKILL', integerOption('timeout-ms', 1, 600_000), 30_000)
     .action(action('stop', async (name: string, options: StopOptions) => {
       await stop(name, options);
     }));

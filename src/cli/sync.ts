@@ -13,7 +13,7 @@ import { action, CliError } from './errors.js';
 import { checkSetting, cloudHeaders, cloudHint, findApiKey, resolveCloudSettings, settingKeys, type CloudFlags, type SettingKey } from './cloud.js';
 import { httpRequest, Unreachable } from './http.js';
 import { checkInstanceName, loadProject, parseProject, type EnterpriseInstance } from './project.js';
-import { msOption } from './start.js';
+import { integerOption } from './options.js';
 import { setTableKeys } from './toml-edit.js';
 
 interface SyncOptions extends CloudFlags {
@@ -31,7 +31,7 @@ export function registerSync(program: Command): void {
     .addOption(new Option('--auth-scheme <scheme>', 'override query_auth_scheme for this request').choices(['bearer', 'raw']))
     .option('--auth-env <variable>', 'override query_auth_env for this request')
     .option('--dry-run', 'print what would change without writing svc.toml')
-    .option('--timeout-ms <ms>', 'give up after this long', msOption('timeout-ms', 1, 600_000), 10_000)
+    .option('--timeout-ms <ms>', 'give up after this long', integerOption('timeout-ms', 1, 600_000), 10_000)
     .action(action('sync', async (name: string, options: SyncOptions) => {
       await sync(name, options);
     }));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { action } from './errors.js';
 import { httpRequest, Unreachable } from './http.js';
-import { msOption } from './start.js';
+import { integerOption } from './options.js';
 
 interface UpdateOptions {
   registry?: string;
@@ -35,7 +35,7 @@ export function registerUpdate(program: Command): void {
     .command('update')
     .description('check the npm registry for a newer svcdb and print how to upgrade (changes nothing)')
     .option('--registry <url>', 'npm registry to ask (default: $SVC_UPDATE_REGISTRY, $npm_config_registry, https://registry.npmjs.org)')
-    .option('--timeout-ms <ms>', 'give up after this long', msOption('timeout-ms', 1, 60_000), 3_000)
+    .option('--timeout-ms <ms>', 'give up after this long', integerOption('timeout-ms', 1, 60_000), 3_000)
     .action(action('update', async (options: UpdateOptions) => {
       await update(options);
     }));
