@@ -25,12 +25,10 @@ import type { QueryJob, QuerySink } from './job.js';
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export class InlineReads implements QuerySink {
-  /**
-   * Body texts that outgrew the inline work cap, and (prefixed by a NUL, which JSON text
-   * cannot hold raw) query texts without a static cost bound, their `parameters` value cut
-   * out; oldest forgotten.
-   */
+  /** Body texts that outgrew the inline work cap (oldest forgotten). */
   private readonly tooCostly = new Set<string>();
+  /** Query texts (queryText) whose plans have no static cost bound (oldest forgotten). */
+  private readonly unbounded = new Set<string>();
   private readonly options: ExecOptions;
 
   constructor(
@@ -45,8 +43,8 @@ export class InlineReads implements QuerySink {
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
-    const query = text === null ? null : queryText(text, currentView(this.store).version);
-    if (text === null || this.tooCostly.has(text) || (query !== null && this.tooCostly.has(query))) {
+    // The query text is cut out only once some is remembered: other reads pay nothing.
+    if (text === null || this.tooCostly.has(text) || (this.unbounded.size > 0 && this.unbounded.has(queryText(text, this.store) ?? ''))) {
       if (text !== null) job.costly = true;
       this.pool.submit(job);
       return;
@@ -56,7 +54,9 @@ export class InlineReads implements QuerySink {
     if (!('forward' in outcome)) job.responder.respond(outcome.status, outcome.body);
     else if (outcome.forward === 'writer') this.writer.submit(job);
     else {
-      this.remember(outcome.unbounded === true && query !== null ? query : text);
+      const query = outcome.unbounded === true ? queryText(text, this.store) : null;
+      if (query !== null) remember(this.unbounded, query);
+      else remember(this.tooCostly, text);
       job.costly = true;
       this.pool.submit(job);
     }
@@ -69,18 +69,20 @@ export class InlineReads implements QuerySink {
       return null; // not UTF-8: a reader answers the decode error
     }
   }
+}
 
-  private remember(text: string): void {
-    if (this.tooCostly.size >= limits.slowReadBodiesMax) this.tooCostly.delete(this.tooCostly.values().next().value!);
-    this.tooCostly.add(text);
-  }
+/** Add `text` to `texts`, forgetting the oldest past limits.slowReadBodiesMax. */
+function remember(texts: Set<string>, text: string): void {
+  if (texts.size >= limits.slowReadBodiesMax) texts.delete(texts.values().next().value!);
+  texts.add(text);
 }
 
 /**
- * A body's text without its `parameters` value, under the index catalog's version (an index
- * can give a scan a static cost bound), NUL-separated; null when it has no `parameters`.
+ * A body's text without its `parameters` value, under the store's index catalog version (an
+ * index can give a scan a static cost bound), NUL-separated (JSON text holds no raw NUL);
+ * null when it has no `parameters`.
  */
-function queryText(text: string, catalogVersion: number): string | null {
+function queryText(text: string, store: Store): string | null {
   const span = lastParametersSpan(text);
-  return span === null ? null : `\u0000${catalogVersion}\u0000${text.slice(0, span[0])}\u0000${text.slice(span[1])}`;
+  return span === null ? null : `${currentView(store).version}\u0000${text.slice(0, span[0])}\u0000${text.slice(span[1])}`;
 }
