@@ -17,6 +17,18 @@ import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } fro
 import { countNodesBody } from './helpers/requests.js';
 import { eventually } from './helpers/eventually.js';
 
+/** A request body of `count` chunks of `chunkBytes` spaces, sent chunked (no Content-Length). */
+function chunkedSpaces(chunkBytes: number, count: number): ReadableStream<Uint8Array> {
+  const chunk = new Uint8Array(chunkBytes).fill(0x20);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= count) controller.close();
+      else { sent++; controller.enqueue(chunk); }
+    },
+  });
+}
+
 const MiB = 1024 * 1024;
 /** Rate limit high enough never to interfere with the functional tests. */
 const UNLIMITED = { perSecond: 100_000, burst: 100_000 };
@@ -311,15 +323,7 @@ describe('gateway error codes', () => {
     const limit = await post(gateway, new Uint8Array(2 * MiB).fill(0x20), auth(keyA, 'db_a'));
     expect(errorOf(limit).error).toBe('invalid_query_json');
     // chunked, no Content-Length
-    const chunk = new Uint8Array(256 * 1024).fill(0x20);
-    let sent = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent >= 12) controller.close();
-        else { sent++; controller.enqueue(chunk); }
-      },
-    });
-    const res = await fetch(`${gateway.url}/v2/query`, { method: 'POST', body: stream, headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
+    const res = await fetch(`${gateway.url}/v2/query`, { method: 'POST', body: chunkedSpaces(256 * 1024, 12), headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
     expect(res.status).toBe(413);
     expect((await res.json() as { error: string }).error).toBe('payload_too_large');
   });
@@ -683,15 +687,7 @@ describe('bounded memory', () => {
     }
     await eventually(() => g.bufferedBytes().requestBodies === 0, 'the abandoned body is released');
     // A chunked body past the bound: 503 server_overloaded, and nothing stays counted.
-    const chunk = new Uint8Array(1024).fill(0x20);
-    let sent = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent >= 8) controller.close();
-        else { sent++; controller.enqueue(chunk); }
-      },
-    });
-    const res = await fetch(`${g.url}/v2/query`, { method: 'POST', body: stream, headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
+    const res = await fetch(`${g.url}/v2/query`, { method: 'POST', body: chunkedSpaces(1024, 8), headers: auth(keyA, 'db_a'), duplex: 'half' } as RequestInit);
     expect(res.status).toBe(503);
     expect((await res.json() as { error: string }).error).toBe('server_overloaded');
     await eventually(() => g.bufferedBytes().requestBodies === 0, 'the refused body is released');
