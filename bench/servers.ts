@@ -1,6 +1,6 @@
 // Starting and stopping the server processes the HTTP scenarios talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { procMemory } from './util.js';
 
@@ -53,13 +53,19 @@ export async function startListening(name: string, script: string, args: string[
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${name}: no "listening on" line within ${opts.startTimeoutMs ?? 15000} ms\n${out}${stderr}`)), opts.startTimeoutMs ?? 15000);
     child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
+      if (out.length < 65_536) out += d.toString();
       const m = /listening on (http:\/\/[^\s)]+)/.exec(out);
       if (m) { clearTimeout(timer); resolve(m[1]!.replace(/\/$/, '')); }
     });
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with code ${code} before listening\n${out}${stderr}`)); });
   });
   child.stdout!.resume();
+  // Debugging aid: SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout (e.g. node --trace-gc-nvp).
+  const logDir = process.env.SVCDB_BENCH_SERVER_LOG;
+  if (logDir) {
+    const file = `${logDir}/${name.replace(/[^\w.-]+/g, '_')}-${child.pid}.log`;
+    child.stdout!.on('data', (d: Buffer) => appendFileSync(file, d));
+  }
 
   return {
     name, pid: child.pid!, url, command,

@@ -64,6 +64,7 @@ function renderPresent(s: Stream): string {
   switch (s.kind) {
     case 'rows': case 'fold': return renderRows(s.rows);
     case 'scalars': return renderItems(s.items);
+    case 'lazy_scalars': return renderList(s.source.length, (i) => s.source.render(i));
     case 'count': return String(s.n);
     case 'exists': return s.value ? 'true' : 'false';
     case 'object': return renderValue(s.value);

@@ -86,9 +86,20 @@ export type Stream =
   | { kind: 'rows'; rows: RowSet }
   | { kind: 'fold'; rows: RowSet }
   | { kind: 'scalars'; items: Value[] }
+  /** Scalars built only if an operator reads them; rendering may write them directly (exec/element-maps.ts). */
+  | { kind: 'lazy_scalars'; source: LazyScalars }
   | { kind: 'count'; n: number }
   | { kind: 'exists'; value: boolean }
   | { kind: 'object'; value: Value };
+
+/** Scalar items that are cheaper to render than to build. */
+export interface LazyScalars {
+  readonly length: number;
+  /** The items, built once. */
+  items(): Value[];
+  /** Item `i` as response JSON, byte for byte renderValue(items()[i]). */
+  render(i: number): string;
+}
 
 export const rowsOf = (rows: RowSet): Stream => ({ kind: 'rows', rows });
 
@@ -96,13 +107,14 @@ export const rowsOf = (rows: RowSet): Stream => ({ kind: 'rows', rows });
 export function needRows(s: Stream, op: string): RowSet {
   if (s.kind === 'rows') return s.rows;
   if (s.kind === 'fold') throw queryError(`${op} expected stream input, got a folded stream; use unfold first`);
-  throw queryError(`${op} expected stream input, got ${s.kind === 'scalars' ? 'scalar values' : `a ${s.kind} result`}`);
+  throw queryError(`${op} expected stream input, got ${s.kind === 'scalars' || s.kind === 'lazy_scalars' ? 'scalar values' : `a ${s.kind} result`}`);
 }
 
 /** Items of a stream as scalars, for operators that accept scalar input (windows, dedup, count). */
 export function scalarItems(s: Stream): Value[] | null {
   switch (s.kind) {
     case 'scalars': return s.items;
+    case 'lazy_scalars': return s.source.items();
     case 'count': return [BigInt(s.n)];
     case 'exists': return [s.value];
     case 'object': return [s.value];
@@ -116,6 +128,7 @@ export function sizeOf(s: Stream): number {
     case 'rows': return s.rows.length;
     case 'fold': return s.rows.length > 0 ? 1 : 0;
     case 'scalars': return s.items.length;
+    case 'lazy_scalars': return s.source.length;
     case 'count': return s.n;
     case 'exists': return s.value ? 1 : 0;
     case 'object': return 1;

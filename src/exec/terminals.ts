@@ -5,17 +5,7 @@ import type { Value } from '../protocol/value.js';
 import { evalExpr, resolveProperty, type ExecCtx } from './context.js';
 import { idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, scalarItems, type Stream } from './rows.js';
 import { CONTAINER_BYTES, ENTRY_BYTES, guard, ROW_BYTES } from './guard.js';
-
-function storedMap(ctx: ExecCtx, el: number): Map<string, Value> {
-  const store = ctx.store;
-  const id = idOfKey(el);
-  const edge = isEdgeKey(el);
-  const record = edge ? store.edgeRecord(id, ctx.at) : store.nodeRecord(id, ctx.at);
-  const out = new Map<string, Value>();
-  for (let i = 0; i < record.keys.length; i++) out.set(store.names.nameOf(record.keys[i]!), record.values[i]!);
-  out.set('$label', store.names.nameOf(edge ? store.edgeLabel(id) : store.nodeLabel(id, ctx.at)));
-  return out;
-}
+import { storedMap, StoredMaps } from './element-maps.js';
 
 /** Count one built result item (a Map of a row's properties) against the budget. */
 function chargeItem(m: Map<string, Value>): Map<string, Value> {
@@ -24,18 +14,16 @@ function chargeItem(m: Map<string, Value>): Map<string, Value> {
   return m;
 }
 
-function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Value[] {
+function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Stream {
+  if (properties === null || properties.length === 0) {
+    const maps = new StoredMaps(ctx.store, ctx.at, input);
+    // A write batch's later entries may change the records: its rows are built now.
+    return ctx.writing ? { kind: 'scalars', items: maps.items() } : { kind: 'lazy_scalars', source: maps };
+  }
   const items: Value[] = [];
   for (let i = 0; i < input.length; i++) {
     const el = input.el[i]!;
     const extra = input.extraAt(i);
-    if (properties === null || properties.length === 0) {
-      if (el === NO_ELEMENT) { items.push(new Map()); continue; }
-      const m = storedMap(ctx, el);
-      m.set('$id', BigInt(idOfKey(el)));
-      items.push(chargeItem(m));
-      continue;
-    }
     const m = new Map<string, Value>();
     for (const p of properties) {
       const v = resolveProperty(ctx, el, extra, p);
@@ -43,7 +31,7 @@ function valueMap(ctx: ExecCtx, input: RowSet, properties: string[] | null): Val
     }
     items.push(chargeItem(m));
   }
-  return items;
+  return { kind: 'scalars', items };
 }
 
 export function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
@@ -100,7 +88,7 @@ export function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
       return { kind: 'scalars', items };
     }
     case 'value_map':
-      return { kind: 'scalars', items: valueMap(ctx, needRows(input, 'value_map'), op.properties) };
+      return valueMap(ctx, needRows(input, 'value_map'), op.properties);
     case 'project': {
       const rows = needRows(input, 'project');
       const items: Value[] = [];
@@ -125,8 +113,7 @@ export function terminal(ctx: ExecCtx, op: Op, input: Stream): Stream {
         guard.step(1);
         if (el === NO_ELEMENT || !isEdgeKey(el)) continue;
         const id = idOfKey(el);
-        const m = storedMap(ctx, el);
-        m.set('$id', BigInt(id));
+        const m = storedMap(ctx.store, el, ctx.at);
         m.set('$from', BigInt(ctx.store.edgeSource(id)));
         m.set('$to', BigInt(ctx.store.edgeTarget(id)));
         items.push(chargeItem(m));
