@@ -5,12 +5,15 @@
 // (src/server/inline-reads.ts), on the 100k/1M bench graph.
 //
 // Usage: node dist/bench/rows-profile.js [--rounds 7] [--ms 400] [--baseline DIST]
-//   [--profile FILE.cpuprofile] [--requests 4000]
+//   [--profile FILE.cpuprofile] [--alloc] [--requests 4000] [--scenario 1hop_rows|point_param]
 // Timing: median CPU microseconds per request (process.cpuUsage: this thread plus V8's
 // helper threads) of `rounds` rounds; with --baseline (another build's `dist`, e.g. of the
 // commit before a change) the two builds alternate within every round and every answer
 // of both is compared first. --profile: a CPU profile (node:inspector) of `requests`
-// requests, its self time summed per function and per source file.
+// requests, its self time summed per function and per source file. --alloc: V8's
+// sampling heap profiler over `requests` requests, counting objects that died young too:
+// the bytes each function allocates per request (the garbage a server's scavenges collect).
+// --scenario point_param: the parameterized point lookup instead of the 1-hop rows.
 import { Session } from 'node:inspector';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -20,7 +23,7 @@ import { Store } from '../src/store/store.js';
 import { executeRequest, execOptions, noFlags } from '../src/exec/request.js';
 import { limits } from '../src/limits.js';
 import { generateGraph, rng } from './graph.js';
-import { addEdgesChunk, addNodesChunk, fill, oneHopRowsParam } from './queries.js';
+import { addEdgesChunk, addNodesChunk, fill, oneHopRowsParam, pointLookupParam } from './queries.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,6 +32,8 @@ const { values: args } = parseArgs({
     baseline: { type: 'string' },
     profile: { type: 'string' },
     requests: { type: 'string', default: '4000' },
+    alloc: { type: 'boolean', default: false },
+    scenario: { type: 'string', default: '1hop_rows' },
   },
 });
 
@@ -65,7 +70,9 @@ const self = open({ Store, executeRequest, execOptions });
 const base = args.baseline === undefined ? null : open(await importBuild(args.baseline));
 const random = rng(0x1407);
 const BODIES = 16_384; // more distinct bodies than the plan cache holds, as the bench's random starts
-const template = oneHopRowsParam(nodes);
+const templates = { '1hop_rows': oneHopRowsParam, point_param: pointLookupParam } as const;
+if (!(args.scenario in templates)) throw new Error(`--scenario: one of ${Object.keys(templates).join(', ')}`);
+const template = templates[args.scenario as keyof typeof templates](nodes);
 const bodies = Array.from({ length: BODIES }, () => fill(template, [Math.floor(random() * nodes)]));
 
 let sink = 0, rows = 0;
@@ -92,12 +99,24 @@ function time(run: Request, ms: number): number {
   return (used * 1000) / calls;
 }
 
-if (args.profile !== undefined) {
-  for (let i = 0; i < 3000; i++) sink += self(bodies[i]!).length; // warm-up
+const inspector = (): ((method: string, params?: object) => Promise<unknown>) => {
   const session = new Session();
   session.connect();
-  const post = (method: string, params?: object): Promise<unknown> =>
-    new Promise((done, fail) => session.post(method, params ?? {}, (err, res) => (err ? fail(err) : done(res))));
+  return (method, params) => new Promise((done, fail) => session.post(method, params ?? {}, (err, res) => (err ? fail(err) : done(res))));
+};
+
+if (args.alloc) {
+  for (let i = 0; i < 3000; i++) sink += self(bodies[i]!).length; // warm-up
+  const post = inspector();
+  await post('HeapProfiler.enable');
+  await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const n = Number(args.requests);
+  for (let i = 0; i < n; i++) sink += self(bodies[(i * 7) % BODIES]!).length;
+  const { profile } = await post('HeapProfiler.stopSampling') as { profile: { head: AllocationNode } };
+  summarizeAllocations(profile.head, n);
+} else if (args.profile !== undefined) {
+  for (let i = 0; i < 3000; i++) sink += self(bodies[i]!).length; // warm-up
+  const post = inspector();
   await post('Profiler.enable');
   await post('Profiler.setSamplingInterval', { interval: 50 });
   await post('Profiler.start');
@@ -159,4 +178,33 @@ function summarize(p: Profile, cpuUsPerRequest: number): void {
   for (const [k, t] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${perRequest(t)}  ${k}`);
   console.log('by function:');
   for (const [k, t] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, 45)) console.log(`${perRequest(t)}  ${k}`);
+}
+
+interface AllocationNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: AllocationNode[];
+}
+
+/** Bytes allocated per request by each function (sampled), largest first. */
+function summarizeAllocations(head: AllocationNode, requests: number): void {
+  const byFn = new Map<string, number>();
+  let total = 0;
+  const nameOf = (node: AllocationNode): string => {
+    const file = node.callFrame.url.replace(/^.*\/dist\//, '') || '(native)';
+    return `${node.callFrame.functionName || '(anonymous)'} ${file}:${node.callFrame.lineNumber + 1}`;
+  };
+  // A native function (Map, join, ...) is named with its caller: which Map is what matters.
+  const visit = (node: AllocationNode, caller: string): void => {
+    const name = nameOf(node);
+    if (node.selfSize > 0) {
+      const fn = node.callFrame.url === '' ? `${name} <- ${caller}` : name;
+      byFn.set(fn, (byFn.get(fn) ?? 0) + node.selfSize);
+      total += node.selfSize;
+    }
+    for (const child of node.children) visit(child, name);
+  };
+  visit(head, '(root)');
+  console.log(`allocated ${(total / requests).toFixed(0)} bytes per request (sampled), by function:`);
+  for (const [k, b] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${(b / requests).toFixed(0).padStart(7)} B  ${k}`);
 }

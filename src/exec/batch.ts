@@ -141,16 +141,18 @@ function staticClass(plan: Plan, entries: readonly Entry[], name: string): Shape
 export function runBatch(ctx: ExecCtx, plan: Plan): string {
   const state: BatchState = { plan, retained: null, bound: new Map(), prev: null, iterations: 0 };
   runEntries(ctx, state, plan.request.batch.entries, false);
-  const rendered = new Map<string, string>();
-  for (const name of plan.request.batch.returns) {
+  const returns = plan.request.batch.returns;
+  const rendered = new Array<string>(returns.length);
+  for (let i = 0; i < returns.length; i++) {
+    const name = returns[i]!;
     const b = state.bound.get(name);
     if (b !== undefined) {
-      rendered.set(name, renderBound(b));
+      rendered[i] = renderBound(b);
       continue;
     }
     const cls = staticClass(plan, plan.request.batch.entries, name);
     if (cls === 'scalar' || cls === null) throw queryError(`return variable \`${name}\` is not bound`);
-    rendered.set(name, cls === 'object' ? 'null' : '[]');
+    rendered[i] = cls === 'object' ? 'null' : '[]';
   }
-  return renderResponse(plan.request.batch.returns, rendered);
+  return renderResponse(returns, rendered);
 }

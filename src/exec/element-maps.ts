@@ -15,9 +15,9 @@ function recordOf(store: Store, el: number, at: number): PropertyRecord {
   return isEdgeKey(el) ? store.edgeRecord(id, at) : store.nodeRecord(id, at);
 }
 
-function labelOf(store: Store, el: number, at: number): string {
+function labelIdOf(store: Store, el: number, at: number): number {
   const id = idOfKey(el);
-  return store.names.nameOf(isEdgeKey(el) ? store.edgeLabel(id) : store.nodeLabel(id, at));
+  return isEdgeKey(el) ? store.edgeLabel(id) : store.nodeLabel(id, at);
 }
 
 /** An element's stored properties, `$label` and `$id` as a Map (insertion order: record, `$label`, `$id`). */
@@ -26,7 +26,7 @@ export function storedMap(store: Store, el: number, at: number): Map<string, Val
   if (el === NO_ELEMENT) return out;
   const record = recordOf(store, el, at);
   for (let i = 0; i < record.keys.length; i++) out.set(store.names.nameOf(record.keys[i]!), record.values[i]!);
-  out.set('$label', labelOf(store, el, at));
+  out.set('$label', store.names.nameOf(labelIdOf(store, el, at)));
   out.set('$id', BigInt(idOfKey(el)));
   return out;
 }
@@ -45,8 +45,13 @@ interface RowLayout {
   readonly sources: readonly number[];
 }
 
-/** Key lists per name dictionary (key IDs mean different names in different stores). */
-const layoutsByNames = new WeakMap<object, Map<string, RowLayout | null>>();
+/** The layouts of one name dictionary (key IDs mean different names in different stores). */
+interface Layouts {
+  readonly byKeys: Map<string, RowLayout | null>;
+  /** The layout found last: a request's rows, and the next request's, mostly share it. */
+  last: RowLayout | null;
+}
+const layoutsByNames = new WeakMap<object, Layouts>();
 const LAYOUTS_PER_DICTIONARY_MAX = 4096;
 
 function sameKeys(a: readonly number[], b: readonly number[]): boolean {
@@ -59,11 +64,15 @@ function sameKeys(a: readonly number[], b: readonly number[]): boolean {
 /** The layout of rows with `keys`, or null when the Map path must render them (a stored `$` name, or too many layouts). */
 function layoutFor(store: Store, keys: readonly number[]): RowLayout | null {
   let layouts = layoutsByNames.get(store.names);
-  if (layouts === undefined) layoutsByNames.set(store.names, (layouts = new Map()));
+  if (layouts === undefined) layoutsByNames.set(store.names, (layouts = { byKeys: new Map(), last: null }));
+  if (layouts.last !== null && sameKeys(layouts.last.keys, keys)) return layouts.last;
   const key = keys.join(',');
-  const known = layouts.get(key);
-  if (known !== undefined) return known;
-  if (layouts.size >= LAYOUTS_PER_DICTIONARY_MAX) return null;
+  const known = layouts.byKeys.get(key);
+  if (known !== undefined) {
+    if (known !== null) layouts.last = known;
+    return known;
+  }
+  if (layouts.byKeys.size >= LAYOUTS_PER_DICTIONARY_MAX) return null;
   const members: { name: string; source: number }[] = keys.map((k, i) => ({ name: store.names.nameOf(k), source: i }));
   let layout: RowLayout | null = null;
   if (!members.some((m) => m.name.startsWith('$'))) {
@@ -75,7 +84,8 @@ function layoutFor(store: Store, keys: readonly number[]): RowLayout | null {
       sources: members.map((m) => m.source),
     };
   }
-  layouts.set(key, layout);
+  layouts.byKeys.set(key, layout);
+  if (layout !== null) layouts.last = layout;
   return layout;
 }
 
@@ -86,6 +96,9 @@ function layoutFor(store: Store, keys: readonly number[]): RowLayout | null {
 export class StoredMaps implements LazyScalars {
   private built: Value[] | null = null;
   private lastLayout: RowLayout | null = null;
+  /** The label rendered last, as JSON: rows mostly share it. */
+  private lastLabelId = -1;
+  private lastLabelJson = '';
 
   constructor(private readonly store: Store, private readonly at: number, private readonly rows: RowSet) {}
 
@@ -125,8 +138,16 @@ export class StoredMaps implements LazyScalars {
       const source = sources[m]!;
       out += heads[m]!;
       out += source >= 0 ? renderValue(record.values[source]!)
-        : source === FROM_ID ? String(idOfKey(el)) : writeString(labelOf(this.store, el, this.at));
+        : source === FROM_ID ? String(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
     }
     return `${out}}`;
+  }
+
+  private labelJson(labelId: number): string {
+    if (labelId !== this.lastLabelId) {
+      this.lastLabelJson = writeString(this.store.names.nameOf(labelId));
+      this.lastLabelId = labelId;
+    }
+    return this.lastLabelJson;
   }
 }

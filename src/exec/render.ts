@@ -105,12 +105,12 @@ export function renderValueKey(v: Value): string {
   }
 }
 
-/** The response object: returned names in byte-wise key order (envelope.md §7). */
-export function renderResponse(returns: readonly string[], values: Map<string, string>): string {
+/** The response object: returned names in byte-wise key order (envelope.md §7); `values[i]` is `returns[i]`'s JSON. */
+export function renderResponse(returns: readonly string[], values: readonly string[]): string {
   let length = 0;
-  for (const text of values.values()) length += text.length;
+  for (const text of values) length += text.length;
   guard.charge(2 * length);
-  if (returns.length === 1) return `{${writeString(returns[0]!)}:${values.get(returns[0]!)!}}`;
-  const names = [...returns].sort(compareKeys);
-  return `{${names.map((n) => `${writeString(n)}:${values.get(n)!}`).join(',')}}`;
+  if (returns.length === 1) return `{${writeString(returns[0]!)}:${values[0]!}}`;
+  const order = returns.map((_, i) => i).sort((a, b) => compareKeys(returns[a]!, returns[b]!));
+  return `{${order.map((i) => `${writeString(returns[i]!)}:${values[i]!}`).join(',')}}`;
 }

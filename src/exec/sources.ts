@@ -12,14 +12,27 @@ import { indexScan } from './index-scan.js';
 /** The largest ID a JS number holds exactly, as a bigint (compared per ID: made once). */
 const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
 
-function idsFromParam(ctx: ExecCtx, name: string): number[] {
+const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
+
+function idFromParam(x: Value, name: string): number {
+  if (typeof x !== 'bigint' || x < 0n) throw queryError(`parameter \`${name}\` must hold non-negative integer ids`);
+  return x > MAX_SAFE_ID ? Number.MAX_SAFE_INTEGER : Number(x);
+}
+
+/** The IDs of a parameter, those that do not exist left out unless `asTarget`. */
+function idsFromParam(ctx: ExecCtx, name: string, edges: boolean, asTarget: boolean): number[] {
   const v = paramValue(ctx, name);
-  const one = (x: Value): number => {
-    if (typeof x !== 'bigint' || x < 0n) throw queryError(`parameter \`${name}\` must hold non-negative integer ids`);
-    return x > MAX_SAFE_ID ? Number.MAX_SAFE_INTEGER : Number(x);
-  };
-  if (Array.isArray(v)) return v.map(one);
-  return [one(v)];
+  const out: number[] = [];
+  if (!Array.isArray(v)) {
+    const id = idFromParam(v, name);
+    if (asTarget || exists(ctx, id, edges)) out.push(id);
+    return out;
+  }
+  for (const x of v) {
+    const id = idFromParam(x, name);
+    if (asTarget || exists(ctx, id, edges)) out.push(id);
+  }
+  return out;
 }
 
 /** Rows bound to a variable (entry result, as/store); null when unbound. */
@@ -29,8 +42,6 @@ function rowsOfVariable(ctx: ExecCtx, name: string): RowSet | null {
   if (bound.kind === 'rows' || bound.kind === 'fold') return bound.rows;
   throw queryError(`variable \`${name}\` is not bound to element rows`);
 }
-
-const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
 
 /** Resolve a reference to element IDs of one kind (operations.md §2.1). */
 export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarget: boolean): number[] {
@@ -69,10 +80,8 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
       for (const el of rows.el) if (el !== NO_ELEMENT && isEdgeKey(el) === edges) out.push(idOfKey(el));
       return out;
     }
-    case 'param': {
-      const ids = idsFromParam(ctx, ref.name);
-      return asTarget ? ids : ids.filter((id) => exists(ctx, id, edges));
-    }
+    case 'param':
+      return idsFromParam(ctx, ref.name, edges, asTarget);
   }
 }
 
