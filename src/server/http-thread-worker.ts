@@ -41,10 +41,11 @@ function relayTo(target: 'pool' | 'writer'): QuerySink {
       if (job.responder.settled) return;
       const id = nextRelayId++;
       relayed.set(id, job);
+      const transfer = bodyToTransfer(job);
       post({
         kind: 'query', id, target, body: job.body, flags: encodeFlags(job.flags),
         receivedAtMs: job.receivedAtMs ?? 0, costly: job.costly === true,
-      }, [bodyToTransfer(job)]);
+      }, [transfer]);
     },
   };
 }

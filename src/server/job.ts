@@ -40,12 +40,24 @@ export interface QueryJob {
    * after which the body is unreadable here: the front end copies what its log may need.
    */
   bodyLeaving?(): void;
+  /**
+   * A small body may be a view of the front end's scratch buffer while the job is being
+   * dispatched (http.ts): this gives it a buffer of its own. Whatever keeps a body past
+   * the call that handed it the job, or sends it, takes it through ownedBody.
+   */
+  ownBody?(): void;
+}
+
+/** The job's body, in a buffer of its own (see QueryJob.ownBody). */
+export function ownedBody(job: QueryJob): Uint8Array {
+  job.ownBody?.();
+  return job.body;
 }
 
 /** The job's body buffer, to transfer to another thread; the job may keep what it needs of it first. */
 export function bodyToTransfer(job: QueryJob): ArrayBuffer {
   job.bodyLeaving?.();
-  return job.body.buffer as ArrayBuffer;
+  return ownedBody(job).buffer as ArrayBuffer;
 }
 
 /** Something that executes jobs: the reader pool or the writer thread. */

@@ -38,7 +38,7 @@ import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import {
-  bodyToTransfer, describeError, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound } from './queue-bound.js';
 import type { ReaderWorkerData } from './reader-worker.js';
@@ -307,7 +307,7 @@ export class ReaderPool implements QuerySink {
     const transferList: ArrayBuffer[] = count === 1 ? [bodyToTransfer(jobs[0]!)] : [];
     for (let i = 0; i < count; i++) {
       const job = jobs[i]!;
-      bodies[i] = job.body;
+      bodies[i] = ownedBody(job);
       flags[i] = encodeFlags(job.flags);
       receivedAtMs[i] = job.receivedAtMs ?? 0;
     }

@@ -162,8 +162,9 @@ export class WriterThread implements QuerySink {
     if (!this.pendingBound.admit(job, bodyBytes)) return;
     const id = this.nextId++;
     this.pending.set(id, { job, bodyBytes });
+    const transfer = bodyToTransfer(job);
     const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
-    this.worker.postMessage(message, [bodyToTransfer(job)]);
+    this.worker.postMessage(message, [transfer]);
   }
 
   /** Let the writer finish what it received, then stop it (terminate after a timeout). */
