@@ -121,6 +121,7 @@ describe('record cache (Store.recordAt)', () => {
       for (const i of [...random, ...random.slice(0, 1000)]) {
         expect(store.nodeRecord(i, first).values[0]).toBe(BigInt(i));
         expect(store.nodeRecord(i, at).values[0]).toBe(i % 2 === 0 ? `v${i}` : BigInt(i));
+        expect(store.nodeRecord(i, at).values[0]).toBe(i % 2 === 0 ? `v${i}` : BigInt(i)); // misses in a row admit
       }
     } finally {
       store.endRead();

@@ -66,6 +66,8 @@ export const META_BYTES = 64;
 export const HEAP_HEADER_BYTES = 16;
 /** Slot of a heap offset in the record cache: the top bits of a multiplicative hash. */
 const RECORD_CACHE_SHIFT = 32 - Math.log2(limits.recordCacheEntriesMax);
+/** Misses in a row on its slot before a record enters the record cache (Store.recordAt). */
+const RECORD_CACHE_ADMIT_MISSES = 3;
 
 export type Direction = 'out' | 'in';
 
@@ -194,6 +196,8 @@ export class Store {
   private readonly recordCacheLengths = new Uint32Array(limits.recordCacheEntriesMax);
   /** Per slot, the offset of the last record that missed there. */
   private readonly recordCacheMissed = new Uint32Array(limits.recordCacheEntriesMax);
+  /** Misses in a row of recordCacheMissed's record on each slot (saturates at the admission count). */
+  private readonly recordCacheMisses = new Uint8Array(limits.recordCacheEntriesMax);
   /** Epochs of the cuts taken and not released yet (snapshot exports that may be running). */
   private readonly heldCuts: number[] = [];
   /** Encoded bytes of the records in recordCache (their decoded form is about as large). */
@@ -529,13 +533,18 @@ export class Store {
     const start = ptr + HEAP_HEADER_BYTES;
     const record = decodeRecordInPlace(this.heap, start, start + length);
     if (!remember) return record;
-    // Admitted at its second miss in a row on its slot: a record read once (random access
-    // over a large graph) would only displace one read again, and kept records that die
-    // later are old-generation garbage.
+    // Admitted at its RECORD_CACHE_ADMIT_MISSES-th miss in a row on its slot: a record read
+    // once (random access over a large graph) would only displace one read again, and
+    // kept records that die later are promoted to the old generation, whose collections
+    // are the server's longest pauses. At the second miss, uniform reads over 100k nodes
+    // (~6 records per slot) admitted a record every ~6 misses: ~24 bytes promoted per
+    // request and a full collection every few seconds under load (docs/benchmarks.md).
     if (this.recordCacheMissed[slot] !== ptr) {
       this.recordCacheMissed[slot] = ptr;
+      this.recordCacheMisses[slot] = 1;
       return record;
     }
+    if (++this.recordCacheMisses[slot]! < RECORD_CACHE_ADMIT_MISSES) return record;
     const bytes = this.recordCacheBytes - this.recordCacheLengths[slot]! + length;
     if (bytes <= limits.recordCacheBytesMax) {
       this.recordCacheAt[slot] = ptr;
