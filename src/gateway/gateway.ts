@@ -69,6 +69,17 @@ export interface GatewayOptions {
   bufferedBodyBytesMax?: number;
   /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
   controlPlaneLookupsMax?: number;
+  /**
+   * Listen with SO_REUSEPORT beside the gateway's other threads (gateway-threads.ts), on a
+   * port already chosen and checked free by probePort. Default false: the port is taken
+   * exclusively, so a second gateway on a taken port fails instead of sharing it silently.
+   */
+  sharedPort?: boolean;
+  /**
+   * This gateway's thread number when it is one of several on a port (gateway-threads.ts,
+   * 1 = the main thread): every log line carries it as `thread`. Absent: no such field.
+   */
+  thread?: number;
 }
 
 export interface Gateway {
@@ -93,6 +104,8 @@ const tenantPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
+/** SO_REUSEPORT (uSockets sets it without the exclusive flag): the gateway's threads share the port. */
+const LISTEN_SHARED_PORT = 0;
 interface ListenWithOptions {
   listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
@@ -617,7 +630,7 @@ class GatewayServer {
     this.bufferedBodyBytesMax = options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax;
     this.log = pino({
       level: options.logLevel ?? 'info',
-      base: { component: 'gateway', pid: process.pid },
+      base: options.thread === undefined ? { component: 'gateway', pid: process.pid } : { component: 'gateway', pid: process.pid, thread: options.thread },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       // The key travels in one header; the log never holds it (docs/gateway.md "Logs").
@@ -676,8 +689,10 @@ class GatewayServer {
 
   async start(): Promise<number> {
     const host = this.options.host ?? '127.0.0.1';
+    const shared = this.options.sharedPort === true;
+    if (shared && (this.options.port ?? 0) === 0) throw new Error('a shared gateway port must be chosen first (probePort)');
     const port = await new Promise<number>((resolve, reject) => {
-      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, LISTEN_EXCLUSIVE_PORT, (socket) => {
+      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
           reject(new Error(`cannot listen on ${host}:${this.options.port ?? 0} (address in use or not available)`));
           return;
