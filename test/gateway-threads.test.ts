@@ -3,7 +3,8 @@
 // against a real writer server, a real redis-server and the control plane's SQLite store
 // (every thread opens its own connection to it). Every request sent on a connection of its
 // own, so the kernel picks a thread for each; the access log's `thread` field tells which
-// thread answered.
+// thread answered. The library tests at the end import the build, since worker threads run
+// dist/src/gateway/gateway-thread-worker.js.
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -247,9 +248,47 @@ describe('svc gateway --threads 2', () => {
   });
 });
 
-describe('a gateway thread that dies', () => {
-  it('takes the whole gateway down: both threads close and flush their usage, the port is released, onFatal is told', async () => {
-    // The library, built (worker threads run dist/src/gateway/gateway-thread-worker.js).
+/** Send headers announcing `length` body bytes and one byte of it; resolves with the status line received within `waitMs`, or null. */
+function stalledUpload(port: number, headers: Record<string, string>, length: number, waitMs: number): Promise<{ status: string | null; close(): void }> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    socket.on('connect', () => socket.write(`POST /v2/query HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n${lines}Content-Length: ${length}\r\n\r\n{`));
+    socket.on('data', (d: Buffer) => { received += d.toString('latin1'); });
+    socket.on('error', () => undefined);
+    setTimeout(() => {
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(received);
+      resolve({ status: match === null ? null : match[1]!, close: () => socket.destroy() });
+    }, waitMs);
+  });
+}
+
+describe('gateway threads as a library (built)', () => {
+  it('bound the request bodies the process holds, not each thread: one 2 MiB body fits a 3 MiB bound, whichever thread holds it', async () => {
+    const { startGatewayThreads } = await import('../dist/src/gateway/gateway-threads.js') as typeof import('../src/gateway/gateway-threads.js');
+    const { openControlPlane: openBuilt } = await import('../dist/src/cloud/open.js') as typeof import('../src/cloud/open.js');
+    const controlPlane = await openBuilt(storeLocation);
+    const threads = await startGatewayThreads({
+      threads: 2, controlPlane, storeLocation, redisUrl: redis.url, logLevel: 'warn', bufferedBodyBytesMax: 3 * 1024 * 1024,
+      onFatal: () => undefined,
+    });
+    const uploads: { status: string | null; close(): void }[] = [];
+    try {
+      // Ten connections: with a bound per thread, two bodies would be held as soon as both
+      // threads got one (all ten on one thread: 1 in 512).
+      for (let i = 0; i < 10; i++) uploads.push(await stalledUpload(threads.port, auth(secret, databaseId), 2 * 1024 * 1024, i === 0 ? 300 : 50));
+      const statuses = uploads.map((u) => u.status);
+      expect(statuses.filter((s) => s === null), 'one body held, waiting for its bytes').toHaveLength(1);
+      expect(statuses.filter((s) => s === '503'), 'the others refused at once').toHaveLength(9);
+    } finally {
+      for (const u of uploads) u.close();
+      await threads.close();
+      await controlPlane.close();
+    }
+  });
+
+  it('a thread that dies takes the whole gateway down: both threads close and flush their usage, the port is released, onFatal is told', async () => {
     const { startGatewayThreads } = await import('../dist/src/gateway/gateway-threads.js') as typeof import('../src/gateway/gateway-threads.js');
     const { openControlPlane: openBuilt } = await import('../dist/src/cloud/open.js') as typeof import('../src/cloud/open.js');
     const controlPlane = await openBuilt(storeLocation);

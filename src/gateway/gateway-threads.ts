@@ -5,12 +5,13 @@
 // (src/server/http-threads.ts). One gateway thread is CPU-bound at about one core (system
 // calls for two loopback hops, undici, uWS); several use several cores.
 //
-// Nothing on the request path is shared between threads, because nothing needs to be:
-// the threads are gateway replicas that happen to share a process. Each has its own undici
+// The threads are gateway replicas that happen to share a process. Each has its own undici
 // pools, Redis connection (the token buckets live in Redis, and coalesced admissions are
-// exact across replicas), control-plane connection and caches, backend health view, and
-// usage meter (recordUsage adds counts in the store, so each thread flushes its own and
-// nothing is counted twice). The main thread only starts, stops and watches them.
+// exact across replicas), control-plane connection, caches and lookup slots, backend health
+// view, and usage meter (recordUsage adds counts in the store, so each thread flushes its
+// own and nothing is counted twice). Shared are only the counts of held request-body and
+// answer bytes (two Int32s in shared memory), because their bounds are about the process's
+// memory. The main thread only starts, stops and watches the others.
 //
 // A thread that fails takes the gateway down with it: the thread closes its own gateway
 // (gateway-thread-worker.ts catches its uncaught exceptions, since a worker ending with
@@ -23,7 +24,7 @@ import { Worker } from 'node:worker_threads';
 import type { ControlPlane } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
 import { probePort } from '../server/http.js';
-import { startGateway, type Gateway, type GatewayOptions } from './gateway.js';
+import { sharedByteCounts, startGateway, type GatewayOptions } from './gateway.js';
 
 /** Gateway options a worker thread receives (structured-cloned: plain data only). */
 export type ThreadGatewayOptions = Omit<GatewayOptions, 'controlPlane' | 'logDestination'>;
@@ -52,7 +53,7 @@ export type ToGatewayThread =
   /** Tests only: throw an uncaught error in the thread, as a bug would. */
   | { kind: 'fail-for-test' };
 
-export interface GatewayThreadsOptions extends Omit<GatewayOptions, 'controlPlane' | 'logDestination' | 'sharedPort' | 'thread'> {
+export interface GatewayThreadsOptions extends Omit<GatewayOptions, 'controlPlane' | 'logDestination' | 'sharedPort' | 'thread' | 'sharedByteCounts'> {
   /** Threads in all, the main thread's gateway included: 1 to limits.gatewayThreadsMax. */
   threads: number;
   /** The main thread's control plane (already open on `storeLocation`). */
@@ -159,7 +160,9 @@ export async function startGatewayThreads(options: GatewayThreadsOptions): Promi
   // port another process holds fails here, as an exclusive listen would).
   const host = gatewayOptions.host ?? '127.0.0.1';
   const port = await probePort(host, gatewayOptions.port ?? 0);
-  const shared = { ...gatewayOptions, port, sharedPort: true };
+  // The bounds on held body and answer bytes are the process's memory bounds: one count
+  // for all threads. Everything else is per thread (the top of the file).
+  const shared = { ...gatewayOptions, port, sharedPort: true, sharedByteCounts: sharedByteCounts() };
   const main = await startGateway({ ...shared, controlPlane, thread: 1 });
 
   const workers: GatewayThread[] = [];
