@@ -13,6 +13,7 @@ import { openControlPlane, type ControlPlaneStore } from '../src/cloud/open.js';
 import { spawnBackend, spawnCli, type SpawnedBackend } from './helpers/backend-server.js';
 import { tempDir } from './helpers/cli.js';
 import { eventually } from './helpers/eventually.js';
+import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 import { runCli } from './helpers/server.js';
 import { expectBucketBound } from './helpers/token-bucket.js';
@@ -92,8 +93,8 @@ function startThreadedGateway(extra: string[] = []): Promise<SpawnedBackend> {
 }
 
 /** Reads and writes the store has counted for a workspace this month. */
-async function usageOf(workspace: string): Promise<{ reads: number; writes: number }> {
-  const store = await openControlPlane(storeLocation);
+async function usageOf(workspace: string, location = storeLocation): Promise<{ reads: number; writes: number }> {
+  const store = await openControlPlane(location);
   try {
     const usage = await store.usage(workspace);
     return { reads: usage.reads, writes: usage.writes };
@@ -316,5 +317,53 @@ describe('gateway threads as a library (built)', () => {
       await threads.close();
       await controlPlane.close();
     }
+  });
+});
+
+describe('svc gateway --threads 2 on a PostgreSQL control-plane store', () => {
+  let cluster: PostgresCluster | undefined;
+  let pgGateway: SpawnedBackend | undefined;
+  let location: string;
+  let pgWorkspaceId: string;
+  let pgDatabaseId: string;
+  let pgSecret: string;
+
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    location = await cluster.createDatabase('gateway_threads');
+    const store = await openControlPlane(location);
+    try {
+      pgWorkspaceId = (await store.createWorkspace('pg', 'Growth')).id;
+      const db = await store.createDatabase({ workspaceId: pgWorkspaceId, name: 'main', readerCount: 0 }, 'http://gateway.invalid');
+      pgDatabaseId = db.id;
+      await store.setDatabaseBackends(db.id, { writerUrl: writer.url, readerUrls: [] });
+      await store.setDatabaseStatus(db.id, 'Active');
+      await store.setRateLimitOverride(db.id, { perSecond: 100_000, burst: 100_000 });
+      pgSecret = (await store.createApiKey(db.id, 'app', 'read')).secret;
+    } finally {
+      await store.close();
+    }
+    pgGateway = await spawnCli(
+      ['gateway', '--threads', '2', '--port', '0', '--store', location, '--redis-url', redis.url, '--access-log', '--usage-flush-ms', '100'],
+      /^svc gateway listening on (http:\/\/\S+) \(.*, threads: 2\)$/m,
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await pgGateway?.stop();
+    await cluster?.stop();
+  });
+
+  it('each thread reads keys from and meters usage into PostgreSQL through its own pool: every request answered, counted once', async () => {
+    const reads = 100;
+    const answers = await Promise.all(Array.from({ length: reads }, () => fresh(pgGateway!.url, '/v2/query', 'POST', auth(pgSecret, pgDatabaseId), count)));
+    for (const a of answers) expect(a).toEqual({ status: 200, text: '{"c":1}' });
+    const lines = await eventually(() => { const l = queryLines(pgGateway!, pgDatabaseId); return l.length === reads ? l : null; }, 'every query logged');
+    expect(new Set(lines.map((l) => l.thread))).toEqual(new Set([1, 2]));
+    await eventually(async () => (await usageOf(pgWorkspaceId, location)).reads === reads, 'usage flushed');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await usageOf(pgWorkspaceId, location)).toEqual({ reads, writes: 0 });
+    const exit = await pgGateway!.stop();
+    expect(exit, pgGateway!.stderr()).toEqual({ code: 0, signal: null });
   });
 });
