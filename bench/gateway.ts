@@ -5,18 +5,21 @@
 //      fall back to the writer; no x-svc-require-writer, which would move them off the
 //      writer's inline path onto its writer thread): the gateway's own cost;
 //   3. the same through the gateway to 2 reader servers (the cloud topology);
+//   4. the same as 2 through `svc gateway` processes on a SQLite control-plane store, with
+//      --threads 1 and --threads 2 (gateway-threads.ts): what a second gateway thread gives;
 // each at one connection (latency: the p50 the gateway adds) and at N connections
 // (throughput). Rate limits are set high so every request is admitted: the Redis decision
-// is part of the measured path. Then 4. rate-limiter decisions per second against Redis.
+// is part of the measured path. Then 5. rate-limiter decisions per second against Redis.
 //
-// Needs wrk and redis-server on PATH. The gateway runs in this process (idle while wrk
-// runs in its own); servers are separate processes.
+// Needs wrk and redis-server on PATH. The gateway of 2 and 3 runs in this process (idle
+// while wrk runs in its own); servers and the gateways of 4 are separate processes.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { ControlPlane, DatabaseRoute, KeyGrant } from '../src/cloud/control-plane.js';
+import { openControlPlane } from '../src/cloud/open.js';
 import { keyHashOf, startGateway, type Gateway } from '../src/gateway/gateway.js';
 import { RedisRateLimiter } from '../src/gateway/rate-limiter.js';
 import { parseWrk, wrkScript, type LoadResult } from './loadgen.js';
@@ -39,6 +42,31 @@ const DATABASE_ID = 'db_bench';
 /** A database served by the writer alone (same server as the baseline). */
 const WRITER_ONLY_KEY = 'svc_bench_writer_only_key_000000000000000000000';
 const WRITER_ONLY_ID = 'db_writer_only';
+
+/** The highest rate limit a store accepts (src/cloud/sql-store.ts ratePerSecondMax): never reached here. */
+const STORE_HIGH = { perSecond: 1_000_000, burst: 60_000_000 };
+
+/**
+ * A SQLite control-plane store with one database served by `writerUrl` alone, for the
+ * gateway process (its threads each open the store; the in-process gateway's function
+ * control plane cannot cross threads). Returns the store location, database ID and key.
+ */
+async function benchStore(dir: string, writerUrl: string): Promise<{ location: string; databaseId: string; secret: string }> {
+  const location = `sqlite:${join(dir, 'control-plane.sqlite')}`;
+  const store = await openControlPlane(location);
+  try {
+    const workspace = await store.createWorkspace('bench', 'Growth');
+    await store.setPlanAllowance('Growth', { readsPerMonth: Number.MAX_SAFE_INTEGER, writesPerMonth: Number.MAX_SAFE_INTEGER });
+    const db = await store.createDatabase({ workspaceId: workspace.id, name: 'writer-only', readerCount: 0 }, 'http://gateway.invalid');
+    await store.setDatabaseBackends(db.id, { writerUrl, readerUrls: [] });
+    await store.setDatabaseStatus(db.id, 'Active');
+    await store.setRateLimitOverride(db.id, STORE_HIGH);
+    const { secret } = await store.createApiKey(db.id, 'bench', 'read');
+    return { location, databaseId: db.id, secret };
+  } finally {
+    await store.close();
+  }
+}
 
 /** CPU seconds (user + system, every thread) a process has used, from /proc (Linux). */
 function cpuSeconds(pid: number): number {
@@ -155,33 +183,51 @@ async function main(): Promise<void> {
     const check = await post(gateway.url, bodies[0]!, auth);
     if (check.status !== 200) throw new Error(`gateway answered ${check.status}: ${check.text}`);
 
+    // `svc gateway` processes, CPU from /proc like the servers': one thread (what the CLI
+    // runs as users start it, V8 flags included, to compare the second thread with) and two.
+    const storeSetup = await benchStore(dir, writer.url);
+    const gatewayProcess = async (threads: number): Promise<RunningProcess> => {
+      const p = await startListening(`gateway --threads ${threads}`, svcdbMain, ['gateway', '--threads', String(threads), '--host', '127.0.0.1', '--port', '0',
+        '--store', storeSetup.location, '--redis-url', redis!.url], { cpus: null, startTimeoutMs: 30_000 });
+      processes.push(p);
+      const check = await post(p.url, bodies[0]!, threadedAuth);
+      if (check.status !== 200) throw new Error(`${p.name} answered ${check.status}: ${check.text}`);
+      return p;
+    };
+    const threadedAuth = { Authorization: `Bearer ${storeSetup.secret}`, 'x-svc-tenant-id': storeSetup.databaseId };
+    const oneThread = await gatewayProcess(1);
+    const twoThreads = await gatewayProcess(2);
+
     log(`\n## Gateway overhead: point lookups over ${nodes} nodes, ${durationSec} s per run, loopback, load generator wrk`);
-    const runs: Array<[string, string, Record<string, string>]> = [
-      ['writer directly', writer.url, {}],
-      ['gateway -> writer', gateway.url, { Authorization: `Bearer ${WRITER_ONLY_KEY}`, 'x-svc-tenant-id': WRITER_ONLY_ID }],
-      ['gateway -> 2 readers', gateway.url, auth],
+    /** CPU seconds the gateway of a run has used so far (this process, or the gateway process). */
+    const inProcessCpu = (): number => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+    const runs: Array<[string, string, Record<string, string>, (() => number) | null]> = [
+      ['writer directly', writer.url, {}, null],
+      ['gateway -> writer', gateway.url, { Authorization: `Bearer ${WRITER_ONLY_KEY}`, 'x-svc-tenant-id': WRITER_ONLY_ID }, inProcessCpu],
+      ['gateway -> 2 readers', gateway.url, auth, inProcessCpu],
+      ['gateway process, 1 thread -> writer', oneThread.url, threadedAuth, () => cpuSeconds(oneThread.pid)],
+      ['gateway process, 2 threads -> writer', twoThreads.url, threadedAuth, () => cpuSeconds(twoThreads.pid)],
     ];
     const rows: string[][] = [];
     const results = new Map<string, LoadResult>();
     // CPU per request of each process (robust on a shared machine, where latency mostly
     // measures how long each of the four processes waits for a core).
     const redisPid = redis.pid;
-    const backendPids = processes.map((p) => p.pid);
+    const backendPids = processes.filter((p) => p !== oneThread && p !== twoThreads).map((p) => p.pid);
     const perRequestUs = (seconds: number, requests: number): string => (Number.isFinite(seconds) ? `${((seconds * 1e6) / requests).toFixed(0)} us` : 'n/a');
     for (const conns of [1, connections]) {
-      for (const [name, url, headers] of runs) {
-        const gatewayBefore = process.cpuUsage();
+      for (const [name, url, headers, gatewayCpu] of runs) {
+        const gatewayBefore = gatewayCpu?.() ?? 0;
         const backendsBefore = backendPids.reduce((a, pid) => a + cpuSeconds(pid), 0);
         const redisBefore = cpuSeconds(redisPid);
         const r = await wrk(url, bodies, headers, conns, dir);
-        const gatewayCpu = process.cpuUsage(gatewayBefore);
-        const gatewaySeconds = (gatewayCpu.user + gatewayCpu.system) / 1e6;
+        const gatewaySeconds = (gatewayCpu?.() ?? 0) - gatewayBefore;
         const backendSeconds = backendPids.reduce((a, pid) => a + cpuSeconds(pid), 0) - backendsBefore;
         const redisSeconds = cpuSeconds(redisPid) - redisBefore;
         results.set(`${name}@${conns}`, r);
         rows.push([name, String(conns), fmtInt(r.rps), fmtUs(r.p50us), fmtUs(r.p99us), String(r.errors),
-          url === writer.url ? '-' : perRequestUs(gatewaySeconds, r.requests), perRequestUs(backendSeconds, r.requests),
-          url === writer.url ? '-' : perRequestUs(redisSeconds, r.requests)]);
+          gatewayCpu === null ? '-' : perRequestUs(gatewaySeconds, r.requests), perRequestUs(backendSeconds, r.requests),
+          gatewayCpu === null ? '-' : perRequestUs(redisSeconds, r.requests)]);
       }
     }
     log(table(['path', 'connections', 'requests/s', 'p50', 'p99', 'errors', 'gateway CPU/req', 'servers CPU/req', 'Redis CPU/req'], rows));
@@ -189,6 +235,9 @@ async function main(): Promise<void> {
       const base = results.get(`writer directly@${conns}`)!;
       const same = results.get(`gateway -> writer@${conns}`)!;
       log(`at ${conns} connection(s): the gateway in front of the same writer costs ${((1 - same.rps / base.rps) * 100).toFixed(1)} % throughput and adds ${fmtUs(same.p50us - base.p50us)} at p50`);
+      const one = results.get(`gateway process, 1 thread -> writer@${conns}`)!;
+      const two = results.get(`gateway process, 2 threads -> writer@${conns}`)!;
+      log(`at ${conns} connection(s): a gateway process with 2 threads costs ${((1 - two.rps / base.rps) * 100).toFixed(1)} % throughput and adds ${fmtUs(two.p50us - base.p50us)} at p50 (${(two.rps / one.rps).toFixed(2)}x the requests/s of the same process with 1 thread)`);
     }
 
     log('\n## Rate-limiter decisions per second (one gateway process, Redis on a Unix socket, 16 buckets)');

@@ -322,6 +322,14 @@ export const limits = {
   gatewayHealthTimeoutMs: 1_000,
   /** Workspaces whose unflushed usage the gateway holds (each is a few numbers); more are flushed at once. */
   gatewayUsageWorkspacesMax: 100_000,
+  /**
+   * Gateway threads on one port (`svc gateway --threads`, gateway-threads.ts). Each is a
+   * whole gateway with its own Redis connection, control-plane connection and up to
+   * gatewayUpstreamConnectionsMax connections per backend; one per core is the most that
+   * helps, and past 64 the connections it opens to each backend (64 x 64) outgrow what
+   * a backend should be asked to hold.
+   */
+  gatewayThreadsMax: 64,
 } as const;
 
 /** Overrides of some limits for one component (tests lower the queue bounds). */

@@ -7,6 +7,7 @@
 // `ps`; put it in SVC_REDIS_URL / SVC_CONTROL_PLANE_STORE instead (both are read when the
 // flag is absent).
 import { Option, type Command } from 'commander';
+import { limits } from '../limits.js';
 import { action, CliError } from './errors.js';
 import { integerOption } from './options.js';
 
@@ -28,6 +29,7 @@ interface GatewayFlags {
   healthIntervalMs: number;
   usageFlushMs: number;
   accessLog?: boolean;
+  threads: number;
 }
 
 export function registerGateway(program: Command): void {
@@ -47,6 +49,8 @@ export function registerGateway(program: Command): void {
     .option('--health-interval-ms <ms>', 'how often every backend\'s /readyz is polled', integerOption('health-interval-ms', 50, 600_000), 1000)
     .option('--usage-flush-ms <ms>', 'how often metered usage is written to the store', integerOption('usage-flush-ms', 100, 3_600_000), 5000)
     .option('--access-log', 'one JSON line per query on stderr (keys never appear)')
+    .option('--threads <n>', 'gateway threads on the port, each a whole gateway (Linux spreads connections over them); about one core each',
+      integerOption('threads', 1, limits.gatewayThreadsMax), 1)
     .action(action('gateway', async (flags: GatewayFlags) => {
       await runGateway(flags);
     }));
@@ -54,28 +58,38 @@ export function registerGateway(program: Command): void {
 
 async function runGateway(flags: GatewayFlags): Promise<void> {
   // Loaded here: the gateway, the store drivers and uWS are not needed by other commands.
-  const { startGateway } = await import('../gateway/gateway.js');
+  const { startGatewayThreads } = await import('../gateway/gateway-threads.js');
   const { openControlPlane, describeStoreLocation } = await import('../cloud/open.js');
   const store = flags.store ?? process.env[storeEnv] ?? 'svc-cloud.sqlite';
   const redisUrl = flags.redisUrl ?? process.env[redisEnv] ?? 'redis://127.0.0.1:6379';
   const controlPlane = await openControlPlane(store);
+  let stopping = false;
   let gateway;
   try {
-    gateway = await startGateway({
-      controlPlane, redisUrl, host: flags.host, port: flags.port,
+    // One thread is startGateway alone, exactly as before --threads existed.
+    gateway = await startGatewayThreads({
+      threads: flags.threads, controlPlane, storeLocation: store,
+      redisUrl, host: flags.host, port: flags.port,
       ...(flags.publicUrl === undefined ? {} : { publicUrl: flags.publicUrl }),
       authHeader: flags.authHeader, authScheme: flags.authScheme, queryAuthEnv: flags.authEnv,
       ...(flags.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: flags.queryTimeoutMs }),
       cacheTtlMs: flags.cacheTtlMs, healthIntervalMs: flags.healthIntervalMs, usageFlushMs: flags.usageFlushMs,
       accessLog: flags.accessLog === true,
+      // A thread died: the others are closed already (usage flushed, port released); exit
+      // non-zero so a supervisor restarts the whole gateway instead of it running short.
+      onFatal: (err) => {
+        stopping = true;
+        process.stderr.write(`svc gateway: ${err.message}\n`);
+        void controlPlane.close().finally(() => process.exit(1));
+      },
     });
   } catch (err) {
     await controlPlane.close();
     throw new CliError(`cannot start the gateway: ${(err as Error).message}`);
   }
-  process.stdout.write(`svc gateway listening on ${gateway.url} (store: ${describeStoreLocation(store)}, redis: ${describeRedis(redisUrl)})\n`);
+  const threads = flags.threads > 1 ? `, threads: ${flags.threads}` : '';
+  process.stdout.write(`svc gateway listening on ${gateway.url} (store: ${describeStoreLocation(store)}, redis: ${describeRedis(redisUrl)}${threads})\n`);
 
-  let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;

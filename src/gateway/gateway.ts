@@ -69,6 +69,68 @@ export interface GatewayOptions {
   bufferedBodyBytesMax?: number;
   /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
   controlPlaneLookupsMax?: number;
+  /**
+   * Listen with SO_REUSEPORT beside the gateway's other threads (gateway-threads.ts), on a
+   * port already chosen and checked free by probePort. Default false: the port is taken
+   * exclusively, so a second gateway on a taken port fails instead of sharing it silently.
+   */
+  sharedPort?: boolean;
+  /**
+   * This gateway's thread number when it is one of several on a port (gateway-threads.ts,
+   * 1 = the main thread): every log line carries it as `thread`. Absent: no such field.
+   */
+  thread?: number;
+  /**
+   * The process-wide counts of held request-body and answer bytes, shared by every thread
+   * of the gateway (gateway-threads.ts, sharedByteCounts()): the bounds above are then the
+   * process's, as with one thread. Absent: counts of this gateway alone.
+   */
+  sharedByteCounts?: SharedByteCounts;
+}
+
+/** Shared memory for ByteBudget counts (structured-cloned to worker threads as shared). */
+export interface SharedByteCounts {
+  requestBodies: SharedArrayBuffer;
+  responses: SharedArrayBuffer;
+}
+
+export function sharedByteCounts(): SharedByteCounts {
+  return { requestBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT), responses: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
+}
+
+/**
+ * Bytes held against a bound: request bodies, or backend answers. The count is one Int32,
+ * in shared memory when the gateway has several threads, so the bound holds for the
+ * process. A take adds first and takes it back when the sum passes the bound (one atomic
+ * add, no compare-and-swap loop); two takes racing at the bound may then both be refused,
+ * never both admitted past it.
+ */
+class ByteBudget {
+  private readonly count: Int32Array;
+
+  constructor(readonly max: number, shared: SharedArrayBuffer | undefined) {
+    // Room for the bound plus the takes in flight on top of it, inside an Int32.
+    if (!Number.isSafeInteger(max) || max < 0 || max > 2 ** 30) throw new Error(`a gateway byte bound must be an integer from 0 to 2^30, got ${max}`);
+    this.count = new Int32Array(shared ?? new ArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  }
+
+  get held(): number {
+    return Atomics.load(this.count, 0);
+  }
+
+  /** Count `bytes` if the total stays within the bound. */
+  tryTake(bytes: number): boolean {
+    if (bytes === 0) return true;
+    if (Atomics.add(this.count, 0, bytes) + bytes > this.max) {
+      Atomics.sub(this.count, 0, bytes);
+      return false;
+    }
+    return true;
+  }
+
+  give(bytes: number): void {
+    if (bytes !== 0) Atomics.sub(this.count, 0, bytes);
+  }
 }
 
 export interface Gateway {
@@ -93,6 +155,8 @@ const tenantPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
+/** SO_REUSEPORT (uSockets sets it without the exclusive flag): the gateway's threads share the port. */
+const LISTEN_SHARED_PORT = 0;
 interface ListenWithOptions {
   listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
 }
@@ -507,7 +571,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   /** Bytes of this answer no one will send: give them back to the gateway's bound. */
   private releaseHeld(): void {
-    this.server.releaseResponseBytes(this.length);
+    this.server.responseBudget.give(this.length);
     this.request.responseBytes -= this.length;
     this.length = 0;
     this.chunks.length = 0;
@@ -545,7 +609,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   onData(chunk: Buffer): boolean {
     if (this.settled || !this.keepBody) return true;
     const size = chunk.byteLength;
-    if (!this.server.holdResponseBytes(size)) {
+    if (!this.server.responseBudget.tryTake(size)) {
       // Settled first: abort() calls onError at once, which would count it as a failed backend.
       if (this.settle()) {
         this.releaseHeld();
@@ -595,10 +659,10 @@ class GatewayServer {
   readonly limiter: RedisRateLimiter;
   private readonly backends: BackendRegistry;
   readonly usage: UsageMeter;
-  bufferedBytes = 0;
-  bufferedResponseBytes = 0;
-  private readonly bufferedResponseBytesMax: number;
-  private readonly bufferedBodyBytesMax: number;
+  /** Request body bytes held (reserved), against limits.gatewayBufferedBodyBytesMax. */
+  readonly bodyBudget: ByteBudget;
+  /** Backend answer bytes held, against limits.gatewayBufferedResponseBytesMax. */
+  readonly responseBudget: ByteBudget;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private closing = false;
@@ -613,11 +677,11 @@ class GatewayServer {
     this.queryTimeoutMs = options.queryTimeoutMs ?? limits.gatewayQueryTimeoutMs;
     this.deadlines = new DeadlineQueue(this.queryTimeoutMs);
     this.accessLog = options.accessLog ?? false;
-    this.bufferedResponseBytesMax = options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax;
-    this.bufferedBodyBytesMax = options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax;
+    this.responseBudget = new ByteBudget(options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax, options.sharedByteCounts?.responses);
+    this.bodyBudget = new ByteBudget(options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax, options.sharedByteCounts?.requestBodies);
     this.log = pino({
       level: options.logLevel ?? 'info',
-      base: { component: 'gateway', pid: process.pid },
+      base: options.thread === undefined ? { component: 'gateway', pid: process.pid } : { component: 'gateway', pid: process.pid, thread: options.thread },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       // The key travels in one header; the log never holds it (docs/gateway.md "Logs").
@@ -676,8 +740,10 @@ class GatewayServer {
 
   async start(): Promise<number> {
     const host = this.options.host ?? '127.0.0.1';
+    const shared = this.options.sharedPort === true;
+    if (shared && (this.options.port ?? 0) === 0) throw new Error('a shared gateway port must be chosen first (probePort)');
     const port = await new Promise<number>((resolve, reject) => {
-      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, LISTEN_EXCLUSIVE_PORT, (socket) => {
+      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
         if (socket === false) {
           reject(new Error(`cannot listen on ${host}:${this.options.port ?? 0} (address in use or not available)`));
           return;
@@ -740,17 +806,15 @@ class GatewayServer {
       const expected = announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null;
       // An announced body's buffer is allocated now; a chunked body is counted as it arrives.
       const reserve = expected ?? 0;
-      if (this.bufferedBytes + reserve > this.bufferedBodyBytesMax) {
+      if (!this.bodyBudget.tryTake(reserve)) {
         this.finish(request, overloadedByBodies(), null);
         return;
       }
-      this.bufferedBytes += reserve;
       request.reservedBytes = reserve;
       request.startBody(expected);
     }
     const reserveChunk = (bytes: number): boolean => {
-      if (request.settled || this.bufferedBytes + bytes > this.bufferedBodyBytesMax) return false;
-      this.bufferedBytes += bytes;
+      if (request.settled || !this.bodyBudget.tryTake(bytes)) return false;
       request.reservedBytes += bytes;
       return true;
     };
@@ -840,7 +904,7 @@ class GatewayServer {
     if (request.settled) return;
     request.settled = true;
     if (request.sendsOutstanding === 0) request.deadline.clear();
-    this.bufferedBytes -= request.reservedBytes;
+    this.bodyBudget.give(request.reservedBytes);
     request.reservedBytes = 0;
     request.discardBody(); // an early answer (401, 413...) while the body still streams in
     let status: number;
@@ -865,7 +929,7 @@ class GatewayServer {
       });
     }
     // uWS copied the answer (or the client left): the gateway holds none of it any more.
-    this.bufferedResponseBytes -= request.responseBytes;
+    this.responseBudget.give(request.responseBytes);
     request.responseBytes = 0;
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
@@ -996,17 +1060,6 @@ class GatewayServer {
     });
   }
 
-  /** Bytes of backend answers held now, over all requests (UpstreamCall counts them). */
-  holdResponseBytes(bytes: number): boolean {
-    if (this.bufferedResponseBytes + bytes > this.bufferedResponseBytesMax) return false;
-    this.bufferedResponseBytes += bytes;
-    return true;
-  }
-
-  releaseResponseBytes(bytes: number): void {
-    this.bufferedResponseBytes -= bytes;
-  }
-
   timeoutError(): GatewayError {
     return new GatewayError('query_timeout', `query exceeded the gateway's deadline of ${this.queryTimeoutMs} ms`);
   }
@@ -1122,7 +1175,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     controlPlaneLookups: () => ({
       grants: server.grants.lookupsStarted, routes: server.routes.lookupsStarted, allowances: server.allowances.lookupsStarted,
     }),
-    bufferedBytes: () => ({ requestBodies: server.bufferedBytes, responses: server.bufferedResponseBytes }),
+    bufferedBytes: () => ({ requestBodies: server.bodyBudget.held, responses: server.responseBudget.held }),
     flushUsage: () => server.usage.flush(),
     close: () => server.close(),
   };

@@ -7,7 +7,13 @@ export interface SpawnedBackend {
   url: string;
   stdout(): string;
   stderr(): string;
-  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Signal it (default SIGTERM) unless it exited already, and resolve with how it exited. */
+  stop(signal?: NodeJS.Signals): Promise<ProcessExit>;
+}
+
+export interface ProcessExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
 }
 
 /** Spawn `node dist/src/cli/main.js <command...args>` and resolve once stdout matches `ready` (group 1: the URL). */
@@ -17,7 +23,7 @@ export async function spawnCli(args: string[], ready: RegExp, env: NodeJS.Proces
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<ProcessExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${args[0]} did not start: ${out} ${err}`)); }, startTimeoutMs);
     child.stdout!.on('data', () => {
@@ -32,7 +38,7 @@ export async function spawnCli(args: string[], ready: RegExp, env: NodeJS.Proces
     stderr: () => err,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+      return await exited;
     },
   };
 }
