@@ -4,7 +4,8 @@
 // (where the store keeps records). The store's record cache answers what the records hold.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DECODE_WHOLE, decodeRecord, decodeRecordInPlace, encodeRecord, propertyOfEncoded, recordGet } from '../src/store/record-codec.js';
+import { DECODE_WHOLE, decodeRecord, decodeRecordInPlace, encodeRecord, propertyOfEncoded, recordGet, recordJsonInPlace } from '../src/store/record-codec.js';
+import { renderValue } from '../src/protocol/json.js';
 import { DateTime, F32, StringArray, type Value } from '../src/protocol/value.js';
 import { Store } from '../src/store/store.js';
 import { limits } from '../src/limits.js';
@@ -100,6 +101,35 @@ describe('decodeRecordInPlace', () => {
     expect(got.values[1]).toBe(-(1n << 63n));
     expect(got.values[2]).toBe('x'.repeat(1030));
     expect(decodeRecordInPlace(bytes, 0, 0)).toBe(decodeRecord(new Uint8Array(0)));
+  });
+});
+
+describe('recordJsonInPlace', () => {
+  it('renders each value as renderValue renders the decoded one, or leaves the record to the decoder', () => {
+    let rendered = 0;
+    fc.assert(fc.property(record, fc.nat(64), (r, offset) => {
+      const bytes = encodeRecord(r);
+      const shared = new Uint8Array(new SharedArrayBuffer(bytes.length + offset + 8), 0);
+      shared.set(bytes, offset);
+      const want = decodeRecord(bytes);
+      const keys: number[] = [], json: string[] = [];
+      const count = recordJsonInPlace(shared, offset, offset + bytes.length, keys, json);
+      if (count < 0) return; // the caller decodes and renders
+      rendered++;
+      expect(keys.slice(0, count)).toEqual(want.keys);
+      const renderOrNull = (v: Value): string | null => { try { return renderValue(v); } catch { return null; } };
+      want.values.forEach((v, i) => { expect(json[i]).toBe(renderOrNull(v)); });
+    }), { numRuns: 3000 });
+    expect(rendered).toBeGreaterThan(100); // the in-place path was taken, not only the fallback
+  });
+
+  it('takes the decoder for what it does not read in place', () => {
+    const render = (values: Value[]): number => {
+      const bytes = encodeRecord({ keys: values.map((_, i) => i), values });
+      return recordJsonInPlace(bytes, 0, bytes.length, [], []);
+    };
+    expect(render([5n, 'a "b"', 2.5, true, null, -(1n << 63n), new F32(0.5)])).toBe(7);
+    for (const v of [new Uint8Array([1]), new DateTime(0), 'a\ud800', 'x'.repeat(1030), new Float64Array([1])] as Value[]) expect(render([1n, v])).toBe(-1);
   });
 });
 

@@ -54,12 +54,17 @@ interface Layouts {
 const layoutsByNames = new WeakMap<object, Layouts>();
 const LAYOUTS_PER_DICTIONARY_MAX = 4096;
 
-function sameKeys(a: readonly number[], b: readonly number[]): boolean {
+/** Whether `a` is the first `count` entries of `b` (`count` defaults to all of them). */
+function sameKeys(a: readonly number[], b: readonly number[], count = b.length): boolean {
   if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  if (a.length !== count) return false;
+  for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+/** A row's key IDs and value JSON as Store.recordJson reads them (one row at a time). */
+const rowKeys: number[] = [];
+const rowJson: string[] = [];
 
 /** The layout of rows with `keys`, or null when the Map path must render them (a stored `$` name, or too many layouts). */
 function layoutFor(store: Store, keys: readonly number[]): RowLayout | null {
@@ -125,6 +130,24 @@ export class StoredMaps implements LazyScalars {
     if (this.built !== null) return renderValue(this.built[i]!);
     const el = this.rows.el[i]!;
     if (el === NO_ELEMENT) return '{}';
+    const count = this.store.recordJson(isEdgeKey(el), idOfKey(el), this.at, rowKeys, rowJson);
+    if (count >= 0) {
+      let layout = this.lastLayout;
+      if (layout === null || !sameKeys(layout.keys, rowKeys, count)) {
+        layout = layoutFor(this.store, rowKeys.slice(0, count));
+        if (layout === null) return renderValue(storedMap(this.store, el, this.at));
+        this.lastLayout = layout;
+      }
+      const { heads, sources } = layout;
+      let out = '';
+      for (let m = 0; m < heads.length; m++) {
+        const source = sources[m]!;
+        out += heads[m]!;
+        out += source >= 0 ? rowJson[source]! : source === FROM_ID ? String(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
+      }
+      return `${out}}`;
+    }
+    // A value the in-place reader leaves to the decoder (arrays, bytes, long strings, dates).
     const record = recordOf(this.store, el, this.at);
     let layout = this.lastLayout;
     if (layout === null || !sameKeys(layout.keys, record.keys)) {

@@ -5,6 +5,7 @@
 // "__proto__" are plain strings and never object keys.
 import { Packr } from 'msgpackr';
 import { DateTime, F32, StringArray, type Value } from '../protocol/value.js';
+import { writeF64, writeString } from '../protocol/json.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: false, int64AsType: 'bigint', moreTypes: false });
 
@@ -339,6 +340,64 @@ function scalarValue(tag: number, b: Uint8Array, p: number, end: number): Value 
     }
     default: return NOT_SCALAR;
   }
+}
+
+/**
+ * The response JSON of a scalar value (renderValue of what scalarValue reads) at b[p],
+ * setting `at` past it; null when the item is not a plain scalar or short string.
+ */
+function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string | null {
+  const c = b[p];
+  if (tag === Tag.I64 && (c === 0xd3 || c === 0xcf) && p + 9 <= end) {
+    // 64-bit ints (how every i64 is written) within 2^53 print from a double, no bigint.
+    const hi = (b[p + 1]! << 24) | (b[p + 2]! << 16) | (b[p + 3]! << 8) | b[p + 4]!;
+    if (c === 0xd3 ? hi >= -0x200000 && hi < 0x200000 : hi >= 0 && hi < 0x200000) {
+      const lo = ((b[p + 5]! << 24) | (b[p + 6]! << 16) | (b[p + 7]! << 8) | b[p + 8]!) >>> 0;
+      at = p + 9;
+      return String(hi * 4294967296 + lo);
+    }
+  }
+  switch (tag) {
+    case Tag.Null: case Tag.Bool: case Tag.I64: case Tag.F64: case Tag.F32: case Tag.String: {
+      const payload = readScalar(b, p, end);
+      if (payload === NOT_SCALAR) return null;
+      switch (tag) {
+        case Tag.Null: return 'null';
+        case Tag.Bool: return typeof payload === 'boolean' ? (payload ? 'true' : 'false') : null;
+        // A number here is an int of at most 32 bits: its digits are the bigint's.
+        case Tag.I64: return typeof payload === 'bigint' || typeof payload === 'number' ? String(payload) : null;
+        case Tag.String: return typeof payload === 'string' ? writeString(payload) : null;
+        default: return writeF64(Number(payload)); // F64, and F32 (renderValue writes its value as f64)
+      }
+    }
+    default: return null;
+  }
+}
+
+/**
+ * The record b[start, end) as response JSON without decoding it (value_map rows,
+ * exec/element-maps.ts): its key IDs into `keys` and each value's JSON into `json`, in
+ * record order; the count, or -1 when a value is not a plain scalar or short string (the
+ * caller decodes the record and renders its values instead).
+ */
+export function recordJsonInPlace(b: Uint8Array, start: number, end: number, keys: number[], json: string[]): number {
+  if (start === end) return 0;
+  const items = arrayHeader(b, start, end);
+  if (items < 0 || items % 3 !== 0) return -1;
+  const count = items / 3;
+  let p = at;
+  for (let k = 0; k < count; k++) {
+    const key = readScalar(b, p, end);
+    if (typeof key !== 'number') return -1;
+    const tag = readScalar(b, at, end);
+    if (typeof tag !== 'number') return -1;
+    const text = scalarJson(tag, b, at, end);
+    if (text === null) return -1;
+    p = at;
+    keys[k] = key;
+    json[k] = text;
+  }
+  return p === end ? count : -1;
 }
 
 /** Key ids read by decodeRecordInPlace before it knows whether they repeat lastKeys. */

@@ -48,7 +48,7 @@ import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
 import { BULK_BATCH_CHANGES_MIN } from './heap-trim.js';
-import { decodeRecord, decodeRecordInPlace, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, type PropertyRecord } from './record-codec.js';
+import { decodeRecord, decodeRecordInPlace, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, recordJsonInPlace, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
 import { VectorMemory } from '../vector/memory.js';
@@ -506,6 +506,22 @@ export class Store {
     const start = ptr + HEAP_HEADER_BYTES;
     const value = propertyOfEncoded(this.heap, start, start + length, keyId);
     return value !== DECODE_WHOLE ? value : recordGet(this.recordAt(newest, at, false), keyId);
+  }
+
+  /**
+   * A node's or edge's record at `at` as response JSON, read in place (recordJsonInPlace):
+   * its key IDs into `keys`, each value's JSON into `json`; the count, or -1 when a value
+   * needs the decoder (the caller then renders the decoded record). Skips the record cache:
+   * rendering in place costs about what a hit does, and a row read once would churn it.
+   */
+  recordJson(edge: boolean, slot: number, at: number, keys: number[], json: string[]): number {
+    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    const ptr = this.versionAt(newest, at);
+    if (ptr === 0) return 0;
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const start = ptr + HEAP_HEADER_BYTES;
+    return recordJsonInPlace(this.heap, start, start + length, keys, json);
   }
 
   /**
