@@ -194,7 +194,8 @@ async function main(): Promise<void> {
     log('');
     const h = results.http;
     log(table(['HTTP scenario', 'req/s', 'p50', 'p99', 'vs bare', 'errors', 'other load'], [
-      ['bare uWS, fixed JSON', fmtOps(h.bare.rps), fmtUs(h.bare.p50us), fmtUs(h.bare.p99us), '1.00x', String(h.bare.errors), pct(h.bareForeign)],
+      ['bare uWS, fixed JSON (mean of the runs before and after svcdb)', fmtOps(h.bare.rps), fmtUs(h.bare.p50us), fmtUs(h.bare.p99us), '1.00x', String(h.bare.errors), pct(h.bareForeign)],
+      ...(h.bareRuns ?? []).map((r, i) => [`  bare uWS, ${i === 0 ? 'before' : 'after'} the svcdb scenarios`, fmtOps(r.rps), fmtUs(r.p50us), fmtUs(r.p99us), fmtRatio(r.rps / h.bare.rps), String(r.errors), '-']),
       ...(h.bareBuilt ? [['bare uWS, bodies built per request (client cost)', fmtOps(h.bareBuilt.rps), fmtUs(h.bareBuilt.p50us), fmtUs(h.bareBuilt.p99us), fmtRatio(h.bareBuilt.rps / h.bare.rps), String(h.bareBuilt.errors), '-']] : []),
       ...h.rows.map((r) => [r.title, fmtOps(r.result.rps), fmtUs(r.result.p50us), fmtUs(r.result.p99us), fmtRatio(r.ratioToBare), String(r.result.errors), pct(r.foreign)]),
     ]));

@@ -241,7 +241,8 @@ export interface InProcessRow {
 
 export interface Results {
   http?: {
-    bare: LoadResult; bareForeign: number | null; rows: HttpRow[];
+    /** The reference: the mean of the bare runs before and after the svcdb scenarios (bareRuns). */
+    bare: LoadResult; bareRuns?: LoadResult[]; bareForeign: number | null; rows: HttpRow[];
     /** Bare uWS driven by the per-request body builder (the client's own cost; should be ~1x `bare`). */
     bareBuilt?: LoadResult; rssEmptyMiB?: number; rssLoadedMiB?: number; rssSettledMiB?: number; rssAfterMiB?: number; hwmMiB?: number;
     /** Point lookups and /healthz idle vs under a flood of pathological reads (flood.ts). */
