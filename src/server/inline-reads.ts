@@ -43,8 +43,8 @@ export class InlineReads implements QuerySink {
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
     const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
-    // The query text is cut out only once some is remembered: other reads pay nothing.
-    if (text === null || this.tooCostly.has(text) || (this.unbounded.size > 0 && this.unbounded.has(queryText(text, this.store) ?? ''))) {
+    // Looked up only once some text is remembered: other reads do not even hash theirs.
+    if (text === null || (this.tooCostly.size > 0 && this.tooCostly.has(text)) || (this.unbounded.size > 0 && this.unbounded.has(queryText(text, this.store) ?? ''))) {
       if (text !== null) job.costly = true;
       this.pool.submit(job);
       return;
