@@ -424,8 +424,10 @@ function readNumber(s: string, i: number): bigint | number | NegativeZeroInteger
 export function writeF64(n: number): string {
   const a = Math.abs(n);
   if (a >= 1e-5 && a < 1e16) {
-    // JS prints this range in plain notation with the same shortest digits.
-    const s = String(n);
+    // JS prints this range in plain notation with the same shortest digits. JSON.stringify,
+    // not String(n): V8 allocates String()'s result for a non-integer in the old generation
+    // (its number-string cache), ~30 bytes per call that only a full collection frees.
+    const s = JSON.stringify(n);
     return Number.isInteger(n) ? `${s}.0` : s;
   }
   if (n === 0) return Object.is(n, -0) ? '-0.0' : '0.0';

@@ -354,7 +354,7 @@ function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string 
     if (c === 0xd3 ? hi >= -0x200000 && hi < 0x200000 : hi >= 0 && hi < 0x200000) {
       const lo = ((b[p + 5]! << 24) | (b[p + 6]! << 16) | (b[p + 7]! << 8) | b[p + 8]!) >>> 0;
       at = p + 9;
-      return String(hi * 4294967296 + lo);
+      return JSON.stringify(hi * 4294967296 + lo); // not String(): see writeF64
     }
   }
   switch (tag) {
