@@ -3,7 +3,7 @@
 // but a read batch that only renders them (the common case: a client asking for rows)
 // writes each row's JSON straight from its record, in the byte-wise key order the Map
 // would render in, without building the Map (issue 13: ~1 µs per row).
-import { compareKeys, renderValue, writeString } from '../protocol/json.js';
+import { compareKeys, renderValue, writeInteger, writeString } from '../protocol/json.js';
 import type { Value } from '../protocol/value.js';
 import type { Store } from '../store/store.js';
 import type { PropertyRecord } from '../store/record-codec.js';
@@ -143,7 +143,7 @@ export class StoredMaps implements LazyScalars {
       for (let m = 0; m < heads.length; m++) {
         const source = sources[m]!;
         out += heads[m]!;
-        out += source >= 0 ? rowJson[source]! : source === FROM_ID ? String(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
+        out += source >= 0 ? rowJson[source]! : source === FROM_ID ? writeInteger(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
       }
       return `${out}}`;
     }
@@ -161,7 +161,7 @@ export class StoredMaps implements LazyScalars {
       const source = sources[m]!;
       out += heads[m]!;
       out += source >= 0 ? renderValue(record.values[source]!)
-        : source === FROM_ID ? String(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
+        : source === FROM_ID ? writeInteger(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
     }
     return `${out}}`;
   }

@@ -1,5 +1,5 @@
 // Stage 10 of envelope.md §6: results -> response JSON text (envelope.md §7-§9).
-import { compareKeys, renderValue, writeF64, writeString } from '../protocol/json.js';
+import { compareKeys, renderValue, writeF64, writeInteger, writeString } from '../protocol/json.js';
 import { tagOf, type Value } from '../protocol/value.js';
 import type { ShapeClass } from '../plan/plan.js';
 import { guard } from './guard.js';
@@ -13,14 +13,15 @@ export interface Bound {
   readonly skipped: boolean;
 }
 
-const elementRef = (el: number): string => `{"${isEdgeKey(el) ? 'edge' : 'node'}":${idOfKey(el)}}`;
+const elementRef = (el: number): string => `{"${isEdgeKey(el) ? 'edge' : 'node'}":${writeInteger(idOfKey(el))}}`;
 
 function renderRow(el: number, extra: RowExtra | null): string {
   const annotated = el === NO_ELEMENT || (extra !== null && (extra.bindings !== null || extra.pathVisible || extra.sackVisible));
   if (!annotated) {
-    if (extra === null || extra.rankName === null) return `{"$id":${idOfKey(el)}}`;
+    if (extra === null || extra.rankName === null) return `{"$id":${writeInteger(idOfKey(el))}}`;
     const rank = writeF64(extra.rank);
-    return extra.rankName === '$distance' ? `{"$distance":${rank},"$id":${idOfKey(el)}}` : `{"$id":${idOfKey(el)},"$score":${rank}}`;
+    const id = writeInteger(idOfKey(el));
+    return extra.rankName === '$distance' ? `{"$distance":${rank},"$id":${id}}` : `{"$id":${id},"$score":${rank}}`;
   }
   let bindings = '';
   if (extra?.bindings) {
@@ -65,7 +66,7 @@ function renderPresent(s: Stream): string {
     case 'rows': case 'fold': return renderRows(s.rows);
     case 'scalars': return renderItems(s.items);
     case 'lazy_scalars': return renderList(s.source.length, (i) => s.source.render(i));
-    case 'count': return String(s.n);
+    case 'count': return writeInteger(s.n);
     case 'exists': return s.value ? 'true' : 'false';
     case 'object': return renderValue(s.value);
   }

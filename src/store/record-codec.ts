@@ -5,7 +5,7 @@
 // "__proto__" are plain strings and never object keys.
 import { Packr } from 'msgpackr';
 import { DateTime, F32, StringArray, type Value } from '../protocol/value.js';
-import { writeF64, writeString } from '../protocol/json.js';
+import { writeF64, writeInteger, writeString } from '../protocol/json.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: false, int64AsType: 'bigint', moreTypes: false });
 
@@ -354,7 +354,7 @@ function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string 
     if (c === 0xd3 ? hi >= -0x200000 && hi < 0x200000 : hi >= 0 && hi < 0x200000) {
       const lo = ((b[p + 5]! << 24) | (b[p + 6]! << 16) | (b[p + 7]! << 8) | b[p + 8]!) >>> 0;
       at = p + 9;
-      return JSON.stringify(hi * 4294967296 + lo); // not String(): see writeF64
+      return writeInteger(hi * 4294967296 + lo);
     }
   }
   switch (tag) {
@@ -365,7 +365,7 @@ function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string 
         case Tag.Null: return 'null';
         case Tag.Bool: return typeof payload === 'boolean' ? (payload ? 'true' : 'false') : null;
         // A number here is an int of at most 32 bits: its digits are the bigint's.
-        case Tag.I64: return typeof payload === 'bigint' || typeof payload === 'number' ? String(payload) : null;
+        case Tag.I64: return typeof payload === 'number' ? writeInteger(payload) : typeof payload === 'bigint' ? payload.toString() : null;
         case Tag.String: return typeof payload === 'string' ? writeString(payload) : null;
         default: return writeF64(Number(payload)); // F64, and F32 (renderValue writes its value as f64)
       }
