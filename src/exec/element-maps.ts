@@ -54,15 +54,15 @@ interface Layouts {
 const layoutsByNames = new WeakMap<object, Layouts>();
 const LAYOUTS_PER_DICTIONARY_MAX = 4096;
 
-/** Whether `a` is the first `count` entries of `b` (`count` defaults to all of them). */
-function sameKeys(a: readonly number[], b: readonly number[], count = b.length): boolean {
+/** Whether `a` is the first `count` entries of `b`. */
+function sameKeys(a: readonly number[], b: readonly number[], count: number): boolean {
   if (a === b) return true;
   if (a.length !== count) return false;
   for (let i = 0; i < count; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-/** A row's key IDs and value JSON as Store.recordJson reads them (one row at a time). */
+/** A row's key IDs and value JSON, from Store.recordJson or the decoded record (one row at a time). */
 const rowKeys: number[] = [];
 const rowJson: string[] = [];
 
@@ -70,7 +70,7 @@ const rowJson: string[] = [];
 function layoutFor(store: Store, keys: readonly number[]): RowLayout | null {
   let layouts = layoutsByNames.get(store.names);
   if (layouts === undefined) layoutsByNames.set(store.names, (layouts = { byKeys: new Map(), last: null }));
-  if (layouts.last !== null && sameKeys(layouts.last.keys, keys)) return layouts.last;
+  if (layouts.last !== null && sameKeys(layouts.last.keys, keys, keys.length)) return layouts.last;
   const key = keys.join(',');
   const known = layouts.byKeys.get(key);
   if (known !== undefined) {
@@ -130,28 +130,19 @@ export class StoredMaps implements LazyScalars {
     if (this.built !== null) return renderValue(this.built[i]!);
     const el = this.rows.el[i]!;
     if (el === NO_ELEMENT) return '{}';
-    const count = this.store.recordJson(isEdgeKey(el), idOfKey(el), this.at, rowKeys, rowJson);
-    if (count >= 0) {
-      let layout = this.lastLayout;
-      if (layout === null || !sameKeys(layout.keys, rowKeys, count)) {
-        layout = layoutFor(this.store, rowKeys.slice(0, count));
-        if (layout === null) return renderValue(storedMap(this.store, el, this.at));
-        this.lastLayout = layout;
+    let count = this.store.recordJson(isEdgeKey(el), idOfKey(el), this.at, rowKeys, rowJson);
+    if (count < 0) {
+      // A value the in-place reader leaves to the decoder (arrays, bytes, long strings, dates).
+      const record = recordOf(this.store, el, this.at);
+      count = record.keys.length;
+      for (let k = 0; k < count; k++) {
+        rowKeys[k] = record.keys[k]!;
+        rowJson[k] = renderValue(record.values[k]!);
       }
-      const { heads, sources } = layout;
-      let out = '';
-      for (let m = 0; m < heads.length; m++) {
-        const source = sources[m]!;
-        out += heads[m]!;
-        out += source >= 0 ? rowJson[source]! : source === FROM_ID ? writeInteger(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
-      }
-      return `${out}}`;
     }
-    // A value the in-place reader leaves to the decoder (arrays, bytes, long strings, dates).
-    const record = recordOf(this.store, el, this.at);
     let layout = this.lastLayout;
-    if (layout === null || !sameKeys(layout.keys, record.keys)) {
-      layout = layoutFor(this.store, record.keys);
+    if (layout === null || !sameKeys(layout.keys, rowKeys, count)) {
+      layout = layoutFor(this.store, rowKeys.slice(0, count));
       if (layout === null) return renderValue(storedMap(this.store, el, this.at));
       this.lastLayout = layout;
     }
@@ -160,8 +151,7 @@ export class StoredMaps implements LazyScalars {
     for (let m = 0; m < heads.length; m++) {
       const source = sources[m]!;
       out += heads[m]!;
-      out += source >= 0 ? renderValue(record.values[source]!)
-        : source === FROM_ID ? writeInteger(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
+      out += source >= 0 ? rowJson[source]! : source === FROM_ID ? writeInteger(idOfKey(el)) : this.labelJson(labelIdOf(this.store, el, this.at));
     }
     return `${out}}`;
   }

@@ -24,6 +24,7 @@ import { Worker } from 'node:worker_threads';
 import type { ControlPlane } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
 import { probePort } from '../server/http.js';
+import { threadListening } from '../server/thread-listening.js';
 import { sharedByteCounts, startGateway, type GatewayOptions } from './gateway.js';
 
 /** Gateway options a worker thread receives (structured-cloned: plain data only). */
@@ -197,7 +198,7 @@ export async function startGatewayThreads(options: GatewayThreadsOptions): Promi
       fail('failed with an uncaught exception');
     });
     worker.once('exit', (code) => fail(`exited with code ${code}`));
-    starts.push(listening(worker, number, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT));
+    starts.push(threadListening(worker, `gateway thread ${number}`, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT));
   }
   // Started together: on a machine with many cores one after the other would add seconds.
   const outcomes = await Promise.allSettled(starts);
@@ -227,26 +228,3 @@ export async function startGatewayThreads(options: GatewayThreadsOptions): Promi
   };
 }
 
-/** Resolves when the thread listens; rejects when it fails, exits or times out first. */
-function listening(worker: Worker, number: number, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`gateway thread ${number} did not listen within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (message: FromGatewayThread): void => {
-      if (message.kind === 'listening') done(null);
-      else if (message.kind === 'failed') done(new Error(`gateway thread ${number}: ${message.message}`));
-    };
-    const onError = (err: Error): void => done(new Error(`gateway thread ${number} failed to start: ${err.message}`));
-    const onExit = (code: number): void => done(new Error(`gateway thread ${number} exited during start-up with code ${code}`));
-    const done = (err: Error | null): void => {
-      clearTimeout(timer);
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      if (err === null) resolve();
-      else reject(err);
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-  });
-}

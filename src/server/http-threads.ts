@@ -15,6 +15,7 @@ import type { StoreShared } from '../store/store.js';
 import type { ServerMode } from './http.js';
 import { decodeFlags, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import type { QueryRoute, RequestLogOptions } from './request-log.js';
+import { threadListening } from './thread-listening.js';
 
 /** `workerData` of a front-end thread (structured-cloned: plain data and shared buffers). */
 export interface FrontThreadData {
@@ -141,7 +142,7 @@ export class FrontThreads {
       worker.on('error', (err) => {
         process.stderr.write(`svcdb: front-end thread ${i + 1} failed: ${describeError(err)}\n`);
       });
-      listeners.push(listening(worker, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT));
+      listeners.push(threadListening(worker, `front-end thread ${i + 1}`, startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT));
     }
     // Started together: on a 64-core machine one after the other would add seconds.
     const outcomes = await Promise.allSettled(listeners);
@@ -201,26 +202,3 @@ export class FrontThreads {
   }
 }
 
-/** Resolves when the thread listens; rejects when it fails, exits or times out first. */
-function listening(worker: Worker, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`a front-end thread did not listen within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (message: ToMainThread): void => {
-      if (message.kind === 'listening') done(null);
-      else if (message.kind === 'failed') done(new Error(message.message));
-    };
-    const onError = (err: Error): void => done(new Error(`a front-end thread failed to start: ${err.message}`));
-    const onExit = (code: number): void => done(new Error(`a front-end thread exited during start-up with code ${code}`));
-    const done = (err: Error | null): void => {
-      clearTimeout(timer);
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      if (err === null) resolve();
-      else reject(err);
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-  });
-}
