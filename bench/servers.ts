@@ -38,7 +38,9 @@ export interface SpawnOptions {
 
 /** Spawn `node <script> <args>` and wait for its `... listening on http://HOST:PORT` line. */
 export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
-  const nodeArgs = [...launcherNodeFlags(script), script, ...args];
+  // SVCDB_BENCH_NODE_FLAGS: node flags after the launcher's (a later V8 flag wins), for experiments.
+  const extra = (process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...launcherNodeFlags(script), ...extra, script, ...args];
   // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
   const [cmd, argv] = opts.cpus !== null
     ? ['taskset', ['-c', opts.cpus, process.execPath, ...nodeArgs]]
