@@ -64,8 +64,8 @@ async function admin(method: string, path: string, body?: unknown, token: string
   return { status: res.status, json: text === '' ? null : JSON.parse(text) };
 }
 
-async function post(url: string, body: unknown): Promise<{ status: number; body: string }> {
-  const res = await fetch(`${url}/v2/query`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${url}/v2/query`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
   return { status: res.status, body: await res.text() };
 }
 
@@ -246,6 +246,19 @@ describe('admin API', () => {
         return res.body === '{"c":1}' ? true : null;
       }, 'the reader sees the write', slowly);
       expect(local.storageOf((await store.databaseRecord(database.id))!)).toEqual({ kind: 'directory', path: join(dir, 'local', 'databases', database.id) });
+
+      // Every server is bound to its database (--database-id): a request labelled with
+      // another database's ID (a stale gateway route) is refused and not run.
+      for (const [role, url] of [['writer', route!.writerUrl!], ['reader', route!.readerUrls[0]!]] as const) {
+        const refused = await post(url, read([q('c', count(nodes('all')))], ['c']), { 'x-svc-tenant-id': 'db_someone_else' });
+        expect(refused.status, `${role}: ${refused.body}`).toBe(421);
+        expect(JSON.parse(refused.body)).toMatchObject({ error: 'misdirected_request' });
+        const own = await post(url, read([q('c', count(nodes('all')))], ['c']), { 'x-svc-tenant-id': database.id });
+        expect(own, role).toEqual({ status: 200, body: '{"c":1}' });
+        const server = local.backend(database.id, role, 0)!;
+        const commandLine = readFileSync(`/proc/${server.pid!}/cmdline`, 'utf8').split('\0');
+        expect(commandLine[commandLine.indexOf('--database-id') + 1], role).toBe(database.id);
+      }
     } finally {
       await local.close();
     }

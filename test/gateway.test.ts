@@ -467,6 +467,65 @@ describe('isolation', () => {
   });
 });
 
+describe('isolation: backends bound to their database (svc serve --database-id)', () => {
+  it('a stale route to another database\'s server never returns that database\'s data: 503, or another eligible backend answers', async () => {
+    const boundA = await spawnServer(['--readers', '1', '--log-requests', '--database-id', 'db_bound_a']);
+    extraServers.push(boundA);
+    const boundB = await spawnServer(['--readers', '1', '--log-requests', '--database-id', 'db_bound_b']);
+    extraServers.push(boundB);
+    cp.addDatabase({ id: 'db_bound_a', workspaceId: 'ws_a', writerUrl: boundA.url, readerUrls: [], rateLimit: UNLIMITED });
+    // B's route is stale: its writer's address is A's server.
+    cp.addDatabase({ id: 'db_bound_b', workspaceId: 'ws_b', writerUrl: boundA.url, readerUrls: [], rateLimit: UNLIMITED });
+    const keyBoundA = cp.addKey('db_bound_a', 'read_write').secret;
+    const keyBoundB = cp.addKey('db_bound_b', 'read_write').secret;
+    let logText = '';
+    const g = await gatewayWith({ cacheTtlMs: 60_000, logDestination: new Writable({ write: (chunk: Buffer, _enc, done) => { logText += chunk.toString('utf8'); done(); } }) });
+
+    const label = freshLabel();
+    expect((await post(g, addNode(label), auth(keyBoundA, 'db_bound_a'))).status).toBe(200);
+    const countA = await post(g, countNodesBody(label), auth(keyBoundA, 'db_bound_a'));
+    expect(JSON.parse(countA.text)).toEqual({ n: 1 });
+
+    // Every kind of request for B: 503 database_unavailable, never A's answer, nothing run on A.
+    const routeLookups = g.controlPlaneLookups().routes;
+    for (const [body, extra] of [
+      [countNodesBody(label), {}], [countNodesBody(label), { 'x-svc-require-writer': 'true' }], [countNodesBody(label), { 'x-svc-warm': 'true' }], [addNode(label), {}],
+    ] as [string, Record<string, string>][]) {
+      const answer = await post(g, body, auth(keyBoundB, 'db_bound_b', extra));
+      expect(answer.status, `${JSON.stringify(extra)} ${answer.text}`).toBe(503);
+      expect(errorOf(answer).error).toBe('database_unavailable');
+      expect(answer.text).not.toContain('misdirected');
+    }
+    // The stale route is not kept for the TTL (60 s here): each request above looked it up again.
+    expect(g.controlPlaneLookups().routes - routeLookups).toBe(4);
+    expect(JSON.parse((await post(boundA.url, countNodesBody(label), {})).text), 'the write for B did not run on A').toEqual({ n: 1 });
+    // A's server still serves A at once: it was not marked failing for B's stale route.
+    const stillA = await post(g, countNodesBody(label), auth(keyBoundA, 'db_bound_a'));
+    expect(stillA.status, stillA.text).toBe(200);
+    expect(JSON.parse(stillA.text)).toEqual({ n: 1 });
+
+    // With another eligible backend, a read goes there: the stale reader (A's server) is
+    // skipped and B's own writer answers with B's data.
+    cp.addDatabase({ id: 'db_bound_b', workspaceId: 'ws_b', writerUrl: boundB.url, readerUrls: [boundA.url], rateLimit: UNLIMITED });
+    for (let i = 0; i < 5; i++) {
+      const answer = await post(g, countNodesBody(label), auth(keyBoundB, 'db_bound_b'));
+      expect(answer.status, answer.text).toBe(200);
+      expect(JSON.parse(answer.text), 'B\'s data, not A\'s').toEqual({ n: 0 });
+    }
+    // The route fixed in the control plane takes effect on the next request, not after the TTL.
+    cp.addDatabase({ id: 'db_bound_b', workspaceId: 'ws_b', writerUrl: boundB.url, readerUrls: [], rateLimit: UNLIMITED });
+    expect((await post(g, addNode(label), auth(keyBoundB, 'db_bound_b'))).status).toBe(200);
+    expect(JSON.parse((await post(g, countNodesBody(label), auth(keyBoundB, 'db_bound_b'))).text)).toEqual({ n: 1 });
+    expect(JSON.parse((await post(boundA.url, countNodesBody(label), {})).text)).toEqual({ n: 1 });
+
+    // Logged (throttled per backend), naming the database and the server, never the key.
+    await eventually(() => logText.includes('misdirected_request'), 'the gateway logged the misdirected answer');
+    const line = logText.split('\n').find((l) => l.includes('misdirected_request'))!;
+    expect(JSON.parse(line)).toMatchObject({ level: 'warn', databaseId: 'db_bound_b', backend: boundA.url });
+    expect(logText).not.toContain(keyBoundB);
+  });
+});
+
 describe('rate limits', () => {
   it('shares one bucket between two gateways: admitted = burst + rate x time within one token, 429 with Retry-After', async () => {
     const rate = { perSecond: 10, burst: 5 };

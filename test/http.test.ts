@@ -1,5 +1,6 @@
 // The HTTP surface of the real server (envelope.md §1, §6, §11; errors.md §1, §3),
 // run as a child process on a random loopback port exactly as users start it.
+import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestFlags } from '../src/protocol/headers.js';
@@ -474,5 +475,95 @@ describe('svc serve: graceful stop', () => {
     const started = Date.now();
     expect(await server.stop('SIGINT')).toEqual({ code: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe('svc serve --database-id: a server bound to one database', () => {
+  let server: SpawnedServer;
+
+  beforeAll(async () => {
+    // Two front-end threads: the worker thread's front end must be bound too.
+    server = await spawnServer(['--readers', '1', '--http-threads', '2', '--database-id', 'db_a']);
+  });
+
+  afterAll(async () => {
+    const exit = await server.stop();
+    expect(exit.code, `server stderr: ${server.stderr()}`).toBe(0);
+  });
+
+  /** One request on a connection of its own, so both front-end threads get some. */
+  function postOnNewConnection(path: string, body: string, headers: Record<string, string>): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(`${server.url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => {
+          resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'] ?? null, text });
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  it('refuses a query or explain whose x-svc-tenant-id names another database: 421 misdirected_request', async () => {
+    for (let i = 0; i < 6; i++) {
+      for (const path of ['/v2/query', '/v2/explain']) {
+        const answer = await postOnNewConnection(path, countNodesBody(freshLabel()), { 'x-svc-tenant-id': 'db_b' });
+        expect(answer.status, answer.text).toBe(421);
+        expect(answer.contentType).toBe('application/json');
+        expect(errorOf(answer).error).toBe('misdirected_request');
+      }
+    }
+  });
+
+  it('never runs the refused request (a misdirected write adds nothing)', async () => {
+    const label = freshLabel();
+    const refused = await postOnNewConnection('/v2/query', addNodes(label, 3), { 'x-svc-tenant-id': 'db_b' });
+    expect(refused.status).toBe(421);
+    const counted = await postOnNewConnection('/v2/query', countNodesBody(label), { 'x-svc-tenant-id': 'db_a' });
+    expect(counted.status, counted.text).toBe(200);
+    expect(JSON.parse(counted.text)).toEqual({ n: 0 });
+  });
+
+  it('is checked before the execution headers and the body (stage 1, first)', async () => {
+    const answer = await postOnNewConnection('/v2/query', '{not json', { 'x-svc-tenant-id': 'db_b', 'x-svc-warm': 'maybe' });
+    expect(answer.status).toBe(421);
+    expect(errorOf(answer).error).toBe('misdirected_request');
+  });
+
+  it('refuses an empty or differently cased ID too: only the exact ID passes', async () => {
+    for (const value of ['', 'DB_A', 'db_ab', 'db_']) {
+      const answer = await postOnNewConnection('/v2/query', countNodesBody(freshLabel()), { 'x-svc-tenant-id': value });
+      expect(answer.status, `x-svc-tenant-id ${JSON.stringify(value)}: ${answer.text}`).toBe(421);
+    }
+  });
+
+  it('answers a request naming its own database, or none (local tools), as any server does', async () => {
+    const label = freshLabel();
+    expect((await postOnNewConnection('/v2/query', addNodes(label, 2), { 'x-svc-tenant-id': 'db_a' })).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const own = await postOnNewConnection('/v2/query', countNodesBody(label), { 'x-svc-tenant-id': 'db_a' });
+      expect(own.status, own.text).toBe(200);
+      expect(JSON.parse(own.text)).toEqual({ n: 2 });
+      const unlabelled = await postOnNewConnection('/v2/query', countNodesBody(label), {});
+      expect(unlabelled.status, unlabelled.text).toBe(200);
+      expect(JSON.parse(unlabelled.text)).toEqual({ n: 2 });
+    }
+  });
+
+  it('an unbound server still ignores x-svc-tenant-id (envelope.md §11)', async () => {
+    const unbound = await spawnServer(['--readers', '1', '--http-threads', '1']);
+    try {
+      const res = await fetch(`${unbound.url}/v2/query`, { method: 'POST', body: countNodesBody(freshLabel()), headers: { 'x-svc-tenant-id': 'db_b' } });
+      expect(res.status).toBe(200);
+    } finally {
+      await unbound.stop();
+    }
+  });
+
+  it('rejects a malformed --database-id', async () => {
+    const result = await runCli(['serve', '--port', '0', '--database-id', 'not/an id']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/database-id/);
   });
 });

@@ -32,6 +32,7 @@ interface ServeOptions {
   queryMemoryMb: number;
   logRequests?: boolean;
   slowQueryMs: number;
+  databaseId?: string;
 }
 
 function onOffOption(value: string): 'on' | 'off' {
@@ -43,6 +44,12 @@ function readDispatchOption(value: string): ReadDispatch {
   if (value !== 'coalesce' && value !== 'per-request') {
     throw new InvalidArgumentError('must be "coalesce" or "per-request".');
   }
+  return value;
+}
+
+/** The gateway's database-ID shape (src/gateway/gateway.ts tenantPattern). */
+function databaseIdOption(value: string): string {
+  if (!/^[A-Za-z0-9._-]{1,128}$/.test(value)) throw new InvalidArgumentError('must be 1-128 letters, digits, ".", "_" or "-".');
   return value;
 }
 
@@ -86,6 +93,8 @@ export function registerServe(program: Command): void {
     .option('--log-requests', 'log one JSON line per query request on stderr (status, duration, body size, error code, route)')
     .option('--slow-query-ms <ms>', 'log requests slower than this on stderr, with the start of their body (0 = off)',
       integerOption('slow-query-ms', 0, 86_400_000), SLOW_QUERY_MS_DEFAULT)
+    .option('--database-id <id>', 'serve only this database: refuse (421 misdirected_request) queries whose x-svc-tenant-id names another; '
+      + 'requests without the header are answered (the cloud provisioning sets it)', databaseIdOption)
     .action(async (options: ServeOptions) => {
       await serve(options);
     });
@@ -145,6 +154,7 @@ async function serve(options: ServeOptions): Promise<void> {
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       logRequests: options.logRequests === true,
       slowQueryMs: options.slowQueryMs,
+      databaseId: options.databaseId ?? null,
       onFatal: (err) => fail(err.message),
     });
   } catch (err) {

@@ -8,7 +8,9 @@
 // child processes on this host, on loopback and free ports. Running them elsewhere (a
 // container scheduler, VMs, systemd on other hosts) is another BackendRuntime whose
 // start() returns the server's reachable base URL and a stop(); the provisioner needs
-// nothing else, and the gateway only ever sees the URLs in the store.
+// nothing else, and the gateway only ever sees the URLs in the store. Such a runtime
+// should start every server with `--database-id <spec.databaseId>` as ProcessRuntime
+// does: the binding is what keeps a stale route from reaching another database's data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -149,8 +151,11 @@ export class ProcessRuntime implements BackendRuntime {
   }
 
   start(spec: BackendSpec): Promise<RunningBackend> {
+    // --database-id binds the server to its database: a gateway route gone stale (this
+    // port reused by another database's server after a restart) gets 421, never the
+    // other database's data (docs/gateway.md "Binding backends").
     const args = [this.cliPath, 'serve', '--host', '127.0.0.1', '--port', '0', '--mode', spec.role,
-      '--readers', String(this.options.threadsPerServer ?? 1)];
+      '--readers', String(this.options.threadsPerServer ?? 1), '--database-id', spec.databaseId];
     if (spec.storage.kind === 's3') {
       args.push('--storage-uri', spec.storage.uri);
       if (spec.storage.endpointUrl !== undefined) args.push('--s3-endpoint-url', spec.storage.endpointUrl);

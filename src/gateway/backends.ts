@@ -45,6 +45,10 @@ export class Backend {
   healthy: boolean | null = null;
   /** Date.now() of the last time a route named this server. */
   lastNamedMs = Date.now();
+  /** Date.now() of the last log line about a misdirected answer from it (gateway.ts misdirected()). */
+  lastMisdirectedLogMs = 0;
+  /** Misdirected answers since that line, not logged one by one. */
+  misdirectedUnlogged = 0;
   private polling = false;
   private pollTimeoutsInARow = 0;
 

@@ -62,6 +62,14 @@ export class ExpiringCache<V> {
     return lookup;
   }
 
+  /**
+   * Drop one entry, so the next get() asks the store again: a backend proved the cached
+   * route wrong (it serves another database, docs/gateway.md "Binding backends").
+   */
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** Drop every entry (tests; an operator's "forget now"). */
   clear(): void {
     this.entries.clear();

@@ -271,17 +271,36 @@ class DeadlineQueue {
   }
 }
 
-/** No answer from a backend (connection refused, reset, closed). */
+/**
+ * No answer from a backend for this database: no answer at all (connection refused, reset,
+ * closed), or a 421 from a server bound to another database (`misdirected`).
+ */
 class UpstreamFailure extends Error {
   readonly backend: Backend;
   /** Nothing listens there (connection refused): stop choosing the server. */
   readonly down: boolean;
-  constructor(backend: Backend, cause: Error) {
+  /**
+   * The server serves another database (421 misdirected_request): the route is stale and
+   * nothing ran. The server itself is fine (its own database's routes still use it), so it
+   * is only skipped for this request and the cached route is dropped.
+   */
+  readonly misdirected: boolean;
+  constructor(backend: Backend, cause: Error, misdirected = false) {
     super(cause.message);
     this.backend = backend;
-    this.down = provesDown(cause);
+    this.down = !misdirected && provesDown(cause);
+    this.misdirected = misdirected;
   }
 }
+
+/**
+ * What a backend bound to another database answers (`svc serve --database-id`). Only
+ * svc serve's binding check answers 421, and by RFC 9110 it means "not the server for this
+ * request" whoever sends it, so the status alone decides; the body is not read.
+ */
+const MISDIRECTED_STATUS = 421;
+/** At most one log line per backend this often about misdirected answers (a stale route repeats per request). */
+const MISDIRECTED_LOG_INTERVAL_MS = 1000;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** A body with nothing (yet, or any more); shared, never written (Buffer.alloc(0) costs ~0.2 us each). */
@@ -584,7 +603,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     this.status = statusCode;
-    this.keepBody = this.keepSuccessBody || statusCode < 200 || statusCode >= 300;
+    // A misdirected answer is never passed on: nothing of it is kept.
+    this.keepBody = statusCode !== MISDIRECTED_STATUS && (this.keepSuccessBody || statusCode < 200 || statusCode >= 300);
     // Content-Type and Retry-After, each passed on when it occurs once (as undici's header
     // object gives a string only then); values as latin1, as undici decodes them.
     let contentType: string | null = null;
@@ -627,6 +647,12 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onComplete(): void {
     if (!this.settle()) return;
+    if (this.status === MISDIRECTED_STATUS) {
+      this.releaseHeld();
+      this.server.misdirected(this.backend, this.request);
+      this.reject(new UpstreamFailure(this.backend, new Error('the backend serves another database (421)'), true));
+      return;
+    }
     const chunks = this.chunks;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.length);
     // A warming straggler finishing after the client was answered: nothing will send it.
@@ -964,6 +990,10 @@ class GatewayServer {
         return await this.send(writer, request, request.upstreamHeaders(false), deadline);
       } catch (err) {
         if (!(err instanceof UpstreamFailure)) throw err;
+        if (err.misdirected) {
+          throw new GatewayError('database_unavailable', `the writer of database ${route.id} is not at its recorded address; `
+            + `the ${requestType} was not run; retry shortly (the route is being refreshed)`);
+        }
         if (err.down) this.backends.markFailing(writer, err.message);
         throw new GatewayError('database_unavailable', requestType === 'write'
           ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
@@ -974,9 +1004,10 @@ class GatewayServer {
   }
 
   /**
-   * A read on the least busy eligible reader; on a connection failure the next one (reads
-   * have no effects, and a gateway retry costs no token). With no eligible reader left,
-   * the writer answers: its snapshot is at least as new as any reader's.
+   * A read on the least busy eligible reader; on a connection failure or a misdirected
+   * answer the next one (reads have no effects, and a gateway retry costs no token). With
+   * no eligible reader left, the writer answers: its snapshot is at least as new as any
+   * reader's.
    */
   private async read(request: GatewayRequest, route: DatabaseRoute, deadline: Deadline): Promise<UpstreamAnswer> {
     const tried = new Set<Backend>();
@@ -1058,6 +1089,27 @@ class GatewayServer {
       deadline.notify(call.onDeadline);
       backend.pool.dispatch({ path: '/v2/query', method: 'POST', headers, body: request.body }, call);
     });
+  }
+
+  /**
+   * A backend answered 421: the route that named it is stale (the server was restarted on
+   * another port and this one reused by another database's server, or the database was
+   * re-provisioned). Its answer is never the client's; the route is looked up again on
+   * the next request. The server is not marked failing: it serves its own database fine.
+   */
+  misdirected(backend: Backend, request: GatewayRequest): void {
+    const databaseId = request.databaseId;
+    if (databaseId !== null) this.routes.forget(databaseId);
+    const now = Date.now();
+    if (now - backend.lastMisdirectedLogMs < MISDIRECTED_LOG_INTERVAL_MS) {
+      backend.misdirectedUnlogged++;
+      return;
+    }
+    backend.lastMisdirectedLogMs = now;
+    const earlier = backend.misdirectedUnlogged;
+    backend.misdirectedUnlogged = 0;
+    this.log.warn({ databaseId, backend: backend.url, notLoggedSinceLastLine: earlier },
+      'backend serves another database (421 misdirected_request): stale route dropped; the request goes to another backend or is answered 503');
   }
 
   timeoutError(): GatewayError {

@@ -41,6 +41,9 @@ export type ErrorCode =
   | 'unsupported_index_storage_version' | 'writer_mode_required' | 'reader_mode_required'
   // load shedding: not in errors.md's catalog (SPEC.md: new codes may be added); docs/protocol-choices.md
   | 'server_overloaded'
+  // a server bound to one database (svc serve --database-id) sent another's request: not in
+  // errors.md's catalog; server-internal, the gateway maps it (docs/gateway.md "Binding")
+  | 'misdirected_request'
   // internal
   | 'storage_error' | 'response_serialization_error' | 'internal_error';
 
@@ -69,6 +72,8 @@ export function statusOf(code: ErrorCode): number {
       return 409;
     case 'writer_mode_required': case 'server_overloaded':
       return 503;
+    case 'misdirected_request':
+      return 421;
     default:
       return 500;
   }

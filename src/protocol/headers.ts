@@ -16,7 +16,13 @@ export interface RequestFlags {
 export const HEADER_WARM = 'x-svc-warm';
 export const HEADER_REQUIRE_WRITER = 'x-svc-require-writer';
 export const HEADER_AWAIT_DURABLE = 'x-svc-await-durable';
-/** Telemetry label only: never validated, never partitions data. Accepted and ignored. */
+/**
+ * The database a request is for. Telemetry label only (envelope.md §11: never validated,
+ * never partitions data), except on a server bound to one database (`svc serve
+ * --database-id`): there a value naming another database is refused 421
+ * misdirected_request before anything else, so a stale gateway route cannot run one
+ * database's request on another's server (docs/gateway.md "Binding backends").
+ */
 export const HEADER_TENANT_ID = 'x-svc-tenant-id';
 
 /** The headers stage 1 validates, in the order they are checked (first failure decides). */

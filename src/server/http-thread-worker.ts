@@ -23,7 +23,7 @@ let store = Store.attach(data.shared);
 // Inline reads leave per-request garbage here as on the main thread: given back when idle.
 const idleTrim = trimHeapWhenIdle();
 const requestLog = RequestLog.create({ ...data.log, httpThread: data.httpThread });
-const front = new HttpFrontEnd({ mode: data.mode, limits: data.limits, requestLog, receivingBytes: data.receivingBytes });
+const front = new HttpFrontEnd({ mode: data.mode, limits: data.limits, requestLog, receivingBytes: data.receivingBytes, databaseId: data.databaseId });
 front.storageReady = data.storageReady;
 
 /** Relayed queries waiting for the main thread's answer, by relay id. */

@@ -32,6 +32,8 @@ export interface FrontThreadData {
   storageReady: boolean;
   limits: LimitOverrides<'receivingBodyBytesMax'>;
   log: Omit<RequestLogOptions, 'destination'>;
+  /** The database the server is bound to (FrontEndOptions.databaseId), or null. */
+  databaseId: string | null;
   /** This thread's number, 1 and up (the main thread's front end is 0): request log lines carry it. */
   httpThread: number;
 }

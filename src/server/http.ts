@@ -16,7 +16,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import { limits, type LimitOverrides } from '../limits.js';
 import { asSvcError, bodyError, errorBody, overloadError, SvcError } from '../protocol/errors.js';
 import {
-  HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_WARM, parseRequestFlags, type RequestFlags,
+  HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
@@ -41,6 +41,7 @@ export interface QueryRoutes {
 }
 
 const JSON_TYPE = 'application/json';
+const MISDIRECTED_STATUS_LINE = statusLine(421);
 /** Body allocation when the length is not announced (chunked upload); grows by doubling. */
 const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
 
@@ -52,6 +53,8 @@ const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
 let seenWarm: string | undefined;
 let seenRequireWriter: string | undefined;
 let seenAwaitDurable: string | undefined;
+/** x-svc-tenant-id: only a server bound to a database (FrontEndOptions.databaseId) reads it. */
+let seenTenantId: string | undefined;
 
 function collectHeader(key: string, value: string): void {
   // uWS gives lowercase keys and keeps repeats; the first occurrence counts.
@@ -59,6 +62,7 @@ function collectHeader(key: string, value: string): void {
   if (key === HEADER_WARM) { if (seenWarm === undefined) seenWarm = value; }
   else if (key === HEADER_REQUIRE_WRITER) { if (seenRequireWriter === undefined) seenRequireWriter = value; }
   else if (key === HEADER_AWAIT_DURABLE) { if (seenAwaitDurable === undefined) seenAwaitDurable = value; }
+  else if (key === HEADER_TENANT_ID) { if (seenTenantId === undefined) seenTenantId = value; }
 }
 
 function seenHeader(name: string): string | undefined {
@@ -68,11 +72,10 @@ function seenHeader(name: string): string | undefined {
   return undefined;
 }
 
-/** Stage 1: throws SvcError invalid_request_option. */
-function readFlags(req: HttpRequest): RequestFlags {
-  seenWarm = seenRequireWriter = seenAwaitDurable = undefined;
+/** Stage 1, first half: the headers into the scratch slots above (one walk). */
+function collectHeaders(req: HttpRequest): void {
+  seenWarm = seenRequireWriter = seenAwaitDurable = seenTenantId = undefined;
   req.forEach(collectHeader);
-  return parseRequestFlags(seenHeader);
 }
 
 /** uWS defaults to SO_REUSEPORT: a second server on a taken port would share it silently. */
@@ -275,6 +278,12 @@ export interface FrontEndOptions {
   limits?: LimitOverrides<'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
   /** Request and slow-query logging; null or absent: off. */
   requestLog?: RequestLog | null;
+  /**
+   * The one database this server serves (`svc serve --database-id`): a query or explain
+   * whose x-svc-tenant-id names another is answered 421 misdirected_request and never run.
+   * Null or absent: unbound, the header is ignored (envelope.md §11).
+   */
+  databaseId?: string | null;
 }
 
 export class HttpFrontEnd {
@@ -299,9 +308,17 @@ export class HttpFrontEnd {
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
   readonly requestLog: RequestLog | null;
+  /** FrontEndOptions.databaseId. */
+  private readonly databaseId: string | null;
+  /** The 421 answer's body, built once: a refusal allocates nothing per request. */
+  private readonly misdirectedBody: string;
 
   constructor(options: FrontEndOptions) {
     this.mode = options.mode;
+    this.databaseId = options.databaseId ?? null;
+    // The message names neither database: it is seen by whoever reached the wrong server.
+    this.misdirectedBody = errorBody(new SvcError('misdirected_request',
+      'misdirected request: this server serves another database than x-svc-tenant-id names; the request was not run'));
     this.earlyBound = new QueueBound(
       'the queue of requests waiting for the server to start',
       options.limits?.earlyQueueRequestsMax ?? limits.earlyQueueRequestsMax,
@@ -468,8 +485,15 @@ export class HttpFrontEnd {
 
   private onQuery(res: HttpResponse, req: HttpRequest, explain: boolean): void {
     let flags: RequestFlags;
+    collectHeaders(req); // stage 1 precedes the body (envelope.md §6)
+    // Before the execution headers: another database's request is not this server's to
+    // judge at all. An absent header passes (local tools talk to backends directly).
+    if (this.databaseId !== null && seenTenantId !== undefined && seenTenantId !== this.databaseId) {
+      res.writeStatus(MISDIRECTED_STATUS_LINE).writeHeader('Content-Type', JSON_TYPE).end(this.misdirectedBody, this.closing);
+      return;
+    }
     try {
-      flags = readFlags(req); // stage 1 precedes the body (envelope.md §6)
+      flags = parseRequestFlags(seenHeader);
     } catch (err) {
       const e = asSvcError(err);
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e));

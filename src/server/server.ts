@@ -70,6 +70,11 @@ export interface ServerOptions {
   logRequests?: boolean;
   /** Log requests that took at least this many ms (with the start of their body); 0 = off. Default 1000. */
   slowQueryMs?: number;
+  /**
+   * Bind the server to one database (`svc serve --database-id`, the cloud's provisioning):
+   * requests whose x-svc-tenant-id names another are refused 421 misdirected_request.
+   */
+  databaseId?: string | null;
 }
 
 /** The limits a server takes from ServerOptions.limits instead of limits.ts. */
@@ -145,7 +150,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const bounds = options.limits ?? {};
   // Shared by every front-end thread: one bound on the bodies being received.
   const receivingBytes = sharedReceivingCounter();
-  const front = new HttpFrontEnd({ mode, limits: bounds, requestLog, receivingBytes });
+  const databaseId = options.databaseId ?? null;
+  const front = new HttpFrontEnd({ mode, limits: bounds, requestLog, receivingBytes, databaseId });
   // Several threads share the port (SO_REUSEPORT), so it is chosen and checked free first.
   const port = httpThreads > 1 ? await front.listen(host, await probePort(host, requestedPort), true) : await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
@@ -199,7 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       const frontShared = writer.shared;
       const started = await FrontThreads.start({
         threads: httpThreads - 1, shared: frontShared, host, port, mode, inlineReads: inline,
-        queryTimeoutMs, queryMemoryBytes, receivingBytes, storageReady: front.storageReady,
+        queryTimeoutMs, queryMemoryBytes, receivingBytes, storageReady: front.storageReady, databaseId,
         limits: bounds.receivingBodyBytesMax !== undefined ? { receivingBodyBytesMax: bounds.receivingBodyBytesMax } : {},
         log: logOptions, pool: routedTo('pool', pool), writer: routedTo('writer', writer), onFatal,
       });
