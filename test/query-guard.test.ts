@@ -283,6 +283,13 @@ describe('the HTTP thread runs only bounded plans', () => {
     expect(pooled).toHaveLength(5);
     expect(pooled[4]!.costly).toBe(true);
     expect(answers).toHaveLength(1);
+    // A small body that is not UTF-8 gets the decoder's error here, not after the pool's queue.
+    const bytes = new TextEncoder().encode(readOne(count(nodes([1]))));
+    bytes[bytes.length - 3] = 0xff;
+    inline.submit({ ...job(''), body: bytes });
+    expect(pooled).toHaveLength(5);
+    expect(answers).toHaveLength(2);
+    expect(JSON.parse(answers[1]!)).toMatchObject({ error: 'invalid_query_json' });
   }, 60_000);
 
   describe('over HTTP', () => {

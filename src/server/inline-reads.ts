@@ -42,7 +42,17 @@ export class InlineReads implements QuerySink {
 
   submit(job: QueryJob): void {
     if (job.responder.settled) return;
-    const text = job.body.byteLength <= limits.planCacheBodyBytesMax ? this.text(job.body) : null;
+    const small = job.body.byteLength <= limits.planCacheBodyBytesMax;
+    const text = small ? this.text(job.body) : null;
+    if (small && text === null) {
+      // Not UTF-8: the decoder's error, answered here (bounded: at most 4 KiB to look at)
+      // rather than by a reader after whatever waits in the pool's queue.
+      const outcome = executeRequest(this.store, job.body, job.flags, 'reader', this.options);
+      if (!('forward' in outcome)) {
+        job.responder.respond(outcome.status, outcome.body);
+        return;
+      }
+    }
     // Looked up only once some text is remembered: other reads do not even hash theirs.
     if (text === null || (this.tooCostly.size > 0 && this.tooCostly.has(text)) || (this.unbounded.size > 0 && this.unbounded.has(queryText(text, this.store) ?? ''))) {
       if (text !== null) job.costly = true;
@@ -66,7 +76,7 @@ export class InlineReads implements QuerySink {
     try {
       return decoder.decode(body);
     } catch {
-      return null; // not UTF-8: a reader answers the decode error
+      return null; // not UTF-8: submit() answers the decoder's error (or a reader, for a large body)
     }
   }
 }
