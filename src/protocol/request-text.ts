@@ -101,3 +101,35 @@ export function parametersSpan(s: string): [number, number] | null {
     else return null;
   }
 }
+
+/**
+ * The body's `request_type` when a top-level member written `"request_type"` (no escapes)
+ * holds `"read"` or `"write"` within `s`, which may be only the start of the body; null when
+ * `s` ends first or anything before it is not as expected. The HTTP thread sends a large
+ * write straight to the writer with it (server/inline-reads.ts), instead of a reader that
+ * parses the whole body only to forward it; the writer decodes it as fully as a reader
+ * would, so a wrong guess only changes which thread answers.
+ */
+export function leadingRequestType(s: string): 'read' | 'write' | null {
+  let i = skipWs(s, 0);
+  if (s.charCodeAt(i) !== LBRACE) return null;
+  i = skipWs(s, i + 1);
+  for (;;) {
+    if (s.charCodeAt(i) !== QUOTE) return null;
+    const keyEnd = stringEnd(s, i);
+    if (keyEnd < 0) return null;
+    const isRequestType = keyEnd - i === 14 && s.startsWith('request_type', i + 1);
+    i = skipWs(s, keyEnd);
+    if (s.charCodeAt(i) !== COLON) return null;
+    i = skipWs(s, i + 1);
+    const end = valueEnd(s, i);
+    if (end <= i) return null;
+    if (isRequestType) {
+      const value = s.slice(i, end);
+      return value === '"write"' ? 'write' : value === '"read"' ? 'read' : null;
+    }
+    i = skipWs(s, end);
+    if (s.charCodeAt(i) !== COMMA) return null;
+    i = skipWs(s, i + 1);
+  }
+}

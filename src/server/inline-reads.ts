@@ -17,12 +17,14 @@
 //   ~15 us to decode, on the thread every client shares).
 import { limits } from '../limits.js';
 import { executeRequest, execOptions, type ExecOptions } from '../exec/request.js';
-import { lastParametersSpan } from '../protocol/request-text.js';
+import { lastParametersSpan, leadingRequestType } from '../protocol/request-text.js';
 import { currentView } from '../index/view.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
+/** The start of a large body, for its request_type: a character cut at the end is harmless there. */
+const prefixDecoder = new TextDecoder('utf-8');
 
 export class InlineReads implements QuerySink {
   /** Body texts that outgrew the inline work cap (oldest forgotten). */
@@ -44,6 +46,12 @@ export class InlineReads implements QuerySink {
     if (job.responder.settled) return;
     const small = job.body.byteLength <= limits.planCacheBodyBytesMax;
     const text = small ? this.text(job.body) : null;
+    if (!small && leadingRequestType(prefixDecoder.decode(job.body.subarray(0, limits.planCacheBodyBytesMax))) === 'write') {
+      // A large write (a bulk load's 1-3 MB): a reader would parse all of it only to answer
+      // "forward"; the writer parses it once (docs/architecture.md §2).
+      this.writer.submit(job);
+      return;
+    }
     if (small && text === null) {
       // Not UTF-8: the decoder's error, answered here (bounded: at most 4 KiB to look at)
       // rather than by a reader after whatever waits in the pool's queue.
