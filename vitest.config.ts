@@ -1,10 +1,20 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Tests that bound latency under load (an answer within the deadline + a slack): run after
+ * every other file, alone, so the load they measure is their own and not the rest of the
+ * suite's on the same cores (docs/architecture.md §7).
+ */
+const TIMED_ALONE = ['test/torture-queries-smoke.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    projects: [
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...TIMED_ALONE], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'timed alone', include: TIMED_ALONE, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
