@@ -147,6 +147,9 @@ export class StoredMaps implements LazyScalars {
       this.lastLayout = layout;
     }
     const { heads, sources } = layout;
+    // Until the list is joined a row is a tree of concatenations, several times its text:
+    // charged as its Map was, so the budget stops a huge value_map where it always did.
+    guard.chargeLater(CONTAINER_BYTES + ENTRY_BYTES * heads.length);
     let out = '';
     for (let m = 0; m < heads.length; m++) {
       const source = sources[m]!;
