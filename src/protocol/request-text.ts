@@ -71,35 +71,56 @@ export function lastParametersSpan(s: string): [number, number] | null {
 }
 
 /**
+ * Walks the members of the object that is the text `s`, by structure only, calling `visit`
+ * with each member's name (its quotes at [nameStart, nameEnd)) and value ([valueStart,
+ * valueEnd)) until it returns false. 'end': the object closes at the end of the text;
+ * 'stopped': `visit` stopped the walk; null: the text is not one object as far as this scan
+ * can tell, or it ends first (a body's start only).
+ */
+function walkTopLevelMembers(
+  s: string, visit: (nameStart: number, nameEnd: number, valueStart: number, valueEnd: number) => boolean,
+): 'end' | 'stopped' | null {
+  let i = skipWs(s, 0);
+  if (s.charCodeAt(i) !== LBRACE) return null;
+  i = skipWs(s, i + 1);
+  for (;;) {
+    if (s.charCodeAt(i) !== QUOTE) return null;
+    const nameStart = i;
+    const nameEnd = stringEnd(s, i);
+    if (nameEnd < 0) return null;
+    i = skipWs(s, nameEnd);
+    if (s.charCodeAt(i) !== COLON) return null;
+    i = skipWs(s, i + 1);
+    const end = valueEnd(s, i);
+    if (end <= i) return null;
+    if (!visit(nameStart, nameEnd, i, end)) return 'stopped';
+    i = skipWs(s, end);
+    const c = s.charCodeAt(i);
+    if (c === COMMA) i = skipWs(s, i + 1);
+    else if (c === RBRACE) return skipWs(s, i + 1) === s.length ? 'end' : null;
+    else return null;
+  }
+}
+
+/** Whether the member name at [nameStart, nameEnd) is written `"name"` (no escapes). */
+function isName(s: string, nameStart: number, nameEnd: number, name: string): boolean {
+  return nameEnd - nameStart === name.length + 2 && s.startsWith(name, nameStart + 1);
+}
+
+/**
  * [start, end) of the value of the top-level member whose name is written `"parameters"`
  * (no escapes), or null when there is none, it is there twice, or the text is not an
  * object as far as this scan can tell (the parser then reports what is wrong).
  */
 export function parametersSpan(s: string): [number, number] | null {
-  let i = skipWs(s, 0);
-  if (s.charCodeAt(i) !== LBRACE) return null;
-  i = skipWs(s, i + 1);
   let found: [number, number] | null = null;
-  for (;;) {
-    if (s.charCodeAt(i) !== QUOTE) return null;
-    const keyEnd = stringEnd(s, i);
-    if (keyEnd < 0) return null;
-    const isParameters = keyEnd - i === 12 && s.startsWith('parameters', i + 1);
-    i = skipWs(s, keyEnd);
-    if (s.charCodeAt(i) !== COLON) return null;
-    i = skipWs(s, i + 1);
-    const end = valueEnd(s, i);
-    if (end <= i) return null;
-    if (isParameters) {
-      if (found !== null) return null;
-      found = [i, end];
-    }
-    i = skipWs(s, end);
-    const c = s.charCodeAt(i);
-    if (c === COMMA) i = skipWs(s, i + 1);
-    else if (c === RBRACE) return skipWs(s, i + 1) === s.length ? found : null;
-    else return null;
-  }
+  const walked = walkTopLevelMembers(s, (nameStart, nameEnd, valueStart, valueEnd) => {
+    if (!isName(s, nameStart, nameEnd, 'parameters')) return true;
+    if (found !== null) return false; // twice
+    found = [valueStart, valueEnd];
+    return true;
+  });
+  return walked === 'end' ? found : null;
 }
 
 /**
@@ -111,25 +132,11 @@ export function parametersSpan(s: string): [number, number] | null {
  * would, so a wrong guess only changes which thread answers.
  */
 export function leadingRequestType(s: string): 'read' | 'write' | null {
-  let i = skipWs(s, 0);
-  if (s.charCodeAt(i) !== LBRACE) return null;
-  i = skipWs(s, i + 1);
-  for (;;) {
-    if (s.charCodeAt(i) !== QUOTE) return null;
-    const keyEnd = stringEnd(s, i);
-    if (keyEnd < 0) return null;
-    const isRequestType = keyEnd - i === 14 && s.startsWith('request_type', i + 1);
-    i = skipWs(s, keyEnd);
-    if (s.charCodeAt(i) !== COLON) return null;
-    i = skipWs(s, i + 1);
-    const end = valueEnd(s, i);
-    if (end <= i) return null;
-    if (isRequestType) {
-      const value = s.slice(i, end);
-      return value === '"write"' ? 'write' : value === '"read"' ? 'read' : null;
-    }
-    i = skipWs(s, end);
-    if (s.charCodeAt(i) !== COMMA) return null;
-    i = skipWs(s, i + 1);
-  }
+  let value: string | null = null;
+  walkTopLevelMembers(s, (nameStart, nameEnd, valueStart, valueEnd) => {
+    if (!isName(s, nameStart, nameEnd, 'request_type')) return true;
+    value = s.slice(valueStart, valueEnd);
+    return false;
+  });
+  return value === '"write"' ? 'write' : value === '"read"' ? 'read' : null;
 }
