@@ -484,11 +484,11 @@ export class Store {
   }
 
   nodeRecord(slot: number, at: number): PropertyRecord {
-    return this.recordAt(Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS), at);
+    return this.recordAt(this.newestVersion(false, slot), at);
   }
 
   edgeRecord(slot: number, at: number): PropertyRecord {
-    return this.recordAt(Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS), at);
+    return this.recordAt(this.newestVersion(true, slot), at);
   }
 
   /**
@@ -498,11 +498,10 @@ export class Store {
    * the record (uncached), so a build allocates nothing per element but the value.
    */
   propertyOnce(edge: boolean, slot: number, at: number, keyId: number): Value | undefined {
-    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    const newest = this.newestVersion(edge, slot);
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return undefined;
-    const length = this.heapWords[(ptr >>> 2) + 3]!;
-    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const length = this.recordLength(ptr);
     const start = ptr + HEAP_HEADER_BYTES;
     const value = propertyOfEncoded(this.heap, start, start + length, keyId);
     return value !== DECODE_WHOLE ? value : recordGet(this.recordAt(newest, at, false), keyId);
@@ -515,11 +514,10 @@ export class Store {
    * rendering in place costs about what a hit does, and a row read once would churn it.
    */
   recordJson(edge: boolean, slot: number, at: number, keys: number[], json: string[]): number {
-    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    const newest = this.newestVersion(edge, slot);
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return 0;
-    const length = this.heapWords[(ptr >>> 2) + 3]!;
-    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const length = this.recordLength(ptr);
     const start = ptr + HEAP_HEADER_BYTES;
     return recordJsonInPlace(this.heap, start, start + length, keys, json);
   }
@@ -530,8 +528,23 @@ export class Store {
    * and the tenant), which would only churn the cache.
    */
   recordOnce(edge: boolean, slot: number, at: number): PropertyRecord {
-    const newest = edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+    const newest = this.newestVersion(edge, slot);
     return this.recordAt(newest, at, false);
+  }
+
+  /** The newest version of a node's or edge's record (0: none), as its slot publishes it. */
+  private newestVersion(edge: boolean, slot: number): number {
+    return edge ? Atomics.load(this.edges, slot * EDGE_WORDS + E_PROPS) : Atomics.load(this.nodes, slot * NODE_WORDS + N_PROPS);
+  }
+
+  /**
+   * The byte length of the record version at `ptr`, with the views made to cover its bytes
+   * (the header may fit the views while the record bytes do not yet: a read would cut them).
+   */
+  private recordLength(ptr: number): number {
+    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    return length;
   }
 
   /** The record visible at `at` in the chain from `newest`; `remember`: keep it in the record cache. */
@@ -540,9 +553,7 @@ export class Store {
     if (ptr === 0) return emptyRecord;
     const slot = Math.imul(ptr, 0x9e3779b1) >>> RECORD_CACHE_SHIFT;
     if (this.recordCacheAt[slot] === ptr) return this.recordCacheRecords[slot]!;
-    const length = this.heapWords[(ptr >>> 2) + 3]!;
-    // The header may fit the views while the record bytes do not yet (slice would cut them).
-    if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
+    const length = this.recordLength(ptr);
     // In place: decodeRecordInPlace copies out of shared memory before it hands a record
     // to msgpackr, whose native string extractor crashes the process on
     // SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
