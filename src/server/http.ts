@@ -166,18 +166,11 @@ class PendingQuery implements QueryJob, QueryResponder {
       // The whole body in one chunk, small enough to run inline: read in the front end's
       // scratch buffer (an ArrayBuffer per request cost ~0.4 us); a job that outlives the
       // dispatch, or leaves the thread, gets a buffer of its own first (ownBody).
-      const body = this.front.bodyScratch.subarray(0, size);
-      body.set(new Uint8Array(chunk));
-      this.received = size;
-      this.body = body;
+      this.body = this.front.bodyScratch.subarray(0, size);
+      this.body.set(new Uint8Array(chunk));
       this.bodyInScratch = true;
-      this.front.releaseReceiving(this);
-      this.receivedAtMs = Date.now();
-      this.front.dispatch(this);
-      if (!this.settled) this.ownBody(); // still waiting somewhere: the next request reuses the scratch
-      return;
-    }
-    if (size > 0) {
+      this.received = size;
+    } else if (size > 0) {
       const room = this.room(total, isLast);
       if (room === null) return; // shed: answered 503
       room.set(new Uint8Array(chunk), this.received);
@@ -190,6 +183,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
     this.receivedAtMs = Date.now();
     this.front.dispatch(this);
+    if (!this.settled) this.ownBody(); // still waiting somewhere: the next request reuses the scratch
   }
 
   /**

@@ -55,13 +55,12 @@ const TRIM_NOW_HEAP_BYTES_MIN = 2 * TRIM_HEAP_BYTES_MIN;
  * (the writer's; not Piscina readers', which sleep in Atomics.wait: they call trimHeapNow()).
  */
 export function scheduleHeapTrim(): void {
+  if (scheduled !== null) clearTimeout(scheduled);
+  scheduled = null;
   if (getHeapStatistics().total_heap_size >= TRIM_NOW_HEAP_BYTES_MIN) {
-    if (scheduled !== null) clearTimeout(scheduled);
-    scheduled = null;
     trimHeapNow();
     return;
   }
-  if (scheduled !== null) clearTimeout(scheduled);
   scheduled = setTimeout(() => {
     scheduled = null;
     trimHeapNow();
