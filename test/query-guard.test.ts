@@ -286,9 +286,11 @@ describe('the HTTP thread runs only bounded plans', () => {
     // A small body that is not UTF-8 gets the decoder's error here, not after the pool's queue.
     const bytes = new TextEncoder().encode(readOne(count(nodes([1]))));
     bytes[bytes.length - 3] = 0xff;
-    inline.submit({ ...job(''), body: bytes });
+    let status = 0;
+    inline.submit({ ...job(''), body: bytes, responder: { settled: false, respond: (s: number, text: Uint8Array | string) => { status = s; answers.push(String(text)); } } });
     expect(pooled).toHaveLength(5);
     expect(answers).toHaveLength(2);
+    expect(status).toBe(400);
     expect(JSON.parse(answers[1]!)).toMatchObject({ error: 'invalid_query_json' });
   }, 60_000);
 
