@@ -113,7 +113,9 @@ function alignIndexValues(expected: unknown, actual: unknown): unknown {
 const withOperationIds = (request: string) => request.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => operationIds.get(id) ?? id);
 
 describe.skipIf(file === undefined)('worked examples (examples.md)', async () => {
-  const examples = parseExamples(readFileSync(file!, 'utf8'));
+  // The callback still runs to collect the skipped suite: without the file there is nothing to read.
+  if (file === undefined) return;
+  const examples = parseExamples(readFileSync(file, 'utf8'));
   const seed = examples.find((e) => e.n === 1)!.steps[0]!.request;
   let db = await openDatabase();
   let currentSection = '';
