@@ -52,7 +52,53 @@ function dieOfHeapExhaustion(): never {
   for (;;) hog.push(new Array<number>(100_000).fill(1.5));
 }
 
+/**
+ * Tasks wait here while an answer is returned but not yet posted to the main thread.
+ * Piscina posts an answer in the continuation of its `await handler(task)`, a microtask
+ * after the handler returns. When the thread's port held several tasks (the pool's spare
+ * costly task: concurrentTasksPerWorker 2), Piscina starts all their handlers from one
+ * drain of the port, and a later task's start is queued ahead of the earlier answer's
+ * post: that answer, done, waited for the whole later task (up to its deadline; 700 ms
+ * late measured under the query torture). So a task starts only once the answer before it
+ * is posted, in arrival order, all within microtasks (a macrotask would let a task that
+ * reaches the port meanwhile run first).
+ */
+const waiting: { task: SwappableReadTask; resolve: (result: unknown) => void; reject: (err: unknown) => void }[] = [];
+let answerUnposted = false;
+
 export default function runReadTask(task: SwappableReadTask): unknown {
+  if (answerUnposted) return new Promise((resolve, reject) => waiting.push({ task, resolve, reject }));
+  const result = runReadTaskNow(task);
+  answerReturned();
+  return result;
+}
+
+/**
+ * An answer was just returned (or its promise settled): Piscina's post of it is queued
+ * now, so a microtask queued from the next microtask runs after that post.
+ */
+function answerReturned(): void {
+  answerUnposted = true;
+  queueMicrotask(afterPostQueued);
+}
+
+function afterPostQueued(): void {
+  queueMicrotask(answerPosted);
+}
+
+function answerPosted(): void {
+  answerUnposted = false;
+  const next = waiting.shift();
+  if (next === undefined) return;
+  try {
+    next.resolve(runReadTaskNow(next.task));
+  } catch (err) {
+    next.reject(err);
+  }
+  answerReturned();
+}
+
+function runReadTaskNow(task: SwappableReadTask): unknown {
   if (task.generation !== undefined && task.generation > generation && task.shared !== undefined) {
     store = Store.attach(task.shared);
     generation = task.generation;
