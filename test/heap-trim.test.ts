@@ -1,0 +1,56 @@
+// The HTTP thread's idle trim (src/store/heap-trim.ts): a full collection after a busy
+// period, only when the heap has grown since the last one.
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trimHeapWhenIdle } from '../src/store/heap-trim.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Keep the event loop busy for `ms` (the trim's interval sees a busy period). */
+function spin(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) { /* busy */ }
+}
+
+/** Major collections forced by a `gc()` call (a trim), as opposed to V8's own. */
+let forced = 0;
+const observer = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    const detail = (entry as unknown as { detail: { kind: number; flags: number } }).detail;
+    if (detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && (detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) !== 0) forced++;
+  }
+});
+
+describe('idle heap trim', () => {
+  let trim: { stop(): void };
+  beforeAll(() => {
+    observer.observe({ entryTypes: ['gc'] });
+    trim = trimHeapWhenIdle();
+  });
+  afterAll(() => {
+    trim.stop();
+    observer.disconnect();
+  });
+
+  it('collects after a busy period, again only once the heap has grown', async () => {
+    // Grown: a busy period that holds 48 MB, then idle.
+    let held: number[][] | null = Array.from({ length: 48 }, () => new Array<number>(128 * 1024).fill(1.5));
+    spin(300);
+    held = null;
+    await sleep(800);
+    expect(forced, 'the first idle interval after a busy period trims').toBeGreaterThanOrEqual(1);
+
+    // Busy again, nothing grown: no trim.
+    forced = 0;
+    spin(300);
+    await sleep(800);
+    expect(forced, 'a heap no larger than after the last trim is left alone').toBe(0);
+
+    // Busy with a heap 48 MB larger again: trimmed.
+    held = Array.from({ length: 48 }, () => new Array<number>(128 * 1024).fill(1.5));
+    spin(300);
+    await sleep(800);
+    expect(forced, 'grown again: trimmed').toBeGreaterThanOrEqual(1);
+    expect(held.length).toBe(48);
+  });
+});
