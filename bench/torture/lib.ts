@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rng } from '../graph.js';
+import { launcherNodeFlags } from '../servers.js';
 
 // ---------------------------------------------------------------- paths, rng, temp dirs
 
@@ -87,9 +88,10 @@ export type StartOutcome =
 /** `svc serve --host 127.0.0.1 --port 0 ...args`: resolves at its listening line, its exit, or the timeout (then killed). */
 export async function startServer(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<StartOutcome> {
   const t0 = performance.now();
-  // The bench's debugging hooks (bench/servers.ts): SVCDB_BENCH_NODE_FLAGS adds node flags
-  // (e.g. --trace-gc), SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout and stderr.
-  const nodeFlags = (process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  // Node flags as `svc serve` starts (its launcher line), then the bench's debugging hooks
+  // (bench/servers.ts): SVCDB_BENCH_NODE_FLAGS adds node flags (e.g. --trace-gc),
+  // SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout and stderr.
+  const nodeFlags = [...launcherNodeFlags(cliPath()), ...(process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...nodeFlags, cliPath(), 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env },
   });
