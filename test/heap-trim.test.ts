@@ -1,8 +1,8 @@
-// The HTTP thread's idle trim (src/store/heap-trim.ts): a full collection after a busy
-// period, only when the heap has grown since the last one.
+// Heap trims (src/store/heap-trim.ts): the writer's after a bulk batch, and the HTTP
+// thread's after a busy period, only when the heap has grown since the last one.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { trimHeapWhenIdle } from '../src/store/heap-trim.js';
+import { scheduleHeapTrim, trimHeapWhenIdle } from '../src/store/heap-trim.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -19,6 +19,24 @@ const observer = new PerformanceObserver((list) => {
     const detail = (entry as unknown as { detail: { kind: number; flags: number } }).detail;
     if (detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && (detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) !== 0) forced++;
   }
+});
+
+describe('trim after a bulk batch', () => {
+  beforeAll(() => observer.observe({ entryTypes: ['gc'] }));
+  afterAll(() => observer.disconnect());
+
+  it('a heap past the at-once size is trimmed at once and again once the batch is over', async () => {
+    // The batch's own garbage is alive while it runs: the trim at once cannot free it.
+    let batch: number[][] | null = Array.from({ length: 64 }, () => new Array<number>(128 * 1024).fill(1.5));
+    forced = 0;
+    scheduleHeapTrim();
+    await sleep(20); // the observer reports on a later turn
+    expect(forced, 'at once, inside the batch').toBe(1);
+    batch = null;
+    await sleep(300);
+    expect(batch).toBeNull();
+    expect(forced, 'and after it, when its garbage is dead').toBe(2);
+  });
 });
 
 describe('idle heap trim', () => {

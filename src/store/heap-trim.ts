@@ -57,10 +57,10 @@ const TRIM_NOW_HEAP_BYTES_MIN = 2 * TRIM_HEAP_BYTES_MIN;
 export function scheduleHeapTrim(): void {
   if (scheduled !== null) clearTimeout(scheduled);
   scheduled = null;
-  if (getHeapStatistics().total_heap_size >= TRIM_NOW_HEAP_BYTES_MIN) {
-    trimHeapNow();
-    return;
-  }
+  // At once inside the batch frees what earlier batches left; the request that is running
+  // keeps its own garbage alive until it ends, so the trim after the last batch still runs
+  // (without it the writer kept 53 MB of heap for 8 MB live after a load).
+  if (getHeapStatistics().total_heap_size >= TRIM_NOW_HEAP_BYTES_MIN) trimHeapNow();
   scheduled = setTimeout(() => {
     scheduled = null;
     trimHeapNow();
