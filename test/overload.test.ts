@@ -12,13 +12,12 @@ import { Committer, MemoryStorage } from '../dist/src/durability/durable.js';
 import { Store } from '../dist/src/store/store.js';
 import { executeRequest, noFlags } from '../dist/src/exec/request.js';
 import type { QueryJob, QuerySink } from '../dist/src/server/job.js';
-import { addN, count, nodes, q, read, write } from './helpers/requests.js';
+import { addN, count, q, read, write } from './helpers/requests.js';
+import { meshWrite, slowMeshRead } from './helpers/mesh.js';
 
 const RETRY_AFTER = '1';
 /** How long the deliberately slow read holds its thread (the query deadline cuts it). */
 const SLOW_MS = 2000;
-/** Nodes of the complete graph the slow read walks (4 hops: 30^4 rows per iteration). */
-const MESH = 30;
 
 interface Answer {
   status: number;
@@ -53,24 +52,7 @@ const countLabel = (label: string): string => JSON.stringify(read([q('c', count(
 } } }))], ['c']));
 
 /** A read that would run for minutes; the server's query deadline stops it after SLOW_MS. */
-const slowRead = JSON.stringify({
-  ...read([{ for_each: { param: 'xs', body: [q('r', count({ repeat: { input: nodes([0]), config: {
-    traversal: { root: { out: { input: 'context', label: 'MESH' } } }, times: 4, emit: 'none', max_depth: 100,
-  } } }))] } }], []),
-  parameters: { xs: Array.from({ length: 10_000 }, () => ({})) },
-});
-
-/** The complete graph on MESH nodes (ids 0..MESH-1): the slow read's playground. */
-const meshWrite = JSON.stringify({
-  ...write([
-    { for_each: { param: 'ns', body: [q(null, addN('MeshNode'))] } },
-    { for_each: { param: 'es', body: [q(null, { add_e: { input: { nodes: { reference: { param: 'src' } } }, label: 'MESH', to: { param: 'dst' }, properties: [] } })] } },
-  ], []),
-  parameters: {
-    ns: Array.from({ length: MESH }, () => ({})),
-    es: Array.from({ length: MESH * MESH }, (_, i) => ({ src: Math.floor(i / MESH), dst: i % MESH })),
-  },
-});
+const slowRead = slowMeshRead;
 
 /** `length` bytes: `json` padded with trailing spaces (still the same request). */
 function padded(json: string, length: number): Uint8Array {

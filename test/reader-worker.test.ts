@@ -8,30 +8,11 @@ import { encodeFlags, type ReadTaskResult } from '../dist/src/server/job.js';
 import type { SwappableReadTask } from '../dist/src/server/reader-pool.js';
 import type { ReaderWorkerData } from '../dist/src/server/reader-worker.js';
 import { Store } from '../dist/src/store/store.js';
-import { addN, count, nodes, q, read, write } from './helpers/requests.js';
+import { meshWrite, slowMeshRead } from './helpers/mesh.js';
+import { count, nodes, q, read } from './helpers/requests.js';
 
 /** The query deadline of the slow tasks: how long each one holds the thread. */
 const DEADLINE_MS = 400;
-/** Nodes of the complete graph the slow read walks. */
-const MESH = 30;
-
-const meshWrite = JSON.stringify({
-  ...write([
-    { for_each: { param: 'ns', body: [q(null, addN('MeshNode'))] } },
-    { for_each: { param: 'es', body: [q(null, { add_e: { input: { nodes: { reference: { param: 'src' } } }, label: 'MESH', to: { param: 'dst' }, properties: [] } })] } },
-  ], []),
-  parameters: {
-    ns: Array.from({ length: MESH }, () => ({})),
-    es: Array.from({ length: MESH * MESH }, (_, i) => ({ src: Math.floor(i / MESH), dst: i % MESH })),
-  },
-});
-
-/** A read that would run for minutes: the deadline stops it. */
-const slowRead = JSON.stringify(read([{ for_each: { param: 'xs', body: [q('r', count({ repeat: { input: nodes([0]), config: {
-  traversal: { root: { out: { input: 'context', label: 'MESH' } } }, times: 4, emit: 'none', max_depth: 100,
-} } }))] } }], []));
-const slowParams = (json: string): string => JSON.stringify({ ...JSON.parse(json), parameters: { xs: Array.from({ length: 10_000 }, () => ({})) } });
-
 const cheapRead = JSON.stringify(read([q('c', count(nodes([0, 1, 2])))], ['c']));
 
 const task = (body: string): SwappableReadTask => ({
@@ -63,9 +44,9 @@ describe('reader thread', () => {
           settledAt.set(name, performance.now());
           return result;
         });
-      const first = run('first', slowParams(slowRead));
+      const first = run('first', slowMeshRead);
       const cheap = run('cheap', cheapRead);
-      const second = run('second', slowParams(slowRead));
+      const second = run('second', slowMeshRead);
       const [a, b, c] = await Promise.all([first, cheap, second]);
       expect([statusOf(a), statusOf(b), statusOf(c)]).toEqual([500, 200, 500]); // both slow ones hit the deadline
       // The cheap answer comes right after the first task, while the second one still
