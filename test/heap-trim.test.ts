@@ -6,6 +6,12 @@ import { scheduleHeapTrim, trimHeapWhenIdle } from '../src/store/heap-trim.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Wait until `check` holds (GC entries reach the observer a few turns later), or `ms` pass. */
+async function settle(check: () => boolean, ms = 2000): Promise<void> {
+  const until = performance.now() + ms;
+  while (!check() && performance.now() < until) await sleep(10);
+}
+
 /** Keep the event loop busy for `ms` (the trim's interval sees a busy period). */
 function spin(ms: number): void {
   const until = performance.now() + ms;
@@ -30,12 +36,12 @@ describe('trim after a bulk batch', () => {
     let batch: number[][] | null = Array.from({ length: 64 }, () => new Array<number>(128 * 1024).fill(1.5));
     forced = 0;
     scheduleHeapTrim();
-    await sleep(20); // the observer reports on a later turn
+    await settle(() => forced >= 1);
     expect(forced, 'at once, inside the batch').toBe(1);
     batch = null;
-    await sleep(300);
+    await settle(() => forced >= 2);
     expect(batch).toBeNull();
-    expect(forced, 'and after it, when its garbage is dead').toBe(2);
+    expect(forced, 'and after it (50 ms later), when its garbage is dead').toBe(2);
   });
 });
 
@@ -51,12 +57,14 @@ describe('idle heap trim', () => {
   });
 
   it('collects after a busy period, again only once the heap has grown', async () => {
+    forced = 0;
     // Grown: a busy period that holds 48 MB, then idle.
     let held: number[][] | null = Array.from({ length: 48 }, () => new Array<number>(128 * 1024).fill(1.5));
     spin(300);
     held = null;
-    await sleep(800);
+    await settle(() => forced >= 1);
     expect(forced, 'the first idle interval after a busy period trims').toBeGreaterThanOrEqual(1);
+    await sleep(300); // that trim's entry is in
 
     // Busy again, nothing grown: no trim.
     forced = 0;
@@ -67,7 +75,7 @@ describe('idle heap trim', () => {
     // Busy with a heap 48 MB larger again: trimmed.
     held = Array.from({ length: 48 }, () => new Array<number>(128 * 1024).fill(1.5));
     spin(300);
-    await sleep(800);
+    await settle(() => forced >= 1);
     expect(forced, 'grown again: trimmed').toBeGreaterThanOrEqual(1);
     expect(held.length).toBe(48);
   });

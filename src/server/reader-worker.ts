@@ -61,7 +61,9 @@ function dieOfHeapExhaustion(): never {
  * post: that answer, done, waited for the whole later task (up to its deadline; 700 ms
  * late measured under the query torture). So a task starts only once the answer before it
  * is posted, in arrival order, all within microtasks (a macrotask would let a task that
- * reaches the port meanwhile run first).
+ * reaches the port meanwhile run first). One case is left: Piscina first waits for this
+ * thread's stdout/stderr to drain when either holds unwritten output, and then the next
+ * task runs before that post; reader threads write nothing there.
  */
 const waiting: { task: SwappableReadTask; resolve: (result: unknown) => void; reject: (err: unknown) => void }[] = [];
 let answerUnposted = false;

@@ -50,8 +50,8 @@ const TRIM_NOW_HEAP_BYTES_MIN = 2 * TRIM_HEAP_BYTES_MIN;
 
 /**
  * Trim this thread's heap once it has gone TRIM_DELAY_MS without another bulk request (a
- * load of many bulk requests pays for one collection, after the last), or at once when it
- * has grown past TRIM_NOW_HEAP_BYTES_MIN. Needs an event loop that runs between requests
+ * load of many bulk requests pays for one collection, after the last), and, when it has
+ * grown past TRIM_NOW_HEAP_BYTES_MIN, at once as well. Needs an event loop that runs between requests
  * (the writer's; not Piscina readers', which sleep in Atomics.wait: they call trimHeapNow()).
  */
 export function scheduleHeapTrim(): void {
@@ -100,7 +100,10 @@ export function trimHeapWhenIdle(): { stop(): void } {
     }
     if (!busySinceTrim) return;
     busySinceTrim = false;
-    if (getHeapStatistics().total_heap_size < heapAfterTrim + IDLE_TRIM_GROWTH_BYTES_MIN) return;
+    const total = getHeapStatistics().total_heap_size;
+    // A heap V8 shrank on its own since is measured from there.
+    heapAfterTrim = Math.min(heapAfterTrim, total);
+    if (total < heapAfterTrim + IDLE_TRIM_GROWTH_BYTES_MIN) return;
     trimHeapNow();
     heapAfterTrim = getHeapStatistics().total_heap_size;
   }, IDLE_CHECK_MS);
