@@ -1,6 +1,6 @@
 // Starting and stopping the server processes the HTTP scenarios talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { procMemory } from './util.js';
 
@@ -65,6 +65,7 @@ export async function startListening(name: string, script: string, args: string[
   // Debugging aid: SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout (e.g. node --trace-gc-nvp).
   const logDir = process.env.SVCDB_BENCH_SERVER_LOG;
   if (logDir) {
+    mkdirSync(logDir, { recursive: true });
     const file = `${logDir}/${name.replace(/[^\w.-]+/g, '_')}-${child.pid}.log`;
     child.stdout!.on('data', (d: Buffer) => appendFileSync(file, d));
   }

@@ -333,7 +333,8 @@ export async function runQueryTorture(opt: QueryTortureOptions): Promise<QueryTo
         failed = true;
       }
     } else if (a.ms > slowMs) {
-      const sentAt = `${((performance.now() - a.ms - floodStart) / 1000).toFixed(2)} s into the flood (Date.now() ${Math.round(Date.now() - a.ms)})`;
+      const sentMs = performance.now() - a.ms;
+      const sentAt = `${Number.isNaN(floodStart) || sentMs < floodStart ? 'before the flood' : `${((sentMs - floodStart) / 1000).toFixed(2)} s into the flood`} (Date.now() ${Math.round(Date.now() - a.ms)})`;
       fail({ kind: 'slow', server: t.name, category, what: where(), detail: `${a.status} ${a.code} after ${fmtMs(a.ms)} (deadline ${deadlineMs} ms + ${slackMs} ms), sent ${sentAt}` });
       failed = true;
     }
