@@ -672,12 +672,18 @@ describe('svc serve --mode reader --disk', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-follow-'));
     const writer = await spawnServe(['--disk', dir, '--snapshot-wal-bytes', '1']);
     const fast = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '50']);
-    const slow = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '3000']);
+    // Its first refresh comes 6 s after it opened: by then the segments it read are pruned.
+    const slow = await spawnServe(['--disk', dir, '--mode', 'reader', '--refresh-ms', '6000']);
+    const walSegments = (): string[] => readdirSync(dir).filter((name) => /^wal-\d{10}\.log$/.test(name));
+    const readBySlow = walSegments();
     try {
       for (let i = 0; i < 4; i++) {
         expect((await post(writer.url, addOne(i))).status).toBe(200);
         await new Promise((r) => setTimeout(r, 150)); // each snapshot (on its own thread) finishes, so older segments get pruned
       }
+      // On a busy machine a snapshot's pruning can lag the writes: wait for it (the slow
+      // reader must find its segments gone, not read them).
+      await eventually(() => !walSegments().some((name) => readBySlow.includes(name)), 'the segments the slow reader opened on are pruned');
       await eventually(async () => (await countOn(fast.url)) === 4, 'the fast disk reader sees 4 nodes');
       await eventually(async () => (await countOn(slow.url)) === 4, 'the slow disk reader sees 4 nodes');
       expect(slow.stderr()).toMatch(/reloaded from snapshot/);
