@@ -222,8 +222,16 @@ export class Store {
   /** Writer-side stores only: the index runtime (null on readers). */
   indexes: IndexHooks | null = null;
 
-  private constructor(shared: StoreShared) {
+  /**
+   * This store grows the buffers (the writer's, created or loaded here): its views are
+   * re-made the moment it grows one (ensure), so a read needs no check. Stores attached
+   * on other threads check at every beginRead.
+   */
+  private readonly grower: boolean;
+
+  private constructor(shared: StoreShared, grower: boolean) {
     this.shared = shared;
+    this.grower = grower;
     this.meta = new Uint32Array(shared.meta);
     this.nodes = new Uint32Array(shared.nodes, 0, shared.nodes.byteLength >>> 2);
     this.edges = new Uint32Array(shared.edges, 0, shared.edges.byteLength >>> 2);
@@ -246,7 +254,7 @@ export class Store {
   /** Writer side: a store over `shared` with new, empty vector and text memories. */
   private static withSearchMemories(shared: Omit<StoreShared, 'vectors' | 'texts'>): Store {
     const vectors = VectorMemory.create(), texts = TextMemory.create();
-    const store = new Store({ ...shared, vectors: vectors.memory, texts: texts.shared });
+    const store = new Store({ ...shared, vectors: vectors.memory, texts: texts.shared }, true);
     store.vectors = vectors;
     store.texts = texts;
     return store;
@@ -288,7 +296,7 @@ export class Store {
 
   /** Reader side: views over a store created elsewhere. */
   static attach(shared: StoreShared): Store {
-    return new Store(shared);
+    return new Store(shared, false);
   }
 
   /** Writer side: a store over buffers a snapshot loader filled and checked (snapshot-sections.ts). */
@@ -392,7 +400,7 @@ export class Store {
     // Announced before any block offset is read: superseded blocks stay until endRead().
     this.topology.beginRead();
     const at = Atomics.load(this.meta, M_VISIBLE);
-    this.syncViews();
+    if (!this.grower) this.syncViews();
     return at;
   }
 
