@@ -628,8 +628,17 @@ describe('svc serve --storage-uri', () => {
     const fast = await serve('follow', ['--mode', 'reader', '--refresh-ms', '100', '--readers', '2']);
     // Its first poll comes after the writes below: by then the WAL it needs is pruned.
     const slow = await serve('follow', ['--mode', 'reader', '--refresh-ms', '4000']);
+    const walObjects = async (): Promise<string[]> => (await keys('follow')).filter((key) => key.startsWith('wal/'));
     try {
-      for (let i = 0; i < 5; i++) expect((await post(writer.url, addOne(i))).status).toBe(200);
+      let neededBySlow: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        expect((await post(writer.url, addOne(i))).status).toBe(200);
+        if (i === 0) neededBySlow = await walObjects(); // the first write's WAL, which the slow reader has not read
+      }
+      // On a busy machine a snapshot's pruning can lag the writes: wait for it (the slow
+      // reader must find that WAL gone, not read it).
+      expect(neededBySlow.length).toBeGreaterThan(0);
+      await eventually(async () => !(await walObjects()).some((key) => neededBySlow.includes(key)), 'the first write\'s WAL is pruned');
       await eventually(async () => (await countOn(fast.url)) === 5, 'the fast reader sees 5 nodes');
       await eventually(async () => (await countOn(slow.url)) === 5, 'the slow reader sees 5 nodes');
       expect(slow.stderr()).toMatch(/reloaded from snapshot/);
