@@ -1,6 +1,7 @@
 // Starting and stopping the server processes the HTTP scenarios talk to.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { procMemory } from './util.js';
 
@@ -18,6 +19,24 @@ export function launcherNodeFlags(script: string): string[] {
   const first = readFileSync(script, 'utf8').split('\n', 1)[0]!;
   const m = /^#!\/usr\/bin\/env -S node (.*)$/.exec(first);
   return m ? m[1]!.trim().split(/\s+/) : [];
+}
+
+/** SVCDB_BENCH_NODE_FLAGS: node flags after the launcher's (a later V8 flag wins), for experiments such as --trace-gc. */
+export function benchNodeFlags(): string[] {
+  return (process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
+/**
+ * Debugging aid: with SVCDB_BENCH_SERVER_LOG=DIR, what `streams` print goes to
+ * DIR/<name>-<pid>.log, each chunk after a wall-clock line (`@<Date.now()>`) that lines it
+ * up with a client's timings. Nothing without the variable.
+ */
+export function keepServerLog(name: string, pid: number | undefined, streams: Readable[]): void {
+  const logDir = process.env.SVCDB_BENCH_SERVER_LOG;
+  if (!logDir) return;
+  mkdirSync(logDir, { recursive: true });
+  const file = `${logDir}/${name.replace(/[^\w.-]+/g, '_')}-${pid}.log`;
+  for (const stream of streams) stream.on('data', (d: Buffer | string) => appendFileSync(file, `@${Date.now()}\n${String(d)}`));
 }
 
 export interface RunningProcess {
@@ -38,9 +57,7 @@ export interface SpawnOptions {
 
 /** Spawn `node <script> <args>` and wait for its `... listening on http://HOST:PORT` line. */
 export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
-  // SVCDB_BENCH_NODE_FLAGS: node flags after the launcher's (a later V8 flag wins), for experiments.
-  const extra = (process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const nodeArgs = [...launcherNodeFlags(script), ...extra, script, ...args];
+  const nodeArgs = [...launcherNodeFlags(script), ...benchNodeFlags(), script, ...args];
   // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
   const [cmd, argv] = opts.cpus !== null
     ? ['taskset', ['-c', opts.cpus, process.execPath, ...nodeArgs]]
@@ -62,13 +79,7 @@ export async function startListening(name: string, script: string, args: string[
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with code ${code} before listening\n${out}${stderr}`)); });
   });
   child.stdout!.resume();
-  // Debugging aid: SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout (e.g. node --trace-gc-nvp).
-  const logDir = process.env.SVCDB_BENCH_SERVER_LOG;
-  if (logDir) {
-    mkdirSync(logDir, { recursive: true });
-    const file = `${logDir}/${name.replace(/[^\w.-]+/g, '_')}-${child.pid}.log`;
-    child.stdout!.on('data', (d: Buffer) => appendFileSync(file, d));
-  }
+  keepServerLog(name, child.pid, [child.stdout!]); // e.g. node --trace-gc-nvp
 
   return {
     name, pid: child.pid!, url, command,

@@ -4,12 +4,12 @@
 // Nothing here imports src/: only the binary, HTTP on 127.0.0.1 and the files on disk.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rng } from '../graph.js';
-import { launcherNodeFlags } from '../servers.js';
+import { benchNodeFlags, keepServerLog, launcherNodeFlags } from '../servers.js';
 
 // ---------------------------------------------------------------- paths, rng, temp dirs
 
@@ -88,21 +88,12 @@ export type StartOutcome =
 /** `svc serve --host 127.0.0.1 --port 0 ...args`: resolves at its listening line, its exit, or the timeout (then killed). */
 export async function startServer(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<StartOutcome> {
   const t0 = performance.now();
-  // Node flags as `svc serve` starts (its launcher line), then the bench's debugging hooks
-  // (as in bench/servers.ts): SVCDB_BENCH_NODE_FLAGS adds node flags (e.g. --trace-gc),
-  // SVCDB_BENCH_SERVER_LOG=DIR keeps each server's stdout and stderr (here both).
-  const nodeFlags = [...launcherNodeFlags(cliPath()), ...(process.env.SVCDB_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
+  // Node flags as `svc serve` starts (its launcher line), then the bench's debugging hooks.
+  const nodeFlags = [...launcherNodeFlags(cliPath()), ...benchNodeFlags()];
   const child = spawn(process.execPath, [...nodeFlags, cliPath(), 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env },
   });
-  const logDir = process.env.SVCDB_BENCH_SERVER_LOG;
-  if (logDir) {
-    mkdirSync(logDir, { recursive: true });
-    // Each chunk after a wall-clock line, to line traces up with a client's failures.
-    const keep = (d: Buffer | string): void => appendFileSync(`${logDir}/server-${child.pid}.log`, `@${Date.now()}\n${String(d)}`);
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-  }
+  keepServerLog('server', child.pid, [child.stdout!, child.stderr!]);
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; if (out.length > 200_000) out = out.slice(-100_000); });
