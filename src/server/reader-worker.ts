@@ -58,8 +58,8 @@ function dieOfHeapExhaustion(): never {
  * after the handler returns. When the thread's port held several tasks (the pool's spare
  * costly task: concurrentTasksPerWorker 2), Piscina starts all their handlers from one
  * drain of the port, and a later task's start is queued ahead of the earlier answer's
- * post: that answer, done, waited for the whole later task (up to its deadline; 700 ms
- * late measured under the query torture). So a task starts only once the answer before it
+ * post: that answer, done, waited for the whole later task (up to its deadline: answers
+ * 400-900 ms past it under the query torture). So a task starts only once the answer before it
  * is posted, in arrival order, all within microtasks (a macrotask would let a task that
  * reaches the port meanwhile run first). One case is left: Piscina first waits for this
  * thread's stdout/stderr to drain when either holds unwritten output, and then the next

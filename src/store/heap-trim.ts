@@ -51,8 +51,9 @@ const TRIM_NOW_HEAP_BYTES_MIN = 2 * TRIM_HEAP_BYTES_MIN;
 /**
  * Trim this thread's heap once it has gone TRIM_DELAY_MS without another bulk request (a
  * load of many bulk requests pays for one collection, after the last), and, when it has
- * grown past TRIM_NOW_HEAP_BYTES_MIN, at once as well. Needs an event loop that runs between requests
- * (the writer's; not Piscina readers', which sleep in Atomics.wait: they call trimHeapNow()).
+ * grown past TRIM_NOW_HEAP_BYTES_MIN, at once as well. Needs an event loop that runs
+ * between requests (the writer's; not Piscina readers', which sleep in Atomics.wait: they
+ * call trimHeapNow()).
  */
 export function scheduleHeapTrim(): void {
   if (scheduled !== null) clearTimeout(scheduled);
