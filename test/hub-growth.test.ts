@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { Store } from '../dist/src/store/store.js';
 import { grownCapacity } from '../dist/src/store/topology.js';
 
-type ReaderResult = { reads: number; errors: number; violations: string[]; epochs: number; lengths: number[] };
+type ReaderResult = { reads: number; mixedInvisible: number; errors: number; violations: string[]; epochs: number; lengths: number[] };
 
 const READERS = 2;
 /** Committed hub edges to reach: the block's capacity goes 4, 5, 6, 7, 8, 10, ... 81920. */
@@ -115,7 +115,7 @@ describe('hub growth across threads', () => {
     const lengths = new Set(seen.flatMap((r) => r.lengths));
     const capacities = new Set([...lengths].filter((l) => l > 0).map(capacityOf));
     console.log(`hub growth: ${batches} batches (${rollbacks} rolled back, ${deletions} deletions) in ${writeMs} ms; `
-      + `reads ${seen.map((r) => r.reads).join('/')}, epochs ${seen.map((r) => r.epochs).join('/')}, `
+      + `reads ${seen.map((r) => r.reads).join('/')} (newest entry mixed and invisible: ${seen.map((r) => r.mixedInvisible).join('/')}), epochs ${seen.map((r) => r.epochs).join('/')}, `
       + `${lengths.size} lengths over capacities ${[...capacities].sort((a, b) => a - b).join(',')}`);
     for (const r of seen) {
       expect(r.violations).toEqual([]);
