@@ -320,6 +320,12 @@ export const limits = {
   gatewayUpstreamConnectionsMax: 64,
   /** Longest a backend's /readyz may take before the gateway counts it as failing (ms). */
   gatewayHealthTimeoutMs: 1_000,
+  /** Server-fault answers in a row (internal_error, storage_error, ...) that eject a reader (backends.ts). */
+  gatewayReaderFaultsToEject: 5,
+  /** A reader's first ejection (ms); each further one since its last clean answer doubles it. */
+  gatewayReaderEjectionMs: 10_000,
+  /** Longest ejection of a reader (ms). */
+  gatewayReaderEjectionMaxMs: 300_000,
   /** Workspaces whose unflushed usage the gateway holds (each is a few numbers); more are flushed at once. */
   gatewayUsageWorkspacesMax: 100_000,
   /**

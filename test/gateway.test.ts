@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/gateway.js';
+import { limits } from '../src/limits.js';
 import { MemoryControlPlane } from './helpers/memory-control-plane.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 import { expectBucketBound } from './helpers/token-bucket.js';
@@ -30,6 +31,7 @@ function chunkedSpaces(chunkBytes: number, count: number): ReadableStream<Uint8A
 }
 
 const MiB = 1024 * 1024;
+const FAULTS_TO_EJECT = limits.gatewayReaderFaultsToEject;
 /** Rate limit high enough never to interfere with the functional tests. */
 const UNLIMITED = { perSecond: 100_000, burst: 100_000 };
 
@@ -205,6 +207,79 @@ describe('routing', () => {
     const gone = await post(gateway, countNodesBody(label), auth(goneKey, 'db_gone'));
     expect(gone.status).toBe(503);
     expect(errorOf(gone).error).toBe('database_unavailable');
+  });
+});
+
+describe('ejection of a reader that answers server faults', () => {
+  it('sends a faulted read on to another backend, ejects the reader after repeated faults, and tries it again when the ejection ends', async () => {
+    const faulty = await faultyServer();
+    const logged: string[] = [];
+    const log = new Writable({ write: (chunk, _enc, done) => { logged.push(String(chunk)); done(); } });
+    try {
+      cp.addDatabase({ id: 'db_faulty', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [faulty.url, readers[0]!.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_faulty', 'read').secret;
+      const g = await gatewayWith({ readerEjectionMs: 1_500, logDestination: log });
+      const label = freshLabel();
+      const read = async (): Promise<void> => {
+        const r = await post(g, countNodesBody(label), auth(key, 'db_faulty'));
+        // The faulty reader's answers never reach the client: the read went on to the other reader.
+        expect(r.status, r.text).toBe(200);
+        expect(JSON.parse(r.text)).toEqual({ n: 0 });
+      };
+      // Reads alternate their first choice between the two idle readers, so the faulty one
+      // meets every other read at least until it is ejected.
+      for (let i = 0; i < 12; i++) await read();
+      expect(faulty.received()).toBe(FAULTS_TO_EJECT);
+      const ejections = (): number => logged.filter((line) => line.includes('ejected')).length;
+      expect(ejections()).toBe(1);
+      // Ejected: no read reaches it (its /readyz keeps passing, which does not end an ejection).
+      for (let i = 0; i < 6; i++) await read();
+      expect(faulty.received()).toBe(FAULTS_TO_EJECT);
+
+      // When the ejection ends, reads reach it again; still faulty, it is ejected again.
+      await eventually(async () => { await read(); return faulty.received() > FAULTS_TO_EJECT; }, 'the reader gets reads again after its ejection');
+      await eventually(async () => { await read(); return ejections() === 2; }, 'the reader is ejected a second time');
+      expect(faulty.received()).toBe(2 * FAULTS_TO_EJECT);
+      const second = logged.filter((line) => line.includes('ejected')).map((line) => JSON.parse(line) as { ejectedMs: number });
+      expect(second.map((e) => e.ejectedMs)).toEqual([1_500, 3_000]); // doubled
+
+      // Query-content errors (500 invalid_query and the like) are not faults: healed, the
+      // reader answers them and is not ejected for them.
+      faulty.heal();
+      await eventually(async () => { await read(); return faulty.received() > 2 * FAULTS_TO_EJECT; }, 'the healed reader gets reads again');
+      faulty.answerQueryErrors();
+      const start = faulty.received();
+      for (let i = 0; i < 4 * FAULTS_TO_EJECT; i++) {
+        const r = await post(g, countNodesBody(label), auth(key, 'db_faulty'));
+        if (r.status !== 200) expect(errorOf(r).error).toBe('invalid_query');
+      }
+      expect(faulty.received() - start).toBeGreaterThanOrEqual(2 * FAULTS_TO_EJECT - 1);
+      expect(ejections()).toBe(2);
+    } finally {
+      faulty.close();
+    }
+  });
+
+  it('passes the last fault through when every backend of a read answers one, and never ejects a writer', async () => {
+    const faultyReader = await faultyServer('reader');
+    const faultyWriter = await faultyServer('writer');
+    try {
+      cp.addDatabase({ id: 'db_allfaulty', workspaceId: 'ws_a', writerUrl: faultyWriter.url, readerUrls: [faultyReader.url], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_allfaulty', 'read').secret;
+      const g = await gatewayWith({ readerEjectionMs: 60_000 });
+      for (let i = 0; i < 3 * FAULTS_TO_EJECT; i++) {
+        const r = await post(g, countNodesBody('Any'), auth(key, 'db_allfaulty'));
+        // The reader first, then the writer, whose fault is the answer.
+        expect(r.status).toBe(500);
+        expect(errorOf(r)).toEqual({ error: 'internal_error', msg: 'injected fault (writer)' });
+      }
+      // The only reader is ejected after its faults; the writer keeps every read.
+      expect(faultyReader.received()).toBe(FAULTS_TO_EJECT);
+      expect(faultyWriter.received()).toBe(3 * FAULTS_TO_EJECT);
+    } finally {
+      faultyReader.close();
+      faultyWriter.close();
+    }
   });
 });
 
@@ -939,6 +1014,35 @@ async function bigAnswerServer(bytes: number): Promise<{ url: string; close(): v
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    close: () => { server.closeAllConnections(); server.close(); },
+  };
+}
+
+/**
+ * A backend whose /readyz passes but whose every query answer is `500 internal_error` (a
+ * server fault) until `heal()`, then `{"n":0}`; after `answerQueryErrors()`, `500
+ * invalid_query` (the query's fault, not the server's) every other query. Counts queries.
+ */
+async function faultyServer(name = 'reader'): Promise<{ url: string; received(): number; heal(): void; answerQueryErrors(): void; close(): void }> {
+  let received = 0;
+  let mode: 'fault' | 'healthy' | 'query_errors' = 'fault';
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/readyz') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"ready":true}'); return; }
+    received++;
+    req.resume();
+    req.on('end', () => {
+      const json = { 'content-type': 'application/json' };
+      if (mode === 'fault') res.writeHead(500, json).end(JSON.stringify({ error: 'internal_error', msg: `injected fault (${name})` }));
+      else if (mode === 'query_errors' && received % 2 === 0) res.writeHead(500, json).end('{"error":"invalid_query","msg":"unbound parameter"}');
+      else res.writeHead(200, json).end('{"n":0}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    received: () => received,
+    heal: () => { mode = 'healthy'; },
+    answerQueryErrors: () => { mode = 'query_errors'; },
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     close: () => { server.closeAllConnections(); server.close(); },
   };

@@ -8,6 +8,14 @@
 // row got no answer in time (one slow answer on a busy machine is not a dead server).
 // Only a passing poll brings it back, so a killed reader stops getting requests at the
 // first refused connection instead of at the next poll.
+//
+// Ejection (outlier detection): a reader that passes its health check but answers queries
+// with server faults (`serverFault` below) `limits.gatewayReaderFaultsToEject` times in a
+// row is ejected for `gatewayReaderEjectionMs`, doubled for each ejection since its last
+// clean answer (at most `gatewayReaderEjectionMaxMs`). A health poll does not end an
+// ejection (its /readyz passes; its queries fail); the time running out does, and the next
+// answer decides again. At most half of a database's readers (at least one) are ejected at
+// once. Writers are never ejected: nothing else can take their requests.
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { limits } from '../limits.js';
@@ -30,6 +38,37 @@ export function provesDown(err: unknown): boolean {
   return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_CONNECT_TIMEOUT';
 }
 
+/**
+ * Error codes that say the server, not the query, failed (protocol/errors.md): a reader
+ * answering these keeps failing whatever it is sent. Query-content failures (also 500, e.g.
+ * invalid_query, node_not_found), deadlines and `server_overloaded` (back-pressure: least-
+ * outstanding routing already sends less to a busy server) are not faults.
+ */
+const SERVER_FAULT_CODES: ReadonlySet<string> = new Set([
+  'internal_error', 'storage_error', 'database_closed', 'invalid_configuration',
+  'migration_required', 'writer_migration_required', 'unsupported_index_storage_version',
+]);
+
+/** Longest 5xx body read for its error code; a longer one is no error envelope of a server. */
+const FAULT_BODY_BYTES_MAX = 64 * 1024;
+
+/**
+ * Whether an answer shows a server fault: a 5xx whose `error` code is one of
+ * SERVER_FAULT_CODES, or a 5xx that is no error envelope at all (something between the
+ * gateway and the server, or a broken server). Only 5xx bodies are ever parsed.
+ */
+export function serverFault(status: number, body: Buffer): boolean {
+  if (status < 500) return false;
+  if (body.byteLength > FAULT_BODY_BYTES_MAX) return true;
+  let code: unknown;
+  try {
+    code = (JSON.parse(body.toString('utf8')) as { error?: unknown } | null)?.error;
+  } catch {
+    return true;
+  }
+  return typeof code !== 'string' || SERVER_FAULT_CODES.has(code);
+}
+
 export class Backend {
   readonly url: string;
   readonly pool: Pool;
@@ -49,6 +88,12 @@ export class Backend {
   lastMisdirectedLogMs = 0;
   /** Misdirected answers since that line, not logged one by one. */
   misdirectedUnlogged = 0;
+  /** Server-fault answers in a row (ejection, above). */
+  faultsInARow = 0;
+  /** Date.now() at which its ejection ends; 0: not ejected. */
+  ejectedUntilMs = 0;
+  /** Ejections since its last clean answer (each doubles the next one's length). */
+  ejectionsInARow = 0;
   private polling = false;
   private pollTimeoutsInARow = 0;
 
@@ -71,7 +116,18 @@ export class Backend {
   }
 
   get eligible(): boolean {
-    return this.healthy !== false;
+    return this.healthy !== false && (this.ejectedUntilMs === 0 || this.ejectionOver());
+  }
+
+  /** Whether its ejection has run out (then it is over: the next answers decide again). */
+  private ejectionOver(): boolean {
+    if (Date.now() < this.ejectedUntilMs) return false;
+    this.ejectedUntilMs = 0;
+    return true;
+  }
+
+  get ejected(): boolean {
+    return this.ejectedUntilMs !== 0 && !this.ejectionOver();
   }
 
   /** GET /readyz; 200 = ready. */
@@ -106,6 +162,8 @@ export interface BackendRegistryOptions {
   connectionsPerBackend: number;
   /** Servers no route named for this long are forgotten (their connections closed). */
   forgetAfterMs: number;
+  /** A reader's first ejection (ms); doubled per further ejection up to limits.gatewayReaderEjectionMaxMs. */
+  readerEjectionMs: number;
   log: Logger;
 }
 
@@ -149,6 +207,32 @@ export class BackendRegistry {
       if (best === null || candidate.outstanding < best.outstanding) best = candidate;
     }
     return best;
+  }
+
+  /**
+   * A backend answered (any status). `readerUrls`: the route's readers when `backend` is one
+   * of them, null for a writer (never ejected). Returns whether the answer is a server fault
+   * (a read may then go to another backend).
+   */
+  noteAnswer(backend: Backend, status: number, body: Buffer, readerUrls: readonly string[] | null): boolean {
+    if (!serverFault(status, body)) {
+      backend.faultsInARow = 0;
+      if (backend.ejectedUntilMs === 0) backend.ejectionsInARow = 0;
+      return false;
+    }
+    backend.faultsInARow++;
+    if (readerUrls === null || backend.faultsInARow < limits.gatewayReaderFaultsToEject || backend.ejected) return true;
+    let ejected = 0;
+    for (const url of readerUrls) if (this.backends.get(url)?.ejected === true) ejected++;
+    const ejectableMax = Math.max(1, Math.floor(readerUrls.length / 2));
+    if (ejected >= ejectableMax) return true;
+    const ms = Math.min(this.options.readerEjectionMs * 2 ** backend.ejectionsInARow, limits.gatewayReaderEjectionMaxMs);
+    backend.ejectionsInARow++;
+    backend.faultsInARow = 0;
+    backend.ejectedUntilMs = Date.now() + ms;
+    this.options.log.warn({ backend: backend.url, status, ejectedMs: ms, ejectionsInARow: backend.ejectionsInARow },
+      `reader answered ${limits.gatewayReaderFaultsToEject} server faults in a row; ejected, reads go to the other backends`);
+    return true;
   }
 
   /** A connection to the server failed: stop choosing it until a health check passes. */

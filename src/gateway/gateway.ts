@@ -54,6 +54,8 @@ export interface GatewayOptions {
   cacheTtlMs?: number;
   /** How often each backend's /readyz is polled (ms); default 1000. */
   healthIntervalMs?: number;
+  /** A reader's first ejection after repeated server faults (ms); default limits.gatewayReaderEjectionMs. */
+  readerEjectionMs?: number;
   /** How often metered usage is sent to the control plane (ms); default 5000. */
   usageFlushMs?: number;
   connectionsPerBackend?: number;
@@ -736,6 +738,7 @@ class GatewayServer {
       healthTimeoutMs: limits.gatewayHealthTimeoutMs,
       connectionsPerBackend: options.connectionsPerBackend ?? limits.gatewayUpstreamConnectionsMax,
       forgetAfterMs: 10 * 60_000,
+      readerEjectionMs: options.readerEjectionMs ?? limits.gatewayReaderEjectionMs,
       log: this.log,
     });
     this.usage = new UsageMeter(cp, options.usageFlushMs ?? 5000, this.log);
@@ -1004,28 +1007,39 @@ class GatewayServer {
   }
 
   /**
-   * A read on the least busy eligible reader; on a connection failure or a misdirected
-   * answer the next one (reads have no effects, and a gateway retry costs no token). With
-   * no eligible reader left, the writer answers: its snapshot is at least as new as any
-   * reader's.
+   * A read on the least busy eligible reader; on a connection failure, a misdirected answer
+   * or a server fault (backends.ts serverFault) the next one (reads have no effects, and a
+   * gateway retry costs no token). With no eligible reader left, the writer answers: its
+   * snapshot is at least as new as any reader's. When every backend answered a server
+   * fault, the last of those answers passes through.
    */
   private async read(request: GatewayRequest, route: DatabaseRoute, deadline: Deadline): Promise<UpstreamAnswer> {
     const tried = new Set<Backend>();
     const headers = request.upstreamHeaders(false);
+    let faulted: UpstreamAnswer | null = null;
     for (;;) {
       let target = this.backends.pickReader(route.readerUrls, tried);
+      let readerUrls: readonly string[] | null = route.readerUrls;
       if (target === null && route.writerUrl !== null) {
         const writer = this.backends.backend(route.writerUrl);
         if (writer.eligible && !tried.has(writer)) target = writer;
+        readerUrls = null;
       }
-      if (target === null) throw new GatewayError('database_unavailable', `no ready backend serves database ${route.id}; retry later`);
+      if (target === null) {
+        if (faulted !== null) return faulted;
+        throw new GatewayError('database_unavailable', `no ready backend serves database ${route.id}; retry later`);
+      }
       tried.add(target);
+      let answer: UpstreamAnswer;
       try {
-        return await this.send(target, request, headers, deadline);
+        answer = await this.send(target, request, headers, deadline);
       } catch (err) {
         if (!(err instanceof UpstreamFailure)) throw err;
         if (err.down) this.backends.markFailing(target, err.message);
+        continue;
       }
+      if (!this.backends.noteAnswer(target, answer.status, answer.body, readerUrls)) return answer;
+      faulted = answer;
     }
   }
 
@@ -1063,7 +1077,11 @@ class GatewayServer {
         else reject(outcomes.find((o) => o instanceof GatewayError) ?? new GatewayError('database_unavailable', `every backend of database ${route.id} failed while warming; retry later`));
       };
       eligible.forEach((backend, index) => {
-        this.send(backend, request, headers, deadline, false).then((answer) => settleOne(index, answer), (err: Error) => {
+        const readerUrls = writerOnly || backend.url === route.writerUrl ? null : route.readerUrls;
+        this.send(backend, request, headers, deadline, false).then((answer) => {
+          this.backends.noteAnswer(backend, answer.status, answer.body, readerUrls);
+          settleOne(index, answer);
+        }, (err: Error) => {
           if (err instanceof UpstreamFailure && err.down) this.backends.markFailing(backend, err.message);
           settleOne(index, err);
         });
