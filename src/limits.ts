@@ -253,6 +253,13 @@ export const limits = {
   /** Body bytes of those requests; more: 503 server_overloaded. */
   readerQueueBodyBytesMax: 1024 * 1024 * 1024,
   /**
+   * A read sent to the reader pool and not answered this long (ms) after its deadline
+   * (arrival + --query-timeout-ms) is answered `500 query_deadline_exceeded` by the HTTP
+   * thread, and its reader's own answer is dropped: a reader in a long garbage collection
+   * or still on the task before it cuts its query only at its next check (reader-pool.ts).
+   */
+  readAnswerGraceMs: 50,
+  /**
    * Requests sent to the writer thread and not answered yet: waiting to run, running, or
    * committed and waiting for durability (group commit); more: 503 server_overloaded.
    */

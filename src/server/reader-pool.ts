@@ -28,6 +28,16 @@
 // readerQueueBodyBytesMax body bytes; a request past either is shed (503, queue-bound.ts).
 // Piscina's own queue stays empty: at most one task per thread, and one spare, are ever handed to it.
 //
+// Deadlines: each reader cuts its query at the deadline cooperatively (exec/guard.ts, a
+// check at most ~1 ms of work apart). What it cannot cut is time it does not run: a major
+// garbage collection of a heavy query's working set (100-180 ms on this 2-core machine
+// under the query torture), or a spare task waiting in the port behind a running one. So
+// the pool also watches the clock: a read still unanswered limits.readAnswerGraceMs after
+// its deadline, queued or running, is answered `500 query_deadline_exceeded` here, and
+// whatever its reader answers later is dropped (a write the reader would forward to the
+// writer is then never run: the writer skips a settled job). One timer, armed for the
+// earliest such moment; tasks in flight are at most threads + 1.
+//
 // A thread that dies (heap limit, a bug) is replaced by Piscina (minThreads = threads) and
 // the task's promise rejects. The requests of a dead batch are collateral: each is retried
 // once, alone (reads change nothing; a batch's bodies are sent as copies, so the main
@@ -40,10 +50,23 @@ import { Topology } from '../store/topology.js';
 import {
   bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
+import { deadlineExceeded } from '../exec/guard.js';
+import { errorBody } from '../protocol/errors.js';
 import { QueueBound } from './queue-bound.js';
 import type { ReaderWorkerData } from './reader-worker.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
+
+/** A task handed to a thread: its requests and when the pool answers them itself if still unanswered. */
+interface RunningTask {
+  readonly jobs: QueryJob[];
+  /** Date.now() past which its unanswered requests are answered here (Infinity: none left to watch). */
+  answerByMs: number;
+}
+
+/** The one answer the pool gives itself to a read past its deadline (the body the readers give, built once). */
+const OVERDUE = deadlineExceeded();
+const OVERDUE_BODY = errorBody(OVERDUE);
 
 /**
  * A read task after the store was swapped (reader servers only): it carries the current
@@ -70,7 +93,7 @@ export interface ReaderPoolOptions {
   /** Give up if the threads are not up after this long. */
   startTimeoutMs?: number;
   /** Lower bounds than limits.ts (tests). */
-  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax'>;
+  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax' | 'readAnswerGraceMs'>;
 }
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
@@ -89,6 +112,15 @@ export class ReaderPool implements QuerySink {
   private readonly batchRequestsMax: number;
   /** Tasks sent and not yet returned (or failed). */
   private busy = 0;
+  /** Those tasks (the deadline watch looks at them). */
+  private readonly running = new Set<RunningTask>();
+  /** Deadline + grace, in ms: a read not answered by its arrival + this is answered here. */
+  private readonly answerWithinMs: number;
+  /** The deadline watch's timer, and the moment it is armed for. */
+  private overdueTimer: NodeJS.Timeout | null = null;
+  private overdueTimerAtMs = Number.POSITIVE_INFINITY;
+  /** Reads this pool answered itself past their deadline (health and tests). */
+  answeredOverdue = 0;
   /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
   private readonly readerSlots = new Map<number, number>();
   private closed = false;
@@ -108,6 +140,7 @@ export class ReaderPool implements QuerySink {
       options.limits?.readerQueueBodyBytesMax ?? limits.readerQueueBodyBytesMax,
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
+    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.readAnswerGraceMs ?? limits.readAnswerGraceMs);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -191,7 +224,66 @@ export class ReaderPool implements QuerySink {
     }
     if (!this.queueBound.admit(job, job.body.byteLength)) return;
     this.queue.push(job);
+    this.watchDeadline(this.answerByMs(job));
     if (this.hasRoom(job)) this.pump();
+  }
+
+  /** When the pool answers `job` itself if nothing did (Infinity: it has no arrival time). */
+  private answerByMs(job: QueryJob): number {
+    const arrived = job.receivedAtMs ?? 0;
+    return arrived > 0 ? arrived + this.answerWithinMs : Number.POSITIVE_INFINITY;
+  }
+
+  /** Make sure the deadline watch runs by `atMs`. */
+  private watchDeadline(atMs: number): void {
+    if (atMs >= this.overdueTimerAtMs || this.closed) return;
+    if (this.overdueTimer !== null) clearTimeout(this.overdueTimer);
+    this.overdueTimerAtMs = atMs;
+    this.overdueTimer = setTimeout(this.answerOverdue, Math.max(1, atMs - Date.now()));
+    this.overdueTimer.unref();
+  }
+
+  /**
+   * Answer every read past its deadline + grace that nothing answered yet: in tasks in
+   * flight and in the queues (they never run then: takeBatch drops answered requests).
+   * Then arm the watch for the next such moment.
+   */
+  private readonly answerOverdue = (): void => {
+    this.overdueTimer = null;
+    this.overdueTimerAtMs = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const task of this.running) {
+      if (task.answerByMs > now) {
+        next = Math.min(next, task.answerByMs);
+        continue;
+      }
+      task.answerByMs = Number.POSITIVE_INFINITY;
+      for (const job of task.jobs) this.answerIfUnanswered(job);
+    }
+    for (const job of this.retries) {
+      const by = this.answerByMs(job);
+      if (by <= now) this.answerIfUnanswered(job);
+      else next = Math.min(next, by);
+    }
+    // The FIFO is in arrival order (up to relays from other HTTP threads): the first request
+    // not due yet ends the scan.
+    for (const job of this.queue) {
+      if (job.responder.settled) continue;
+      const by = this.answerByMs(job);
+      if (by > now) {
+        next = Math.min(next, by);
+        break;
+      }
+      this.answerIfUnanswered(job);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.watchDeadline(next);
+  };
+
+  private answerIfUnanswered(job: QueryJob): void {
+    if (job.responder.settled) return;
+    this.answeredOverdue++;
+    job.responder.respond(OVERDUE.status, OVERDUE_BODY);
   }
 
   /**
@@ -238,6 +330,8 @@ export class ReaderPool implements QuerySink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.overdueTimer !== null) clearTimeout(this.overdueTimer);
+    this.overdueTimer = null;
     const waiting = [...this.retries, ...this.queue];
     this.retries = [];
     this.queue = [];
@@ -312,10 +406,22 @@ export class ReaderPool implements QuerySink {
       receivedAtMs[i] = job.receivedAtMs ?? 0;
     }
     this.busy++;
+    // The reader gives every request of a task the task's earliest deadline; so does the watch.
+    let answerByMs = Number.POSITIVE_INFINITY;
+    for (const job of jobs) answerByMs = Math.min(answerByMs, this.answerByMs(job));
+    const running: RunningTask = { jobs, answerByMs };
+    this.running.add(running);
+    this.watchDeadline(answerByMs);
     const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
     this.pool.run(task, { transferList }).then(
-      (result) => this.complete(jobs, result),
-      (err: unknown) => this.failed(jobs, err),
+      (result) => {
+        this.running.delete(running);
+        this.complete(jobs, result);
+      },
+      (err: unknown) => {
+        this.running.delete(running);
+        this.failed(jobs, err);
+      },
     );
   }
 
@@ -334,7 +440,8 @@ export class ReaderPool implements QuerySink {
       const end = index[2 * i + 1]!;
       if (status === FORWARD_TO_WRITER) {
         job.body = returned[nextReturned++]!; // the body came back with the verdict
-        this.forward.submit(job);
+        // Answered already (past its deadline, or its client went away): never run it.
+        if (!job.responder.settled) this.forward.submit(job);
       } else {
         job.responder.respond(status, bytes.subarray(start, end));
       }

@@ -46,6 +46,24 @@ function testCrashMarker(value: string | undefined): Buffer | null {
   return Buffer.from(value, 'utf8');
 }
 
+/**
+ * Test hook (test/read-deadline.test.ts), never set in production, like the one above:
+ * SVCDB_TEST_READER_STALL=MS:MARKER makes a request whose body contains MARKER (at least
+ * 16 characters) hold this thread for MS milliseconds before it runs, running nothing and
+ * checking no deadline, the way a long garbage collection does.
+ */
+const stall = testStall(process.env['SVCDB_TEST_READER_STALL']);
+
+function testStall(value: string | undefined): { ms: number; marker: Buffer } | null {
+  if (value === undefined || value === '') return null;
+  const colon = value.indexOf(':');
+  const ms = Number(value.slice(0, colon));
+  if (colon < 0 || !Number.isInteger(ms) || ms < 0 || value.length - colon - 1 < 16) {
+    throw new Error('SVCDB_TEST_READER_STALL must be MS:MARKER with a marker of at least 16 characters');
+  }
+  return { ms, marker: Buffer.from(value.slice(colon + 1), 'utf8') };
+}
+
 function dieOfHeapExhaustion(): never {
   store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced
   const hog: number[][] = [];
@@ -113,6 +131,9 @@ function runReadTaskNow(task: SwappableReadTask): unknown {
   for (let i = 0; i < count; i++) {
     const body = task.bodies[i]!;
     if (crashMarker !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(crashMarker)) dieOfHeapExhaustion();
+    if (stall !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(stall.marker)) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, stall.ms);
+    }
     // The deadline counts from arrival (queue wait included). The answers of a task go back
     // together, so each request of it gets the task's earliest deadline: none of them waits
     // past its own deadline for a batch-mate (the first request arrived first).
