@@ -323,6 +323,12 @@ export const limits = {
   gatewayControlPlaneLookupsMax: 128,
   /** Longest a control-plane lookup may take (ms); longer: 503 control_plane_unavailable. */
   gatewayControlPlaneTimeoutMs: 2_000,
+  /**
+   * How long after the control-plane store last confirmed them the gateway keeps using a
+   * key's grant, a route and an allowance while the store fails (ms; cache.ts "Stale if
+   * the store fails"); past it, or for one never seen: 503 control_plane_unavailable.
+   */
+  gatewayControlPlaneStaleMs: 300_000,
   /** Keep-alive connections from the gateway to one backend server. */
   gatewayUpstreamConnectionsMax: 64,
   /** Longest a backend's /readyz may take before the gateway counts it as failing (ms). */

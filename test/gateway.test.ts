@@ -456,6 +456,63 @@ describe('gateway error codes', () => {
     }
   });
 
+  it('keeps serving keys, routes and allowances the store confirmed while it is down, for the stale bound only', async () => {
+    const logged: string[] = [];
+    const log = new Writable({ write: (chunk, _enc, done) => { logged.push(String(chunk)); done(); } });
+    const g = await gatewayWith({ cacheTtlMs: 200, controlPlaneStaleMs: 1_500, logDestination: log });
+    const seen = cp.addKey('db_a', 'read').secret;
+    const unseen = cp.addKey('db_a', 'read').secret;
+    const body = countNodesBody('Stale');
+    expect((await post(g, body, auth(seen, 'db_a'))).status).toBe(200);
+    const confirmed = Date.now();
+    cp.failure = new Error('store is down');
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // past the TTL
+      const before = g.controlPlaneLookups();
+      // The key seen before works on; each entry is asked for again at most once per TTL.
+      for (let i = 0; i < 10; i++) {
+        const r = await post(g, body, auth(seen, 'db_a'));
+        expect(r.status, r.text).toBe(200);
+      }
+      const after = g.controlPlaneLookups();
+      expect(after.grants - before.grants).toBeLessThanOrEqual(2);
+      expect(after.routes - before.routes).toBeLessThanOrEqual(2);
+      expect(logged.filter((l) => l.includes('serving the API key the store last confirmed'))).toHaveLength(1);
+      // A key never seen gets no stale grace.
+      const fresh = await post(g, body, auth(unseen, 'db_a'));
+      expect(fresh.status).toBe(503);
+      expect(errorOf(fresh).error).toBe('control_plane_unavailable');
+      // Past the stale bound (counted from the store's last answer): 503 as well.
+      await new Promise((r) => setTimeout(r, Math.max(0, confirmed + 1_700 - Date.now())));
+      const expired = await post(g, body, auth(seen, 'db_a'));
+      expect(expired.status).toBe(503);
+      expect(errorOf(expired).error).toBe('control_plane_unavailable');
+    } finally {
+      cp.failure = null;
+    }
+    expect((await post(g, body, auth(seen, 'db_a'))).status).toBe(200);
+  });
+
+  it('serves a stale entry at once while a refresh of a failing store hangs', async () => {
+    const slow = new SlowControlPlane(0);
+    slow.addWorkspace('ws_a', 'Growth');
+    slow.addDatabase({ id: 'db_a', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [], rateLimit: UNLIMITED });
+    const { secret } = slow.addKey('db_a', 'read');
+    const g = await gatewayWith({ controlPlane: slow, cacheTtlMs: 100, controlPlaneStaleMs: 60_000 });
+    const body = countNodesBody('StaleSlow');
+    expect((await post(g, body, auth(secret, 'db_a'))).status).toBe(200);
+    slow.delayMs = 5_000; // longer than the lookup timeout (2 s): the store hangs
+    await new Promise((r) => setTimeout(r, 150));
+    // The first request after the TTL waits for the refresh, which times out: stale value.
+    const first = await post(g, body, auth(secret, 'db_a'));
+    expect(first.status, first.text).toBe(200);
+    // From then on, requests take the stale value at once, even while the next refresh hangs.
+    await new Promise((r) => setTimeout(r, 150));
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) expect((await post(g, body, auth(secret, 'db_a'))).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
   it('keeps a failing store\'s error text out of the answer (the log has it), and answers a gateway bug 500 internal_error', async () => {
     let output = '';
     const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
@@ -988,7 +1045,7 @@ async function freePort(): Promise<number> {
 class SlowControlPlane extends MemoryControlPlane {
   inFlight = 0;
   peakInFlight = 0;
-  constructor(private readonly delayMs: number) {
+  constructor(public delayMs: number) {
     super();
   }
 

@@ -26,6 +26,7 @@ interface GatewayFlags {
   authEnv: string;
   queryTimeoutMs?: number;
   cacheTtlMs: number;
+  controlPlaneStaleMs: number;
   healthIntervalMs: number;
   usageFlushMs: number;
   accessLog?: boolean;
@@ -46,6 +47,8 @@ export function registerGateway(program: Command): void {
     .option('--auth-env <variable>', 'the environment variable clients keep the key in (metadata document)', 'SVC_API_KEY')
     .option('--query-timeout-ms <ms>', 'deadline of a request at the gateway; past it 408 query_timeout (default 30000)', integerOption('query-timeout-ms', 1, 86_400_000))
     .option('--cache-ttl-ms <ms>', 'how long keys, routes and allowances are reused before the store is asked again', integerOption('cache-ttl-ms', 0, 600_000), 1000)
+    .option('--control-plane-stale-ms <ms>', 'how long keys, routes and allowances the store confirmed keep working while it is down (0: not at all)',
+      integerOption('control-plane-stale-ms', 0, 86_400_000), limits.gatewayControlPlaneStaleMs)
     .option('--health-interval-ms <ms>', 'how often every backend\'s /readyz is polled', integerOption('health-interval-ms', 50, 600_000), 1000)
     .option('--usage-flush-ms <ms>', 'how often metered usage is written to the store', integerOption('usage-flush-ms', 100, 3_600_000), 5000)
     .option('--access-log', 'one JSON line per query on stderr (keys never appear)')
@@ -73,7 +76,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
       ...(flags.publicUrl === undefined ? {} : { publicUrl: flags.publicUrl }),
       authHeader: flags.authHeader, authScheme: flags.authScheme, queryAuthEnv: flags.authEnv,
       ...(flags.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: flags.queryTimeoutMs }),
-      cacheTtlMs: flags.cacheTtlMs, healthIntervalMs: flags.healthIntervalMs, usageFlushMs: flags.usageFlushMs,
+      cacheTtlMs: flags.cacheTtlMs, controlPlaneStaleMs: flags.controlPlaneStaleMs, healthIntervalMs: flags.healthIntervalMs, usageFlushMs: flags.usageFlushMs,
       accessLog: flags.accessLog === true,
       // A thread died: the others are closed already (usage flushed, port released); exit
       // non-zero so a supervisor restarts the whole gateway instead of it running short.

@@ -8,6 +8,15 @@
 // too, so a flood of random keys costs one lookup each per TTL and bounded memory). The
 // caches of one gateway share a bound on lookups running at once (LookupSlots): a flood of
 // distinct keys is refused at the bound instead of queueing on the store.
+//
+// Stale if the store fails: an entry confirmed less than `staleMs` ago outlives a failed
+// refresh (the store down, or no answer in time). The requests that waited for that lookup
+// get the stale value; until one TTL later nobody asks again, and while a later refresh of
+// a failing entry runs, requests take the stale value instead of waiting for it. So an outage
+// of the control plane costs the data plane nothing for `staleMs` (keys, routes and
+// allowances seen in that window keep working), at the price that a key revoked just
+// before the outage also keeps working that long. Past `staleMs`, or for an entry never
+// seen, the answer is 503 control_plane_unavailable as before.
 import { GatewayError } from './errors.js';
 
 /** Lookups running at once, shared by the caches of one gateway. */
@@ -21,7 +30,12 @@ export class LookupSlots {
 
 interface Entry<V> {
   readonly value: V;
-  readonly expiresAtMs: number;
+  /** Until then the value is used as it is; after it, the store is asked again. */
+  freshUntilMs: number;
+  /** Until then the value outlives a failed refresh (confirmed by the store + staleMs). */
+  readonly staleUntilMs: number;
+  /** The last refresh failed: requests take the value rather than wait for the next one. */
+  failing: boolean;
 }
 
 export interface CacheOptions<V> {
@@ -29,6 +43,10 @@ export interface CacheOptions<V> {
   entriesMax: number;
   /** Longest a lookup may take; longer: 503 control_plane_unavailable. */
   lookupTimeoutMs: number;
+  /** How long after the store last confirmed it a value outlives failed refreshes (0: never). */
+  staleMs: number;
+  /** Told when an entry starts being served stale (once per failing spell of that entry). */
+  onStale?(what: string, err: Error): void;
   /** What is being looked up, for error messages ("API key", "database route"). */
   what: string;
   /** The bound on lookups running at once; a miss past it: 503 control_plane_unavailable at once. */
@@ -50,17 +68,21 @@ export class ExpiringCache<V> {
   /** The value for `key`, from the cache when fresh. Throws GatewayError control_plane_unavailable. */
   get(key: string): Promise<V> | V {
     const entry = this.entries.get(key);
-    if (entry !== undefined && entry.expiresAtMs > Date.now()) return entry.value;
+    const now = Date.now();
+    if (entry !== undefined && entry.freshUntilMs > now) return entry.value;
+    const usableStale = entry !== undefined && entry.failing && entry.staleUntilMs > now;
     const running = this.lookups.get(key);
-    if (running !== undefined) return running;
+    if (running !== undefined) return usableStale ? entry!.value : running;
     const slots = this.options.slots;
     if (slots.inFlight >= slots.max) {
+      if (usableStale) return entry!.value;
       throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up: too many lookups are running; retry later`);
     }
     const lookup = this.lookUp(key);
     this.lookups.set(key, lookup);
-    return lookup;
+    return usableStale ? entry!.value : lookup;
   }
+
 
   /**
    * Drop one entry, so the next get() asks the store again: a backend proved the cached
@@ -89,6 +111,14 @@ export class ExpiringCache<V> {
       this.remember(key, value);
       return value;
     } catch (err) {
+      const entry = this.entries.get(key);
+      if (entry !== undefined && entry.staleUntilMs > Date.now()) {
+        // Stale if the store fails: nobody asks again for one TTL.
+        if (!entry.failing) this.options.onStale?.(this.options.what, err as Error);
+        entry.failing = true;
+        entry.freshUntilMs = Date.now() + this.options.ttlMs;
+        return entry.value;
+      }
       // Failures are not cached: the next request asks again.
       throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up; retry later`, undefined, err as Error);
     } finally {
@@ -106,6 +136,7 @@ export class ExpiringCache<V> {
       const oldest = this.entries.keys().next();
       if (oldest.done !== true) this.entries.delete(oldest.value);
     }
-    this.entries.set(key, { value, expiresAtMs: Date.now() + this.options.ttlMs });
+    const now = Date.now();
+    this.entries.set(key, { value, freshUntilMs: now + this.options.ttlMs, staleUntilMs: now + this.options.staleMs, failing: false });
   }
 }

@@ -52,6 +52,8 @@ export interface GatewayOptions {
   rateLimitKeyPrefix?: string;
   /** How long a control-plane answer is reused (ms); default 1000. */
   cacheTtlMs?: number;
+  /** How long after the store last confirmed them keys, routes and allowances outlive its failures (ms); default limits.gatewayControlPlaneStaleMs. */
+  controlPlaneStaleMs?: number;
   /** How often each backend's /readyz is polled (ms); default 1000. */
   healthIntervalMs?: number;
   /** A reader's first ejection after repeated server faults (ms); default limits.gatewayReaderEjectionMs. */
@@ -722,7 +724,12 @@ class GatewayServer {
 
     const ttlMs = options.cacheTtlMs ?? 1000;
     const slots = new LookupSlots(options.controlPlaneLookupsMax ?? limits.gatewayControlPlaneLookupsMax);
-    const cacheBase = { ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs, slots };
+    const cacheBase = {
+      ttlMs, entriesMax: limits.gatewayCacheEntriesMax, lookupTimeoutMs: limits.gatewayControlPlaneTimeoutMs, slots,
+      staleMs: Math.max(ttlMs, options.controlPlaneStaleMs ?? limits.gatewayControlPlaneStaleMs),
+      onStale: (what: string, err: Error) => this.log.warn({ err, what },
+        `control-plane lookup failed; serving the ${what} the store last confirmed (stale) while it stays down`),
+    };
     const cp = options.controlPlane;
     this.grants = new ExpiringCache({ ...cacheBase, what: 'API key', lookup: (hash) => cp.grantForKeyHash(hash) });
     this.routes = new ExpiringCache({ ...cacheBase, what: 'database route', lookup: (id) => cp.database(id) });
