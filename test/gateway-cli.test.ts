@@ -3,6 +3,7 @@
 // server; then `svc sync` and `svc query` of a project pointed at the gateway.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openControlPlane, type ControlPlaneStore } from '../src/cloud/open.js';
 import { spawnBackend, spawnCli, type SpawnedBackend } from './helpers/backend-server.js';
@@ -96,12 +97,44 @@ describe('svc gateway', () => {
     for (const s of [secret, readSecret, 'svc_wrong_key']) expect(log).not.toContain(s);
   });
 
+  it('serves HTTPS with --tls-cert and --tls-key: svc sync and svc query reach it, trusting the certificate through NODE_EXTRA_CA_CERTS', async () => {
+    const cert = fileURLToPath(new URL('./fixtures/tls/gateway-cert.pem', import.meta.url));
+    const key = fileURLToPath(new URL('./fixtures/tls/gateway-key.pem', import.meta.url));
+    const tlsGateway = await spawnCli(
+      // Two threads: each makes its own TLS app on the shared port.
+      ['gateway', '--port', '0', '--store', `sqlite:${storePath}`, '--redis-url', redis.url, '--tls-cert', cert, '--tls-key', key, '--threads', '2'],
+      /^svc gateway listening on (https:\/\/\S+) /m,
+    );
+    try {
+      const dir = tempDir('gateway-tls-project');
+      writeFileSync(join(dir, 'svc.toml'), '[project]\nname = "acme"\n');
+      const env = { SVC_API_KEY: secret, NODE_EXTRA_CA_CERTS: cert };
+      const synced = await svc(dir, ['sync', 'prod', '--gateway-url', tlsGateway.url], env);
+      expect(synced.stderr).toBe('');
+      expect(synced.code).toBe(0);
+      for (let i = 0; i < 4; i++) {
+        const read = await svc(dir, ['query', 'prod', '--compact', '--json', count], env);
+        expect(read.stderr).toBe('');
+        expect(read.stdout.trim()).toMatch(/^\{"users":\d+\}$/);
+      }
+      // Without trusting the certificate, the client refuses the connection.
+      const untrusted = await svc(dir, ['query', 'prod', '--json', count], { SVC_API_KEY: secret });
+      expect(untrusted.code).not.toBe(0);
+    } finally {
+      await tlsGateway.stop();
+    }
+    // Half a TLS set-up is refused before anything starts.
+    const half = await svc(tempDir('gateway-tls-half'), ['gateway', '--port', '0', '--store', `sqlite:${storePath}`, '--tls-cert', cert]);
+    expect(half.code).not.toBe(0);
+    expect(half.stderr).toContain('--tls-cert and --tls-key go together');
+  });
+
   it('has help, listed with the other commands', async () => {
     const cwd = tempDir('gateway-help');
     const help = await svc(cwd, ['gateway', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: svc gateway');
-    for (const flag of ['--store', '--redis-url', '--auth-header', '--auth-scheme', '--cache-ttl-ms', '--query-timeout-ms']) expect(help.stdout).toContain(flag);
+    for (const flag of ['--store', '--redis-url', '--auth-header', '--auth-scheme', '--cache-ttl-ms', '--query-timeout-ms', '--tls-cert', '--tls-key', '--control-plane-stale-ms']) expect(help.stdout).toContain(flag);
     expect((await svc(cwd, ['--help'])).stdout).toContain('  gateway ');
   });
 

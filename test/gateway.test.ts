@@ -4,7 +4,9 @@
 // Each backend runs with --log-requests, so a test can count which server answered.
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -280,6 +282,58 @@ describe('ejection of a reader that answers server faults', () => {
       faultyReader.close();
       faultyWriter.close();
     }
+  });
+});
+
+describe('TLS (--tls-cert, --tls-key)', () => {
+  // test/fixtures/tls: a self-signed certificate for localhost and 127.0.0.1, valid 100 years,
+  // with its key, and an unrelated key (openssl req -x509 -newkey rsa:2048 -nodes -days 36500
+  // -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1; openssl genrsa).
+  const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/tls/${name}`, import.meta.url));
+  const tls = { certFile: fixture('gateway-cert.pem'), keyFile: fixture('gateway-key.pem') };
+  const ca = readFileSync(tls.certFile);
+
+  /** POST over HTTPS trusting only `trusted`. */
+  function httpsPost(url: string, body: string, headers: Record<string, string>, trusted: Buffer): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest(`${url}/v2/query`, { method: 'POST', ca: trusted, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => { text += d; });
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  it('serves queries over HTTPS with the configured certificate; plain HTTP gets no answer there', async () => {
+    const g = await gatewayWith({ tls });
+    expect(g.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const label = freshLabel();
+    const answer = await httpsPost(g.url, countNodesBody(label), auth(keyA, 'db_a'), ca);
+    expect(answer.status, answer.text).toBe(200);
+    expect(JSON.parse(answer.text)).toEqual({ n: 0 });
+    // The client checked the certificate against the one configured: another CA is refused.
+    const otherCa = readFileSync(fixture('other-key.pem')); // not a certificate at all: trusts nothing
+    await expect(httpsPost(g.url, countNodesBody(label), auth(keyA, 'db_a'), otherCa)).rejects.toThrow();
+    await expect(fetch(`${g.url.replace('https:', 'http:')}/health`)).rejects.toThrow();
+    const metadata = await new Promise<string>((resolve, reject) => {
+      httpsRequest(`${g.url}/v2/metadata`, { ca, headers: auth(keyA, 'db_a') }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => { text += d.toString(); });
+        res.on('end', () => resolve(text));
+      }).on('error', reject).end();
+    });
+    expect(JSON.parse(metadata)).toMatchObject({ gateway_url: g.url });
+  });
+
+  it('refuses to start with a key of another certificate or a file it cannot read, saying which', async () => {
+    const base = { controlPlane: cp, redisUrl: redis.url, logDestination: discard() };
+    await expect(startGateway({ ...base, tls: { ...tls, keyFile: fixture('other-key.pem') } }))
+      .rejects.toThrow(/the TLS certificate .*gateway-cert\.pem and key .*other-key\.pem are not usable: .*key values mismatch/);
+    await expect(startGateway({ ...base, tls: { ...tls, certFile: '/nonexistent/cert.pem' } }))
+      .rejects.toThrow(/cannot read the TLS certificate \/nonexistent\/cert\.pem: ENOENT/);
   });
 });
 

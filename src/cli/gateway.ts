@@ -6,6 +6,7 @@
 // No secret is taken from a flag: a password in --redis-url or --store would show in
 // `ps`; put it in SVC_REDIS_URL / SVC_CONTROL_PLANE_STORE instead (both are read when the
 // flag is absent).
+import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { limits } from '../limits.js';
 import { action, CliError } from './errors.js';
@@ -21,6 +22,8 @@ interface GatewayFlags {
   store?: string;
   redisUrl?: string;
   publicUrl?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   authHeader: string;
   authScheme: 'bearer' | 'raw';
   authEnv: string;
@@ -41,7 +44,9 @@ export function registerGateway(program: Command): void {
     .option('--port <port>', 'port to listen on (0 = any free port)', integerOption('port', 0, 65535), defaultPort)
     .option('--store <location>', `control-plane store: SQLite file (or sqlite:<path>) or postgres://... (default ${storeEnv}, else svc-cloud.sqlite)`)
     .option('--redis-url <url>', `Redis for the shared token buckets: redis://host:port or unix:///path.sock (default ${redisEnv}, else redis://127.0.0.1:6379)`)
-    .option('--public-url <url>', 'the address clients use, for GET /v2/metadata (default http://<host>:<port>)')
+    .option('--public-url <url>', 'the address clients use, for GET /v2/metadata (default http(s)://<host>:<port>)')
+    .option('--tls-cert <file>', 'serve HTTPS: the certificate chain (PEM); needs --tls-key')
+    .option('--tls-key <file>', 'the private key of --tls-cert (PEM, unencrypted)')
     .option('--auth-header <name>', 'header that carries the API key', 'Authorization')
     .addOption(new Option('--auth-scheme <scheme>', 'bearer ("Bearer <key>") or raw (the key alone)').choices(['bearer', 'raw']).default('bearer'))
     .option('--auth-env <variable>', 'the environment variable clients keep the key in (metadata document)', 'SVC_API_KEY')
@@ -60,6 +65,9 @@ export function registerGateway(program: Command): void {
 }
 
 async function runGateway(flags: GatewayFlags): Promise<void> {
+  if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) {
+    throw new CliError('--tls-cert and --tls-key go together: give both to serve HTTPS, or neither');
+  }
   // Loaded here: the gateway, the store drivers and uWS are not needed by other commands.
   const { startGatewayThreads } = await import('../gateway/gateway-threads.js');
   const { openControlPlane, describeStoreLocation } = await import('../cloud/open.js');
@@ -74,6 +82,7 @@ async function runGateway(flags: GatewayFlags): Promise<void> {
       threads: flags.threads, controlPlane, storeLocation: store,
       redisUrl, host: flags.host, port: flags.port,
       ...(flags.publicUrl === undefined ? {} : { publicUrl: flags.publicUrl }),
+      ...(flags.tlsCert === undefined ? {} : { tls: { certFile: resolve(flags.tlsCert), keyFile: resolve(flags.tlsKey!) } }),
       authHeader: flags.authHeader, authScheme: flags.authScheme, queryAuthEnv: flags.authEnv,
       ...(flags.queryTimeoutMs === undefined ? {} : { queryTimeoutMs: flags.queryTimeoutMs }),
       cacheTtlMs: flags.cacheTtlMs, controlPlaneStaleMs: flags.controlPlaneStaleMs, healthIntervalMs: flags.healthIntervalMs, usageFlushMs: flags.usageFlushMs,

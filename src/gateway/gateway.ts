@@ -12,6 +12,8 @@
 // answer given later registers onAborted first and is corked; a response is never touched
 // after its abort.
 import { hash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -36,8 +38,10 @@ export interface GatewayOptions {
   host?: string;
   /** Default 0 (a free port). */
   port?: number;
-  /** The address clients use, for GET /v2/metadata; default http://<host>:<port>. */
+  /** The address clients use, for GET /v2/metadata; default http(s)://<host>:<port>. */
   publicUrl?: string;
+  /** Serve HTTPS with this certificate chain and private key (PEM files); default plain HTTP. */
+  tls?: GatewayTls;
   /** Header that carries the API key; default Authorization. */
   authHeader?: string;
   /** `bearer`: `Bearer <key>`; `raw`: the key alone. Default bearer. */
@@ -139,7 +143,7 @@ class ByteBudget {
 
 export interface Gateway {
   readonly port: number;
-  /** http://<host>:<port> as listened on. */
+  /** http(s)://<host>:<port> as listened on. */
   readonly url: string;
   /** Lookups sent to the control plane per cache (tests: the hot path reaches no store). */
   readonly controlPlaneLookups: () => { grants: number; routes: number; allowances: number };
@@ -302,6 +306,36 @@ class UpstreamFailure extends Error {
  * svc serve's binding check answers 421, and by RFC 9110 it means "not the server for this
  * request" whoever sends it, so the status alone decides; the body is not read.
  */
+/** PEM files of the gateway's TLS certificate chain and its (unencrypted) private key. */
+export interface GatewayTls {
+  certFile: string;
+  keyFile: string;
+}
+
+/**
+ * The uWS app: plain, or TLS with the given files. Node's TLS first reads and pairs them, so
+ * a missing file, a file that is not PEM or a key of another certificate is refused at start
+ * with what is wrong (uWS itself only says "App construction failed").
+ */
+function createApp(tls: GatewayTls | undefined): TemplatedApp {
+  if (tls === undefined) return uws.App();
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new Error(`cannot read the TLS ${what} ${file}: ${(err as Error).message}`);
+    }
+  };
+  const cert = read(tls.certFile, 'certificate');
+  const key = read(tls.keyFile, 'private key');
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new Error(`the TLS certificate ${tls.certFile} and key ${tls.keyFile} are not usable: ${(err as Error).message}`);
+  }
+  return uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
+}
+
 const MISDIRECTED_STATUS = 421;
 /** At most one log line per backend this often about misdirected answers (a stale route repeats per request). */
 const MISDIRECTED_LOG_INTERVAL_MS = 1000;
@@ -700,6 +734,8 @@ class GatewayServer {
   localUrl = '';
 
   constructor(options: GatewayOptions) {
+    // First: a TLS set-up that cannot work refuses the start before anything else is made.
+    const app = createApp(options.tls);
     this.options = options;
     this.authHeaderName = options.authHeader ?? 'Authorization';
     this.authHeaderLower = this.authHeaderName.toLowerCase();
@@ -750,7 +786,6 @@ class GatewayServer {
     });
     this.usage = new UsageMeter(cp, options.usageFlushMs ?? 5000, this.log);
 
-    const app = uws.App();
     app.any('/v2/query', (res, req) => {
       if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
       else this.onQuery(res, req);
@@ -788,7 +823,7 @@ class GatewayServer {
         resolve(uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]));
       });
     });
-    this.localUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.localUrl = `${this.options.tls === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
     this.publicUrl = (this.options.publicUrl ?? this.localUrl).replace(/\/+$/, '');
     // Not fatal: without Redis every query is answered 503 rate_limit_unavailable and
     // readyz says so, until the client reconnects on its own.
