@@ -24,7 +24,7 @@ import { keyHashOf, startGateway, type Gateway } from '../src/gateway/gateway.js
 import { RedisRateLimiter } from '../src/gateway/rate-limiter.js';
 import { parseWrk, wrkScript, type LoadResult } from './loadgen.js';
 import { pointLookup } from './queries.js';
-import { startListening, svcdbMain, type RunningProcess } from './servers.js';
+import { repoRoot, startListening, svcdbMain, type RunningProcess } from './servers.js';
 import { fmtInt, fmtUs, hasCommand, log, sleep, table } from './util.js';
 
 const args = process.argv.slice(2);
@@ -186,17 +186,23 @@ async function main(): Promise<void> {
     // `svc gateway` processes, CPU from /proc like the servers': one thread (what the CLI
     // runs as users start it, V8 flags included, to compare the second thread with) and two.
     const storeSetup = await benchStore(dir, writer.url);
-    const gatewayProcess = async (threads: number): Promise<RunningProcess> => {
-      const p = await startListening(`gateway --threads ${threads}`, svcdbMain, ['gateway', '--threads', String(threads), '--host', '127.0.0.1', '--port', '0',
-        '--store', storeSetup.location, '--redis-url', redis!.url], { cpus: null, startTimeoutMs: 30_000 });
+    // TLS: the test suite's self-signed certificate (test/fixtures/tls); wrk does not verify it.
+    const tlsArgs = ['--tls-cert', `${repoRoot}test/fixtures/tls/gateway-cert.pem`, '--tls-key', `${repoRoot}test/fixtures/tls/gateway-key.pem`];
+    const gatewayProcess = async (threads: number, tls = false): Promise<RunningProcess> => {
+      const p = await startListening(`gateway --threads ${threads}${tls ? ' (TLS)' : ''}`, svcdbMain, ['gateway', '--threads', String(threads), '--host', '127.0.0.1', '--port', '0',
+        '--store', storeSetup.location, '--redis-url', redis!.url, ...(tls ? tlsArgs : [])], { cpus: null, startTimeoutMs: 30_000 });
       processes.push(p);
-      const check = await post(p.url, bodies[0]!, threadedAuth);
-      if (check.status !== 200) throw new Error(`${p.name} answered ${check.status}: ${check.text}`);
+      // (This process's fetch does not trust the TLS gateway's certificate: wrk's error count checks it.)
+      if (!tls) {
+        const check = await post(p.url, bodies[0]!, threadedAuth);
+        if (check.status !== 200) throw new Error(`${p.name} answered ${check.status}: ${check.text}`);
+      }
       return p;
     };
     const threadedAuth = { Authorization: `Bearer ${storeSetup.secret}`, 'x-svc-tenant-id': storeSetup.databaseId };
     const oneThread = await gatewayProcess(1);
     const twoThreads = await gatewayProcess(2);
+    const oneThreadTls = await gatewayProcess(1, true);
 
     log(`\n## Gateway overhead: point lookups over ${nodes} nodes, ${durationSec} s per run, loopback, load generator wrk`);
     /** CPU seconds the gateway of a run has used so far (this process, or the gateway process). */
@@ -207,13 +213,14 @@ async function main(): Promise<void> {
       ['gateway -> 2 readers', gateway.url, auth, inProcessCpu],
       ['gateway process, 1 thread -> writer', oneThread.url, threadedAuth, () => cpuSeconds(oneThread.pid)],
       ['gateway process, 2 threads -> writer', twoThreads.url, threadedAuth, () => cpuSeconds(twoThreads.pid)],
+      ['gateway process, 1 thread, TLS -> writer', oneThreadTls.url, threadedAuth, () => cpuSeconds(oneThreadTls.pid)],
     ];
     const rows: string[][] = [];
     const results = new Map<string, LoadResult>();
     // CPU per request of each process (robust on a shared machine, where latency mostly
     // measures how long each of the four processes waits for a core).
     const redisPid = redis.pid;
-    const backendPids = processes.filter((p) => p !== oneThread && p !== twoThreads).map((p) => p.pid);
+    const backendPids = processes.filter((p) => p !== oneThread && p !== twoThreads && p !== oneThreadTls).map((p) => p.pid);
     const perRequestUs = (seconds: number, requests: number): string => (Number.isFinite(seconds) ? `${((seconds * 1e6) / requests).toFixed(0)} us` : 'n/a');
     for (const conns of [1, connections]) {
       for (const [name, url, headers, gatewayCpu] of runs) {
@@ -237,6 +244,8 @@ async function main(): Promise<void> {
       log(`at ${conns} connection(s): the gateway in front of the same writer costs ${((1 - same.rps / base.rps) * 100).toFixed(1)} % throughput and adds ${fmtUs(same.p50us - base.p50us)} at p50`);
       const one = results.get(`gateway process, 1 thread -> writer@${conns}`)!;
       const two = results.get(`gateway process, 2 threads -> writer@${conns}`)!;
+      const tls = results.get(`gateway process, 1 thread, TLS -> writer@${conns}`)!;
+      log(`at ${conns} connection(s): TLS gives the one-thread gateway process ${(tls.rps / one.rps).toFixed(2)}x its plain-HTTP requests/s (${tls.errors} errors)`);
       log(`at ${conns} connection(s): a gateway process with 2 threads costs ${((1 - two.rps / base.rps) * 100).toFixed(1)} % throughput and adds ${fmtUs(two.p50us - base.p50us)} at p50 (${(two.rps / one.rps).toFixed(2)}x the requests/s of the same process with 1 thread)`);
     }
 

@@ -55,7 +55,7 @@ export interface SpawnOptions {
   startTimeoutMs?: number;
 }
 
-/** Spawn `node <script> <args>` and wait for its `... listening on http://HOST:PORT` line. */
+/** Spawn `node <script> <args>` and wait for its `... listening on http(s)://HOST:PORT` line. */
 export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
   const nodeArgs = [...launcherNodeFlags(script), ...benchNodeFlags(), script, ...args];
   // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
@@ -73,7 +73,7 @@ export async function startListening(name: string, script: string, args: string[
     const timer = setTimeout(() => reject(new Error(`${name}: no "listening on" line within ${opts.startTimeoutMs ?? 15000} ms\n${out}${stderr}`)), opts.startTimeoutMs ?? 15000);
     child.stdout!.on('data', (d: Buffer) => {
       if (out.length < 65_536) out += d.toString();
-      const m = /listening on (http:\/\/[^\s)]+)/.exec(out);
+      const m = /listening on (https?:\/\/[^\s)]+)/.exec(out);
       if (m) { clearTimeout(timer); resolve(m[1]!.replace(/\/$/, '')); }
     });
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with code ${code} before listening\n${out}${stderr}`)); });
