@@ -50,6 +50,15 @@ function relayTo(target: 'pool' | 'writer'): QuerySink {
   };
 }
 
+/** Scrapes of GET /metrics on this thread waiting for the main thread's text, by id. */
+const scrapes = new Map<number, (text: string | null) => void>();
+let nextScrapeId = 1;
+front.metricsSource = () => new Promise<string>((resolve, reject) => {
+  const id = nextScrapeId++;
+  scrapes.set(id, (text) => (text === null ? reject(new Error('the main thread could not collect the metrics')) : resolve(text)));
+  post({ kind: 'metrics-request', id });
+});
+
 const toPool = relayTo('pool');
 const toWriter = relayTo('writer');
 // Reader servers swap their store under the follower, so they keep the pool path (server.ts).
@@ -78,6 +87,15 @@ port.on('message', (message: ToFrontThread) => {
       front.stopAccepting();
       void front.drained(message.drainTimeoutMs).then((drained) => post({ kind: 'drained', drained }));
       return;
+    case 'collect-metrics':
+      post({ kind: 'metrics', id: message.id, json: front.metrics.toJson() });
+      return;
+    case 'metrics-text': {
+      const waiting = scrapes.get(message.id);
+      scrapes.delete(message.id);
+      waiting?.(message.text);
+      return;
+    }
     case 'close':
       idleTrim.stop();
       front.closeAllSockets();

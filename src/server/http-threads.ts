@@ -15,6 +15,7 @@ import type { StoreShared } from '../store/store.js';
 import type { ServerMode } from './http.js';
 import { decodeFlags, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import type { QueryRoute, RequestLogOptions } from './request-log.js';
+import type { MetricsJson } from './query-metrics.js';
 import { threadListening } from './thread-listening.js';
 
 /** `workerData` of a front-end thread (structured-cloned: plain data and shared buffers). */
@@ -45,7 +46,11 @@ export type ToMainThread =
   /** A query for the reader pool or the writer; its body buffer is transferred. */
   | { kind: 'query'; id: number; target: 'pool' | 'writer'; body: Uint8Array; flags: number; receivedAtMs: number; costly: boolean }
   /** After 'stop-accepting': every query the thread accepted was answered (or the timeout passed). */
-  | { kind: 'drained'; drained: boolean };
+  | { kind: 'drained'; drained: boolean }
+  /** A GET /metrics reached this thread: the main thread answers with the server's metrics text. */
+  | { kind: 'metrics-request'; id: number }
+  /** This thread's own metrics, asked for by 'collect-metrics'. */
+  | { kind: 'metrics'; id: number; json: MetricsJson };
 
 /** Main thread -> front-end thread. */
 export type ToFrontThread =
@@ -55,7 +60,11 @@ export type ToFrontThread =
   | { kind: 'swap'; shared: StoreShared }
   | { kind: 'stop-accepting'; drainTimeoutMs: number }
   /** Close the remaining sockets and exit. */
-  | { kind: 'close' };
+  | { kind: 'close' }
+  /** Send this thread's metrics ('metrics'). */
+  | { kind: 'collect-metrics'; id: number }
+  /** The server's metrics text, for the 'metrics-request' with this id. */
+  | { kind: 'metrics-text'; id: number; text: string | null };
 
 export interface FrontThreadsOptions extends Omit<FrontThreadData, 'port' | 'httpThread'> {
   /** Worker threads to start (the main thread's front end is not counted). */
@@ -71,6 +80,8 @@ export interface FrontThreadsOptions extends Omit<FrontThreadData, 'port' | 'htt
 
 const utf8 = new TextEncoder();
 const START_TIMEOUT_MS_DEFAULT = 30_000;
+/** How long a scrape waits for a thread's metrics (a thread busy past it is left out of that scrape). */
+const METRICS_COLLECT_TIMEOUT_MS = 1_000;
 /** How long close() waits for a thread to exit after its sockets were closed. */
 const EXIT_TIMEOUT_MS = 5_000;
 
@@ -116,6 +127,9 @@ class FrontThread {
 
 export class FrontThreads {
   private closing = false;
+  /** The whole server's metrics text (server.ts sets it): what a scrape on any thread answers. */
+  serverMetrics: () => Promise<string> = () => Promise.reject(new Error('metrics are not set up yet'));
+  private nextMetricsId = 1;
 
   private constructor(private readonly threads: FrontThread[]) {}
 
@@ -133,6 +147,10 @@ export class FrontThreads {
       started.push(thread);
       // Before it listens: its first query may follow its 'listening' message at once.
       worker.on('message', (message: ToMainThread) => {
+        if (message.kind === 'metrics-request') {
+          front.serverMetrics().then((text) => thread.post({ kind: 'metrics-text', id: message.id, text }), () => thread.post({ kind: 'metrics-text', id: message.id, text: null }));
+          return;
+        }
         if (message.kind !== 'query') return;
         const job = new RelayedQuery(thread, message.id, message.body, message.flags, message.receivedAtMs, message.costly);
         (message.target === 'pool' ? pool : writer).submit(job);
@@ -159,6 +177,24 @@ export class FrontThreads {
 
   get count(): number {
     return this.threads.length;
+  }
+
+  /** Every thread's own metrics (a thread that does not answer within 1 s is left out). */
+  collectMetrics(): Promise<MetricsJson[]> {
+    return Promise.all(this.threads.filter((t) => !t.stopped).map((t) => new Promise<MetricsJson | null>((resolve) => {
+      const id = this.nextMetricsId++;
+      const done = (json: MetricsJson | null): void => {
+        clearTimeout(timer);
+        t.worker.off('message', onMessage);
+        resolve(json);
+      };
+      const onMessage = (message: ToMainThread): void => {
+        if (message.kind === 'metrics' && message.id === id) done(message.json);
+      };
+      const timer = setTimeout(() => done(null), METRICS_COLLECT_TIMEOUT_MS);
+      t.worker.on('message', onMessage);
+      t.post({ kind: 'collect-metrics', id });
+    }))).then((parts) => parts.filter((p): p is MetricsJson => p !== null));
   }
 
   /** The storage became (un)ready: /readyz on every thread says so. */

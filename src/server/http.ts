@@ -20,6 +20,7 @@ import {
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
+import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
 import { statusLine, uws } from './uws.js';
 
@@ -123,7 +124,7 @@ class PendingQuery implements QueryJob, QueryResponder {
   reservedBytes = 0;
   /** Request/slow-query log (request-log.ts): null when both are off. */
   private readonly log: RequestLog | null;
-  /** performance.now() at the handler, when a log is on. */
+  /** performance.now() at the handler (the log's and the metrics' durations). */
   private readonly startedMs: number;
   /** Set by the sinks that take the job (server.ts); null until dispatched. */
   route: QueryRoute | null = null;
@@ -140,7 +141,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.flags = flags;
     this.expected = expected;
     this.log = front.requestLog;
-    this.startedMs = this.log === null ? 0 : performance.now();
+    this.startedMs = performance.now();
   }
 
   onAborted(): void {
@@ -243,12 +244,14 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.settle();
   }
 
-  /** `status` null: the client went away first. */
+  /** `status` null: the client went away first. Counted in the metrics, and logged when a log is on. */
   private logFinished(status: number | null, answer: Uint8Array | string | null): void {
+    const durationMs = performance.now() - this.startedMs;
+    this.front.metrics.record(this.route, status, durationMs / 1000);
     const log = this.log;
     if (log === null) return;
     log.finished({
-      status, answer, durationMs: performance.now() - this.startedMs, bodyBytes: this.received,
+      status, answer, durationMs, bodyBytes: this.received,
       route: this.route, queryPrefix: this.queryPrefix ?? (this.body.buffer.byteLength > 0 ? this.body : null),
     });
   }
@@ -302,6 +305,10 @@ export class HttpFrontEnd {
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
   readonly requestLog: RequestLog | null;
+  /** The queries this thread answered (metrics.ts). */
+  readonly metrics = new QueryMetrics();
+  /** The whole server's metrics text for GET /metrics (set by the server; null: not yet). */
+  metricsSource: (() => Promise<string>) | null = null;
   /** FrontEndOptions.databaseId. */
   private readonly databaseId: string | null;
   /** The 421 answer's body, built once: a refusal allocates nothing per request. */
@@ -342,6 +349,10 @@ export class HttpFrontEnd {
     app.any('/readyz', (res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.health(res, this.ready ? 200 : 503);
+    });
+    app.any('/metrics', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.onMetrics(res);
     });
     app.any('/*', (res) => {
       res.writeStatus('404 Not Found').end();
@@ -508,6 +519,26 @@ export class HttpFrontEnd {
     res.onData((chunk, isLast) => query.onData(chunk, isLast));
   }
 
+  /**
+   * GET /metrics: the whole server's metrics (every thread's, metrics.ts), from
+   * `metricsSource`, which the server sets; 503 until then.
+   */
+  private onMetrics(res: HttpResponse): void {
+    const source = this.metricsSource;
+    if (source === null) {
+      res.writeStatus(statusLine(503)).end();
+      return;
+    }
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    source().then((text) => {
+      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', PROMETHEUS_TEXT).end(text));
+    }, (err: unknown) => {
+      process.stderr.write(`svcdb: metrics failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
+    });
+  }
+
   private health(res: HttpResponse, status: number): void {
     // Key order is byte-wise ascending like every response (envelope.md §7). `storage`
     // says whether writes can be made durable; details go to the server log. Index builds
@@ -518,6 +549,9 @@ export class HttpFrontEnd {
     res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body);
   }
 }
+
+/** Prometheus's text exposition format, version 0.0.4 (what prom-client renders). */
+const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A receiving-bytes counter that front-end threads can share (FrontEndOptions.receivingBytes). */
 export function sharedReceivingCounter(): Int32Array {

@@ -230,6 +230,30 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const startedPool = pool;
   const startedWriter = writer;
   const startedFronts = fronts;
+  // GET /metrics on any front-end thread: this thread's gauges and process metrics, and every
+  // front-end thread's query counts, merged (metrics.ts).
+  // prom-client is loaded at the first scrape: a server nobody scrapes never loads it.
+  let gauges: Promise<{ metrics: typeof import('./metrics.js'); registry: import('prom-client').Registry }> | null = null;
+  const serverMetrics = async (): Promise<string> => {
+    gauges ??= import('./metrics.js').then((metrics) => ({
+      metrics,
+      registry: metrics.serverRegistry({
+        readerQueued: () => startedPool.queued,
+        readerTasks: () => startedPool.tasksInFlight,
+        readsAnsweredOverdue: () => startedPool.answeredOverdue,
+        writerPending: () => startedWriter.pendingRequests,
+        ready: () => front.ready,
+      }),
+    }));
+    const { metrics, registry } = await gauges;
+    return metrics.mergedMetrics([
+      await metrics.registryJson(registry),
+      front.metrics.toJson(),
+      ...(startedFronts === null ? [] : await startedFronts.collectMetrics()),
+    ]);
+  };
+  front.metricsSource = serverMetrics;
+  if (startedFronts !== null) startedFronts.serverMetrics = serverMetrics;
   // This thread's heap grows with its per-request garbage under load: given back when idle.
   const idleTrim = trimHeapWhenIdle();
   let closing: Promise<void> | null = null;

@@ -152,6 +152,11 @@ export class WriterThread implements QuerySink {
     });
   }
 
+  /** Requests sent to the writer thread and not answered yet. */
+  get pendingRequests(): number {
+    return this.pending.size;
+  }
+
   submit(job: QueryJob): void {
     if (this.stopped !== null || this.closing !== null) {
       failJob(job, this.stopped !== null ? WRITER_FAILED : 'server is shutting down');
