@@ -15,7 +15,7 @@ import type { StoreShared } from '../store/store.js';
 import type { ServerMode } from './http.js';
 import { decodeFlags, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import type { QueryRoute, RequestLogOptions } from './request-log.js';
-import type { MetricsJson } from './query-metrics.js';
+import type { MetricsJson } from '../metrics/counts.js';
 import { threadListening } from './thread-listening.js';
 
 /** `workerData` of a front-end thread (structured-cloned: plain data and shared buffers). */

@@ -20,6 +20,7 @@ import {
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
+import { METRICS_CONTENT_TYPE } from '../metrics/counts.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
 import { statusLine, uws } from './uws.js';
@@ -532,7 +533,7 @@ export class HttpFrontEnd {
     let aborted = false;
     res.onAborted(() => { aborted = true; });
     source().then((text) => {
-      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', PROMETHEUS_TEXT).end(text));
+      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', METRICS_CONTENT_TYPE).end(text));
     }, (err: unknown) => {
       process.stderr.write(`svcdb: metrics failed: ${err instanceof Error ? err.message : String(err)}\n`);
       if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
@@ -549,9 +550,6 @@ export class HttpFrontEnd {
     res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(body);
   }
 }
-
-/** Prometheus's text exposition format, version 0.0.4 (what prom-client renders). */
-const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A receiving-bytes counter that front-end threads can share (FrontEndOptions.receivingBytes). */
 export function sharedReceivingCounter(): Int32Array {

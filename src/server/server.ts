@@ -26,6 +26,7 @@ import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import type { StoreShared } from '../store/store.js';
 import { trimHeapWhenIdle } from '../store/heap-trim.js';
+import { sampledJson, type MetricsJson } from '../metrics/counts.js';
 
 export interface ServerOptions {
   /** Bind address, default 127.0.0.1. */
@@ -233,21 +234,19 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // GET /metrics on any front-end thread: this thread's gauges and process metrics, and every
   // front-end thread's query counts, merged (metrics.ts).
   // prom-client is loaded at the first scrape: a server nobody scrapes never loads it.
-  let gauges: Promise<{ metrics: typeof import('./metrics.js'); registry: import('prom-client').Registry }> | null = null;
+  let exposition: Promise<{ merge: (parts: MetricsJson[]) => Promise<string>; processJson: () => Promise<MetricsJson> }> | null = null;
   const serverMetrics = async (): Promise<string> => {
-    gauges ??= import('./metrics.js').then((metrics) => ({
-      metrics,
-      registry: metrics.serverRegistry({
-        readerQueued: () => startedPool.queued,
-        readerTasks: () => startedPool.tasksInFlight,
-        readsAnsweredOverdue: () => startedPool.answeredOverdue,
-        writerPending: () => startedWriter.pendingRequests,
-        ready: () => front.ready,
-      }),
-    }));
-    const { metrics, registry } = await gauges;
-    return metrics.mergedMetrics([
-      await metrics.registryJson(registry),
+    exposition ??= import('../metrics/exposition.js').then((m) => ({ merge: m.mergedMetrics, processJson: m.processMetrics() }));
+    const { merge, processJson } = await exposition;
+    return merge([
+      await processJson(),
+      [
+        sampledJson('gauge', 'svc_reader_queue_requests', 'Requests waiting for a reader thread', startedPool.queued),
+        sampledJson('gauge', 'svc_reader_tasks_in_flight', 'Read tasks handed to reader threads and not answered yet', startedPool.tasksInFlight),
+        sampledJson('counter', 'svc_reads_answered_overdue_total', 'Reads the reader pool answered query_deadline_exceeded itself, past their deadline + grace', startedPool.answeredOverdue),
+        sampledJson('gauge', 'svc_writer_pending_requests', 'Requests sent to the writer thread and not answered yet', startedWriter.pendingRequests),
+        sampledJson('gauge', 'svc_ready', '1 while the server answers /readyz with 200', front.ready ? 1 : 0),
+      ],
       front.metrics.toJson(),
       ...(startedFronts === null ? [] : await startedFronts.collectMetrics()),
     ]);
