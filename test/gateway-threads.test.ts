@@ -173,6 +173,24 @@ describe('svc gateway --threads 2', () => {
     await eventually(async () => { const u = await usageOf(workspaceId); return u.reads === reads && u.writes === 1; }, 'usage flushed');
     await new Promise((r) => setTimeout(r, 500));
     expect(await usageOf(workspaceId)).toEqual({ reads, writes: 1 });
+
+    // GET /metrics on any connection (either thread): both threads' counts, merged.
+    const bad = await fresh(url, '/v2/query', 'POST', auth('svc_not-a-key', databaseId), count);
+    expect(bad.status).toBe(401);
+    const scrapes = await Promise.all(Array.from({ length: 10 }, () => fresh(url, '/metrics', 'GET')));
+    for (const m of scrapes) {
+      expect(m.status).toBe(200);
+      const value = (series: string): number => Number(m.text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+      // Earlier tests of this file sent requests too: at least this test's, all 2xx of one kind each.
+      expect(value('svc_gateway_requests_total{type="read",status="2xx"}')).toBeGreaterThanOrEqual(reads);
+      expect(value('svc_gateway_requests_total{type="write",status="2xx"}')).toBeGreaterThanOrEqual(1);
+      expect(value('svc_gateway_errors_total{code="invalid_api_key"}')).toBeGreaterThanOrEqual(1);
+      expect(value('svc_gateway_request_duration_seconds_count{type="read"}')).toBe(value('svc_gateway_requests_total{type="read",status="2xx"}')
+        + value('svc_gateway_requests_total{type="read",status="4xx"}') + value('svc_gateway_requests_total{type="read",status="5xx"}'));
+      expect(value('process_resident_memory_bytes')).toBeGreaterThan(0);
+    }
+    const first = scrapes[0]!.text.split('\n').find((l) => l.startsWith('svc_gateway_requests_total{type="read",status="2xx"}'));
+    for (const m of scrapes) expect(m.text).toContain(first);
   });
 
   it('answers /health, /readyz and /v2/metadata on every connection', async () => {

@@ -86,6 +86,12 @@ async function post(g: Gateway | string, body: string | Uint8Array, headers: Rec
 const auth = (key: string, tenant: string, extra: Record<string, string> = {}): Record<string, string> =>
   ({ authorization: `Bearer ${key}`, 'x-svc-tenant-id': tenant, ...extra });
 
+/** The value of one sample line (`name{labels} value`) of GET /metrics text, or 0 when absent. */
+function metricValue(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
 function errorOf(answer: Answer): { error: string; msg: string } {
   const parsed = JSON.parse(answer.text) as { error: string; msg: string };
   expect(Object.keys(parsed).sort()).toEqual(['error', 'msg']);
@@ -257,6 +263,10 @@ describe('ejection of a reader that answers server faults', () => {
       }
       expect(faulty.received() - start).toBeGreaterThanOrEqual(2 * FAULTS_TO_EJECT - 1);
       expect(ejections()).toBe(2);
+      // GET /metrics counts them too.
+      const metrics = await (await fetch(`${g.url}/metrics`)).text();
+      expect(metricValue(metrics, 'svc_gateway_reader_ejections_total')).toBe(2);
+      expect(metricValue(metrics, 'svc_gateway_backend_server_faults_total')).toBe(2 * FAULTS_TO_EJECT);
     } finally {
       faulty.close();
     }
@@ -541,6 +551,9 @@ describe('gateway error codes', () => {
       const expired = await post(g, body, auth(seen, 'db_a'));
       expect(expired.status).toBe(503);
       expect(errorOf(expired).error).toBe('control_plane_unavailable');
+      const metrics = await (await fetch(`${g.url}/metrics`)).text();
+      expect(metricValue(metrics, 'svc_gateway_control_plane_stale_answers_total')).toBeGreaterThanOrEqual(10);
+      expect(metricValue(metrics, 'svc_gateway_errors_total{code="control_plane_unavailable"}')).toBe(2);
     } finally {
       cp.failure = null;
     }

@@ -173,6 +173,10 @@ export class BackendRegistry {
   private readonly timer: NodeJS.Timeout;
   /** Rotates the starting point of reader choice so ties do not always pick the first. */
   private nextTieBreak = 0;
+  /** Since start (GET /metrics): server-fault answers, reader ejections, backends taken out by a failed connection. */
+  serverFaults = 0;
+  ejections = 0;
+  connectionFailures = 0;
 
   constructor(options: BackendRegistryOptions) {
     this.options = options;
@@ -220,6 +224,7 @@ export class BackendRegistry {
       if (backend.ejectedUntilMs === 0) backend.ejectionsInARow = 0;
       return false;
     }
+    this.serverFaults++;
     backend.faultsInARow++;
     if (readerUrls === null || backend.faultsInARow < limits.gatewayReaderFaultsToEject || backend.ejected) return true;
     let ejected = 0;
@@ -228,6 +233,7 @@ export class BackendRegistry {
     if (ejected >= ejectableMax) return true;
     const ms = Math.min(this.options.readerEjectionMs * 2 ** backend.ejectionsInARow, limits.gatewayReaderEjectionMaxMs);
     backend.ejectionsInARow++;
+    this.ejections++;
     backend.faultsInARow = 0;
     backend.ejectedUntilMs = Date.now() + ms;
     this.options.log.warn({ backend: backend.url, status, ejectedMs: ms, ejectionsInARow: backend.ejectionsInARow },
@@ -238,8 +244,19 @@ export class BackendRegistry {
   /** A connection to the server failed: stop choosing it until a health check passes. */
   markFailing(backend: Backend, reason: string): void {
     if (backend.healthy === false) return;
+    this.connectionFailures++;
     backend.healthy = false;
     this.options.log.warn({ backend: backend.url, reason }, 'backend connection failed; routing around it until its health check passes');
+  }
+
+  /** Backends known now, and how many of them fail their health check or are ejected (GET /metrics). */
+  census(): { known: number; failing: number; ejected: number } {
+    let failing = 0, ejected = 0;
+    for (const backend of this.backends.values()) {
+      if (backend.healthy === false) failing++;
+      else if (backend.ejected) ejected++;
+    }
+    return { known: this.backends.size, failing, ejected };
   }
 
   private pollAll(): void {

@@ -60,6 +60,8 @@ export class ExpiringCache<V> {
   private readonly options: CacheOptions<V>;
   /** Lookups sent to the store (tests prove the hot path reaches no store). */
   lookupsStarted = 0;
+  /** Answers given from an entry past its TTL because the store failed (GET /metrics). */
+  staleAnswers = 0;
 
   constructor(options: CacheOptions<V>) {
     this.options = options;
@@ -69,18 +71,24 @@ export class ExpiringCache<V> {
   get(key: string): Promise<V> | V {
     const entry = this.entries.get(key);
     const now = Date.now();
-    if (entry !== undefined && entry.freshUntilMs > now) return entry.value;
+    // (A failing entry is re-armed for one TTL at a time: its value is stale all the same.)
+    if (entry !== undefined && entry.freshUntilMs > now) return entry.failing ? this.stale(entry) : entry.value;
     const usableStale = entry !== undefined && entry.failing && entry.staleUntilMs > now;
     const running = this.lookups.get(key);
-    if (running !== undefined) return usableStale ? entry!.value : running;
+    if (running !== undefined) return usableStale ? this.stale(entry!) : running;
     const slots = this.options.slots;
     if (slots.inFlight >= slots.max) {
-      if (usableStale) return entry!.value;
+      if (usableStale) return this.stale(entry!);
       throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up: too many lookups are running; retry later`);
     }
     const lookup = this.lookUp(key);
     this.lookups.set(key, lookup);
-    return usableStale ? entry!.value : lookup;
+    return usableStale ? this.stale(entry!) : lookup;
+  }
+
+  private stale(entry: Entry<V>): V {
+    this.staleAnswers++;
+    return entry.value;
   }
 
 
@@ -117,7 +125,7 @@ export class ExpiringCache<V> {
         if (!entry.failing) this.options.onStale?.(this.options.what, err as Error);
         entry.failing = true;
         entry.freshUntilMs = Date.now() + this.options.ttlMs;
-        return entry.value;
+        return this.stale(entry);
       }
       // Failures are not cached: the next request asks again.
       throw new GatewayError('control_plane_unavailable', `the ${this.options.what} could not be looked up; retry later`, undefined, err as Error);

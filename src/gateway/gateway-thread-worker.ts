@@ -4,6 +4,7 @@
 // The main thread only tells it to flush usage or to close.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openControlPlane } from '../cloud/open.js';
+import { MetricsRelay } from '../metrics/threads.js';
 import { startGateway, type Gateway } from './gateway.js';
 import type { FromGatewayThread, GatewayThreadData, ToGatewayThread } from './gateway-threads.js';
 
@@ -19,7 +20,12 @@ function post(message: FromGatewayThread): void {
 // schema current and changes nothing.
 const controlPlane = await openControlPlane(data.storeLocation);
 let gateway: Gateway | null = null;
-const started = startGateway({ ...data.options, controlPlane }).then((g) => { gateway = g; });
+// A scrape on this thread: the main thread merges every thread's metrics.
+const metricsRelay = new MetricsRelay(post);
+const started = startGateway({ ...data.options, controlPlane }).then((g) => {
+  gateway = g;
+  g.serveMetricsWith(() => metricsRelay.ask());
+});
 let closing: Promise<void> | null = null;
 
 /** Close the gateway (once it started: a close may arrive while it still starts) and the store. */
@@ -55,6 +61,12 @@ port.on('message', (message: ToGatewayThread) => {
         post({ kind: 'closed' });
         port.close(); // nothing else keeps the thread alive: it exits
       });
+      return;
+    case 'collect-metrics':
+      if (gateway !== null) post({ kind: 'metrics', id: message.id, json: gateway.metricsJson() });
+      return;
+    case 'metrics-text':
+      metricsRelay.answered(message.id, message.text);
       return;
     case 'fail-for-test':
       setImmediate(() => { throw new Error(`gateway thread ${data.options.thread} failed on purpose (test)`); });

@@ -25,6 +25,8 @@ import type { ControlPlane } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
 import { probePort } from '../server/http.js';
 import { threadListening } from '../server/thread-listening.js';
+import { metricsRenderer } from '../metrics/render.js';
+import { answerMetricsRequest, collectThreadMetrics, type MetricsReply } from '../metrics/threads.js';
 import { sharedByteCounts, startGateway, type GatewayOptions } from './gateway.js';
 
 /** Gateway options a worker thread receives (structured-cloned: plain data only). */
@@ -45,14 +47,22 @@ export type FromGatewayThread =
   /** An uncaught exception: the thread closes its gateway and exits with code 1. */
   | { kind: 'fatal'; message: string }
   /** close() finished: usage flushed, sockets and store closed; the thread exits next. */
-  | { kind: 'closed' };
+  | { kind: 'closed' }
+  /** A GET /metrics reached this thread: the main thread answers with the merged text. */
+  | { kind: 'metrics-request'; id: number }
+  /** This thread's own metrics, asked for by 'collect-metrics'. */
+  | MetricsReply;
 
 /** Main thread -> gateway thread. */
 export type ToGatewayThread =
   | { kind: 'flush-usage' }
   | { kind: 'close' }
   /** Tests only: throw an uncaught error in the thread, as a bug would. */
-  | { kind: 'fail-for-test' };
+  | { kind: 'fail-for-test' }
+  /** Send this thread's metrics ('metrics'). */
+  | { kind: 'collect-metrics'; id: number }
+  /** The merged metrics text for the 'metrics-request' with this id (null: it failed). */
+  | { kind: 'metrics-text'; id: number; text: string | null };
 
 export interface GatewayThreadsOptions extends Omit<GatewayOptions, 'controlPlane' | 'logDestination' | 'sharedPort' | 'thread' | 'sharedByteCounts'> {
   /** Threads in all, the main thread's gateway included: 1 to limits.gatewayThreadsMax. */
@@ -208,6 +218,19 @@ export async function startGatewayThreads(options: GatewayThreadsOptions): Promi
     throw failure.reason;
   }
   up = true;
+  // GET /metrics on any thread: the process metrics and every thread's counts, merged here.
+  const renderMetrics = metricsRenderer();
+  const mergedText = async (): Promise<string> => {
+    const others = await collectThreadMetrics(workers.filter((w) => !w.exited).map((w) => ({ worker: w.worker, post: (m) => w.post(m) })));
+    return renderMetrics([main.metricsJson(), ...others]);
+  };
+  main.serveMetricsWith(mergedText);
+  for (const w of workers) {
+    w.worker.on('message', (message: FromGatewayThread) => {
+      if (message.kind !== 'metrics-request') return;
+      answerMetricsRequest(message.id, mergedText, (m) => w.post(m));
+    });
+  }
   return {
     port: main.port,
     url: main.url,

@@ -25,6 +25,9 @@ import { assertNativeUws, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
+import { GatewayMetrics } from './gateway-metrics.js';
+import { METRICS_CONTENT_TYPE, sampledJson, type MetricsJson } from '../metrics/counts.js';
+import { metricsRenderer } from '../metrics/render.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
 
@@ -151,6 +154,10 @@ export interface Gateway {
   readonly bufferedBytes: () => { requestBodies: number; responses: number };
   /** Flush metered usage now (tests; close() flushes too). */
   flushUsage(): Promise<void>;
+  /** This gateway's own metrics as prom-client JSON (gateway-threads.ts merges several threads'). */
+  metricsJson(): MetricsJson;
+  /** What GET /metrics answers; default this gateway's metrics and the process's. */
+  serveMetricsWith(source: () => Promise<string>): void;
   close(): Promise<void>;
 }
 
@@ -729,6 +736,11 @@ class GatewayServer {
   readonly responseBudget: ByteBudget;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
+  /** What this thread answered (GET /metrics). */
+  readonly metrics = new GatewayMetrics();
+  /** What GET /metrics answers (gateway-threads.ts replaces it with the merge of every thread's). */
+  metricsSource: () => Promise<string> = () => this.localMetrics();
+  private readonly renderMetrics = metricsRenderer();
   private closing = false;
   publicUrl = '';
   localUrl = '';
@@ -798,6 +810,10 @@ class GatewayServer {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else res.writeStatus('200 OK').writeHeader('Content-Type', JSON_TYPE).end('{"status":"ok"}');
     });
+    app.any('/metrics', (res, req) => {
+      if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
+      else this.onMetrics(res);
+    });
     app.any('/readyz', (res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onReadyz(res);
@@ -832,6 +848,41 @@ class GatewayServer {
     return port;
   }
 
+  /** This thread's metrics: its requests, backends and caches (summed over threads by the merge). */
+  metricsJson(): MetricsJson {
+    const backends = this.backends.census();
+    const lookups = this.grants.lookupsStarted + this.routes.lookupsStarted + this.allowances.lookupsStarted;
+    const stale = this.grants.staleAnswers + this.routes.staleAnswers + this.allowances.staleAnswers;
+    return [
+      ...this.metrics.toJson(),
+      sampledJson('gauge', 'svc_gateway_requests_in_flight', 'Requests received and not answered yet', this.inFlight),
+      sampledJson('gauge', 'svc_gateway_backends', 'Backend servers the gateway knows (named by a route in the last 10 minutes)', backends.known),
+      sampledJson('gauge', 'svc_gateway_backends_failing', 'Backends failing their health check or refusing connections', backends.failing),
+      sampledJson('gauge', 'svc_gateway_readers_ejected', 'Readers ejected for answering server faults', backends.ejected),
+      sampledJson('counter', 'svc_gateway_backend_server_faults_total', 'Backend answers that showed a server fault (a read then goes to another backend)', this.backends.serverFaults),
+      sampledJson('counter', 'svc_gateway_reader_ejections_total', 'Reader ejections after repeated server faults', this.backends.ejections),
+      sampledJson('counter', 'svc_gateway_backend_connection_failures_total', 'Backends taken out of rotation by a refused connection', this.backends.connectionFailures),
+      sampledJson('counter', 'svc_gateway_control_plane_lookups_total', 'Lookups of keys, routes and allowances sent to the control-plane store', lookups),
+      sampledJson('counter', 'svc_gateway_control_plane_stale_answers_total', 'Keys, routes and allowances served past their TTL because the store failed', stale),
+    ];
+  }
+
+  /** This gateway's metrics and the process's, rendered (the one-thread GET /metrics). */
+  private localMetrics(): Promise<string> {
+    return this.renderMetrics([this.metricsJson()]);
+  }
+
+  private onMetrics(res: HttpResponse): void {
+    let aborted = false;
+    res.onAborted(() => { aborted = true; });
+    this.metricsSource().then((text) => {
+      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', METRICS_CONTENT_TYPE).end(text));
+    }, (err: unknown) => {
+      this.log.error({ err }, 'metrics failed');
+      if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
+    });
+  }
+
   private onReadyz(res: HttpResponse): void {
     const limiterUp = this.limiter.available;
     const ready = limiterUp && !this.closing;
@@ -857,6 +908,7 @@ class GatewayServer {
     } catch (err) {
       const e = err as GatewayError;
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
+      this.metrics.record(null, e.status, e.code, false, 0);
       if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
@@ -1002,6 +1054,7 @@ class GatewayServer {
     // uWS copied the answer (or the client left): the gateway holds none of it any more.
     this.responseBudget.give(request.responseBytes);
     request.responseBytes = 0;
+    this.metrics.record(request.requestType, status, error?.code ?? null, request.aborted, (performance.now() - request.startedMs) / 1000);
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
         databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
@@ -1289,6 +1342,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }),
     bufferedBytes: () => ({ requestBodies: server.bodyBudget.held, responses: server.responseBudget.held }),
     flushUsage: () => server.usage.flush(),
+    metricsJson: () => server.metricsJson(),
+    serveMetricsWith: (source) => { server.metricsSource = source; },
     close: () => server.close(),
   };
 }

@@ -14,6 +14,7 @@ import type { FrontThreadData, ToFrontThread, ToMainThread } from './http-thread
 import { InlineReads } from './inline-reads.js';
 import { bodyToTransfer, encodeFlags, routedTo, type QueryJob, type QuerySink } from './job.js';
 import { RequestLog, type QueryRoute } from './request-log.js';
+import { MetricsRelay } from '../metrics/threads.js';
 
 const port = parentPort;
 if (port === null) throw new Error('http-thread-worker.ts must run in a worker thread');
@@ -50,14 +51,9 @@ function relayTo(target: 'pool' | 'writer'): QuerySink {
   };
 }
 
-/** Scrapes of GET /metrics on this thread waiting for the main thread's text, by id. */
-const scrapes = new Map<number, (text: string | null) => void>();
-let nextScrapeId = 1;
-front.metricsSource = () => new Promise<string>((resolve, reject) => {
-  const id = nextScrapeId++;
-  scrapes.set(id, (text) => (text === null ? reject(new Error('the main thread could not collect the metrics')) : resolve(text)));
-  post({ kind: 'metrics-request', id });
-});
+// A scrape on this thread: the main thread merges every thread's metrics.
+const metricsRelay = new MetricsRelay(post);
+front.metricsSource = () => metricsRelay.ask();
 
 const toPool = relayTo('pool');
 const toWriter = relayTo('writer');
@@ -90,12 +86,9 @@ port.on('message', (message: ToFrontThread) => {
     case 'collect-metrics':
       post({ kind: 'metrics', id: message.id, json: front.metrics.toJson() });
       return;
-    case 'metrics-text': {
-      const waiting = scrapes.get(message.id);
-      scrapes.delete(message.id);
-      waiting?.(message.text);
+    case 'metrics-text':
+      metricsRelay.answered(message.id, message.text);
       return;
-    }
     case 'close':
       idleTrim.stop();
       front.closeAllSockets();

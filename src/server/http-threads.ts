@@ -16,6 +16,7 @@ import type { ServerMode } from './http.js';
 import { decodeFlags, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import type { QueryRoute, RequestLogOptions } from './request-log.js';
 import type { MetricsJson } from '../metrics/counts.js';
+import { answerMetricsRequest, collectThreadMetrics, type MetricsReply } from '../metrics/threads.js';
 import { threadListening } from './thread-listening.js';
 
 /** `workerData` of a front-end thread (structured-cloned: plain data and shared buffers). */
@@ -50,7 +51,7 @@ export type ToMainThread =
   /** A GET /metrics reached this thread: the main thread answers with the server's metrics text. */
   | { kind: 'metrics-request'; id: number }
   /** This thread's own metrics, asked for by 'collect-metrics'. */
-  | { kind: 'metrics'; id: number; json: MetricsJson };
+  | MetricsReply;
 
 /** Main thread -> front-end thread. */
 export type ToFrontThread =
@@ -80,8 +81,6 @@ export interface FrontThreadsOptions extends Omit<FrontThreadData, 'port' | 'htt
 
 const utf8 = new TextEncoder();
 const START_TIMEOUT_MS_DEFAULT = 30_000;
-/** How long a scrape waits for a thread's metrics (a thread busy past it is left out of that scrape). */
-const METRICS_COLLECT_TIMEOUT_MS = 1_000;
 /** How long close() waits for a thread to exit after its sockets were closed. */
 const EXIT_TIMEOUT_MS = 5_000;
 
@@ -129,7 +128,6 @@ export class FrontThreads {
   private closing = false;
   /** The whole server's metrics text (server.ts sets it): what a scrape on any thread answers. */
   serverMetrics: () => Promise<string> = () => Promise.reject(new Error('metrics are not set up yet'));
-  private nextMetricsId = 1;
 
   private constructor(private readonly threads: FrontThread[]) {}
 
@@ -148,7 +146,7 @@ export class FrontThreads {
       // Before it listens: its first query may follow its 'listening' message at once.
       worker.on('message', (message: ToMainThread) => {
         if (message.kind === 'metrics-request') {
-          front.serverMetrics().then((text) => thread.post({ kind: 'metrics-text', id: message.id, text }), () => thread.post({ kind: 'metrics-text', id: message.id, text: null }));
+          answerMetricsRequest(message.id, () => front.serverMetrics(), (m) => thread.post(m));
           return;
         }
         if (message.kind !== 'query') return;
@@ -179,22 +177,9 @@ export class FrontThreads {
     return this.threads.length;
   }
 
-  /** Every thread's own metrics (a thread that does not answer within 1 s is left out). */
+  /** Every thread's own metrics (metrics/threads.ts). */
   collectMetrics(): Promise<MetricsJson[]> {
-    return Promise.all(this.threads.filter((t) => !t.stopped).map((t) => new Promise<MetricsJson | null>((resolve) => {
-      const id = this.nextMetricsId++;
-      const done = (json: MetricsJson | null): void => {
-        clearTimeout(timer);
-        t.worker.off('message', onMessage);
-        resolve(json);
-      };
-      const onMessage = (message: ToMainThread): void => {
-        if (message.kind === 'metrics' && message.id === id) done(message.json);
-      };
-      const timer = setTimeout(() => done(null), METRICS_COLLECT_TIMEOUT_MS);
-      t.worker.on('message', onMessage);
-      t.post({ kind: 'collect-metrics', id });
-    }))).then((parts) => parts.filter((p): p is MetricsJson => p !== null));
+    return collectThreadMetrics(this.threads.filter((t) => !t.stopped).map((t) => ({ worker: t.worker, post: (m) => t.post(m) })));
   }
 
   /** The storage became (un)ready: /readyz on every thread says so. */

@@ -26,7 +26,8 @@ import type { RecoveryReport } from '../durability/disk-storage.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import type { StoreShared } from '../store/store.js';
 import { trimHeapWhenIdle } from '../store/heap-trim.js';
-import { sampledJson, type MetricsJson } from '../metrics/counts.js';
+import { sampledJson } from '../metrics/counts.js';
+import { metricsRenderer } from '../metrics/render.js';
 
 export interface ServerOptions {
   /** Bind address, default 127.0.0.1. */
@@ -233,13 +234,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const startedFronts = fronts;
   // GET /metrics on any front-end thread: this thread's gauges and process metrics, and every
   // front-end thread's query counts, merged (metrics.ts).
-  // prom-client is loaded at the first scrape: a server nobody scrapes never loads it.
-  let exposition: Promise<{ merge: (parts: MetricsJson[]) => Promise<string>; processJson: () => Promise<MetricsJson> }> | null = null;
+  const renderMetrics = metricsRenderer();
   const serverMetrics = async (): Promise<string> => {
-    exposition ??= import('../metrics/exposition.js').then((m) => ({ merge: m.mergedMetrics, processJson: m.processMetrics() }));
-    const { merge, processJson } = await exposition;
-    return merge([
-      await processJson(),
+    return renderMetrics([
       [
         sampledJson('gauge', 'svc_reader_queue_requests', 'Requests waiting for a reader thread', startedPool.queued),
         sampledJson('gauge', 'svc_reader_tasks_in_flight', 'Read tasks handed to reader threads and not answered yet', startedPool.tasksInFlight),
