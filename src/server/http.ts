@@ -306,7 +306,7 @@ export class HttpFrontEnd {
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
   readonly requestLog: RequestLog | null;
-  /** The queries this thread answered (metrics.ts). */
+  /** The queries this thread answered (query-metrics.ts). */
   readonly metrics = new QueryMetrics();
   /** The whole server's metrics text for GET /metrics (set by the server; null: not yet). */
   metricsSource: (() => Promise<string>) | null = null;
@@ -521,7 +521,7 @@ export class HttpFrontEnd {
   }
 
   /**
-   * GET /metrics: the whole server's metrics (every thread's, metrics.ts), from
+   * GET /metrics: the whole server's metrics (every thread's, src/metrics/), from
    * `metricsSource`, which the server sets; 503 until then.
    */
   private onMetrics(res: HttpResponse): void {

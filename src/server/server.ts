@@ -233,7 +233,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const startedWriter = writer;
   const startedFronts = fronts;
   // GET /metrics on any front-end thread: this thread's gauges and process metrics, and every
-  // front-end thread's query counts, merged (metrics.ts).
+  // front-end thread's query counts, merged (src/metrics/).
   const renderMetrics = metricsRenderer();
   const serverMetrics = async (): Promise<string> => {
     return renderMetrics([
