@@ -86,6 +86,19 @@ export function toPlain(v: JsonValue): unknown {
   return v;
 }
 
+/**
+ * A digit run of 16 or more may be an integer past 2^53, which JSON.parse would round; an
+ * answer without one (almost all) is parsed natively, ~8x faster than the exact parser.
+ * Both give the same values: integers within 2^53 as numbers, -0 as -0, keys as own data
+ * properties (`__proto__` included) in the same order.
+ */
+const POSSIBLY_UNSAFE_INTEGER = /\d{16}/;
+
+/** An answer's text as plain JS (toPlain's values). */
+export function parseAnswer(body: string): unknown {
+  return POSSIBLY_UNSAFE_INTEGER.test(body) ? toPlain(parseJson(body)) : JSON.parse(body);
+}
+
 /** Where a handle's store lives: a writer (memory, disk or bucket) or a read-only follower. */
 type Backing =
   | { kind: 'writer'; committer: Committer }
@@ -142,15 +155,12 @@ export class Database {
     return explainRequest(store, requestText(request));
   }
 
-  /** Parsed response object; failures throw SvcError with `error`, `msg` and `status`. */
+  /** Parsed response object; failures throw SvcError with the answer's code, message and status (parseAnswer). */
   async query(request: unknown, options: QueryOptions = {}): Promise<Record<string, unknown>> {
     const { status, body } = await this.queryRaw(request, options);
-    const parsed = parseJson(body);
-    if (status !== 200) {
-      const o = parsed as Map<string, JsonValue>;
-      throw new SvcError(o.get('error') as never, String(o.get('msg')), status);
-    }
-    return toPlain(parsed) as Record<string, unknown>;
+    const parsed = parseAnswer(body) as Record<string, unknown>;
+    if (status !== 200) throw new SvcError(parsed['error'] as never, String(parsed['msg']), status);
+    return parsed;
   }
 
   /** Writers: make everything durable, snapshot, release the writer lock (throws if the stop was not clean). */
