@@ -36,6 +36,8 @@ describe('GET /metrics', () => {
     const server = await startServer({ port: 0, readers: 1, httpThreads: 3 });
     try {
       const writes = 5, reads = 30, bad = 7;
+      const before = await fresh(server.url, 'GET', '/metrics');
+      const epochBefore = sample(before.text, 'svc_store_visible_epoch');
       for (let i = 0; i < writes; i++) expect((await fresh(server.url, 'POST', '/v2/query', addNode)).status).toBe(200);
       const answers = await Promise.all(Array.from({ length: reads }, () => fresh(server.url, 'POST', '/v2/query', countLabel)));
       for (const a of answers) expect(a.text).toBe(`{"c":${writes}}`);
@@ -57,6 +59,10 @@ describe('GET /metrics', () => {
         expect(sample(m.text, 'svc_reader_queue_requests')).toBe(0);
         expect(sample(m.text, 'svc_writer_pending_requests')).toBe(0);
         expect(sample(m.text, 'process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
+        // One write batch per write request, each adding one node.
+        expect(sample(m.text, 'svc_store_visible_epoch')).toBe(epochBefore + writes);
+        expect(sample(m.text, 'svc_store_node_slots')).toBe(writes);
+        expect(sample(m.text, 'svc_store_edge_slots')).toBe(0);
       }
       // A scrape is not a query.
       const again = await fresh(server.url, 'GET', '/metrics');

@@ -243,6 +243,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         sampledJson('counter', 'svc_reads_answered_overdue_total', 'Reads the reader pool answered query_deadline_exceeded itself, past their deadline + grace', startedPool.answeredOverdue),
         sampledJson('gauge', 'svc_writer_pending_requests', 'Requests sent to the writer thread and not answered yet', startedWriter.pendingRequests),
         sampledJson('gauge', 'svc_ready', '1 while the server answers /readyz with 200', front.ready ? 1 : 0),
+        // A reader server's epoch against its writer's is how far it lags (in write batches).
+        sampledJson('gauge', 'svc_store_visible_epoch', 'The newest committed (and, on durable storage, durable) write batch reads see', mainThreadStore().visibleEpoch()),
+        sampledJson('gauge', 'svc_store_node_slots', 'Node slots ever allocated (an upper bound on the node count)', mainThreadStore().nodeSlots()),
+        sampledJson('gauge', 'svc_store_edge_slots', 'Edge slots ever allocated (an upper bound on the edge count)', mainThreadStore().edgeSlots()),
       ],
       front.metrics.toJson(),
       ...(startedFronts === null ? [] : await startedFronts.collectMetrics()),
