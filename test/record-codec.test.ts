@@ -20,6 +20,9 @@ const scalar: fc.Arbitrary<Value> = fc.oneof(
   fc.double().map((x) => new F32(Math.fround(x))),
   fc.integer({ min: -8.64e15, max: 8.64e15 }).map((ms) => new DateTime(ms)),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
+  // Mostly ASCII, with every character that needs an escape and some that do not: the
+  // rendering's one-pass path for plain ASCII (fixstr, str8) and its way back to the general one.
+  fc.string({ unit: fc.constantFrom('a', 'Z', ' ', '~', '\x7f', '"', '\\', '\x00', '\x1f', '\n', 'é'), maxLength: 300 }),
   fc.string({ unit: 'binary', maxLength: 8 }), // lone surrogates included
   fc.string({ minLength: 1000, maxLength: 1100 }), // around the short-string bound
   fc.string({ minLength: 30, maxLength: 300 }),

@@ -346,7 +346,41 @@ function scalarValue(tag: number, b: Uint8Array, p: number, end: number): Value 
  * The response JSON of a scalar value (renderValue of what scalarValue reads) at b[p],
  * setting `at` past it; null when the item is not a plain scalar or short string.
  */
+/**
+ * The JSON literal of a short string (fixstr or str8) whose bytes are all ASCII needing no
+ * escape (not a control character, `"` or `\`): the common case, in one pass and one string,
+ * where the general path decodes the string, tests it for escapes and adds the quotes. Null
+ * otherwise: the general path decides.
+ */
+function plainStringJson(b: Uint8Array, p: number, end: number): string | null {
+  const c = b[p]!;
+  let start: number, length: number;
+  if (c >= 0xa0 && c < 0xc0) {
+    start = p + 1;
+    length = c & 0x1f;
+  } else if (c === 0xd9 && p + 1 < end) {
+    start = p + 2;
+    length = b[p + 1]!;
+  } else {
+    return null;
+  }
+  if (start + length > end || length + 2 > units.length) return null;
+  units[0] = 0x22;
+  for (let i = 0; i < length; i++) {
+    const x = b[start + i]!;
+    if (x < 0x20 || x >= 0x80 || x === 0x22 || x === 0x5c) return null;
+    units[i + 1] = x;
+  }
+  units[length + 1] = 0x22;
+  at = start + length;
+  return String.fromCharCode.apply(null, units.subarray(0, length + 2) as unknown as number[]);
+}
+
 function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string | null {
+  if (tag === Tag.String) {
+    const quoted = plainStringJson(b, p, end);
+    if (quoted !== null) return quoted;
+  }
   const c = b[p];
   if (tag === Tag.I64 && (c === 0xd3 || c === 0xcf) && p + 9 <= end) {
     // 64-bit ints (how every i64 is written) within 2^53 print from a double, no bigint.
