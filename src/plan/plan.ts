@@ -292,6 +292,10 @@ class Checker {
         if (c.until) checkPredicate(c.until);
         if (c.emit_predicate) checkPredicate(c.emit_predicate);
         const body = this.sub(c.traversal, keep);
+        // The stream's kind is the body's (as §15.3's check reads it), but rows of the input
+        // can leave unchanged (emit "before", an `until` met at once): edges from a repeat
+        // whose body yields nodes reach a later `both` with their path needed (other_n).
+        if (keep.kind !== 'node' && body.kind === 'node') this.trackPath = true;
         return { bound: keep.bound || body.bound, kind: body.kind };
       }
       case 'fold': case 'unfold': case 'sack_get': return keep;
