@@ -26,8 +26,8 @@ import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
 import { GatewayMetrics } from './gateway-metrics.js';
-import { METRICS_CONTENT_TYPE, sampledJson, type MetricsJson } from '../metrics/counts.js';
-import { metricsRenderer } from '../metrics/render.js';
+import { sampledJson, type MetricsJson } from '../metrics/counts.js';
+import { answerMetrics, metricsRenderer } from '../metrics/render.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
 
@@ -812,7 +812,7 @@ class GatewayServer {
     });
     app.any('/metrics', (res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
-      else this.onMetrics(res);
+      else answerMetrics(res, this.metricsSource(), (err) => this.log.error({ err }, 'metrics failed'));
     });
     app.any('/readyz', (res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
@@ -872,16 +872,6 @@ class GatewayServer {
     return this.renderMetrics([this.metricsJson()]);
   }
 
-  private onMetrics(res: HttpResponse): void {
-    let aborted = false;
-    res.onAborted(() => { aborted = true; });
-    this.metricsSource().then((text) => {
-      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', METRICS_CONTENT_TYPE).end(text));
-    }, (err: unknown) => {
-      this.log.error({ err }, 'metrics failed');
-      if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
-    });
-  }
 
   private onReadyz(res: HttpResponse): void {
     const limiterUp = this.limiter.available;
@@ -1054,11 +1044,12 @@ class GatewayServer {
     // uWS copied the answer (or the client left): the gateway holds none of it any more.
     this.responseBudget.give(request.responseBytes);
     request.responseBytes = 0;
-    this.metrics.record(request.requestType, status, error?.code ?? null, request.aborted, (performance.now() - request.startedMs) / 1000);
+    const ms = performance.now() - request.startedMs;
+    this.metrics.record(request.requestType, status, error?.code ?? null, request.aborted, ms / 1000);
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
         databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
-        status, backend: request.backendUrl, ms: Math.round((performance.now() - request.startedMs) * 1000) / 1000,
+        status, backend: request.backendUrl, ms: Math.round(ms * 1000) / 1000,
       };
       if (error !== null) entry['error'] = error.code;
       if (error !== null && status >= 400 && status < 404 && request.logHeaders !== null) entry['req'] = { headers: request.logHeaders };

@@ -38,8 +38,8 @@ export class CounterSet {
     this.counts = new Float64Array(labels.length);
   }
 
-  inc(index: number, by = 1): void {
-    this.counts[index]! += by;
+  inc(index: number): void {
+    this.counts[index]!++;
   }
 
   /** Label combinations never counted are left out (prom-client does the same). */

@@ -20,7 +20,7 @@ import {
 } from '../protocol/headers.js';
 import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
-import { METRICS_CONTENT_TYPE } from '../metrics/counts.js';
+import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
 import { statusLine, uws } from './uws.js';
@@ -530,14 +530,7 @@ export class HttpFrontEnd {
       res.writeStatus(statusLine(503)).end();
       return;
     }
-    let aborted = false;
-    res.onAborted(() => { aborted = true; });
-    source().then((text) => {
-      if (!aborted) res.cork(() => res.writeStatus('200 OK').writeHeader('Content-Type', METRICS_CONTENT_TYPE).end(text));
-    }, (err: unknown) => {
-      process.stderr.write(`svcdb: metrics failed: ${err instanceof Error ? err.message : String(err)}\n`);
-      if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
-    });
+    answerMetrics(res, source(), (err) => process.stderr.write(`svcdb: metrics failed: ${err instanceof Error ? err.message : String(err)}\n`));
   }
 
   private health(res: HttpResponse, status: number): void {

@@ -236,6 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // front-end thread's query counts, merged (src/metrics/).
   const renderMetrics = metricsRenderer();
   const serverMetrics = async (): Promise<string> => {
+    const store = mainThreadStore();
     return renderMetrics([
       [
         sampledJson('gauge', 'svc_reader_queue_requests', 'Requests waiting for a reader thread', startedPool.queued),
@@ -244,9 +245,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         sampledJson('gauge', 'svc_writer_pending_requests', 'Requests sent to the writer thread and not answered yet', startedWriter.pendingRequests),
         sampledJson('gauge', 'svc_ready', '1 while the server answers /readyz with 200', front.ready ? 1 : 0),
         // A reader server's epoch against its writer's is how far it lags (in write batches).
-        sampledJson('gauge', 'svc_store_visible_epoch', 'The newest committed (and, on durable storage, durable) write batch reads see', mainThreadStore().visibleEpoch()),
-        sampledJson('gauge', 'svc_store_node_slots', 'Node slots ever allocated (an upper bound on the node count)', mainThreadStore().nodeSlots()),
-        sampledJson('gauge', 'svc_store_edge_slots', 'Edge slots ever allocated (an upper bound on the edge count)', mainThreadStore().edgeSlots()),
+        sampledJson('gauge', 'svc_store_visible_epoch', 'The newest committed (and, on durable storage, durable) write batch reads see', store.visibleEpoch()),
+        sampledJson('gauge', 'svc_store_node_slots', 'Node slots ever allocated (an upper bound on the node count)', store.nodeSlots()),
+        sampledJson('gauge', 'svc_store_edge_slots', 'Edge slots ever allocated (an upper bound on the edge count)', store.edgeSlots()),
       ],
       front.metrics.toJson(),
       ...(startedFronts === null ? [] : await startedFronts.collectMetrics()),
