@@ -253,12 +253,15 @@ export const limits = {
   /** Body bytes of those requests; more: 503 server_overloaded. */
   readerQueueBodyBytesMax: 1024 * 1024 * 1024,
   /**
-   * A read sent to the reader pool and not answered this long (ms) after its deadline
-   * (arrival + --query-timeout-ms) is answered `500 query_deadline_exceeded` by the HTTP
-   * thread, and its reader's own answer is dropped: a reader in a long garbage collection
-   * or still on the task before it cuts its query only at its next check (reader-pool.ts).
+   * A request sent to the reader pool or the writer thread and not answered this long (ms)
+   * after its deadline (arrival + --query-timeout-ms) is answered `500
+   * query_deadline_exceeded` by the HTTP thread: a read running or queued (its reader's own
+   * answer is dropped; a reader in a long garbage collection or still on the task before it
+   * cuts its query only at its next check, reader-pool.ts), a writer request not started
+   * yet (it never runs then; write-claims.ts). A writer request already running is cut by
+   * its own guard, or commits.
    */
-  readAnswerGraceMs: 50,
+  deadlineAnswerGraceMs: 50,
   /**
    * Requests sent to the writer thread and not answered yet: waiting to run, running, or
    * committed and waiting for durability (group commit); more: 503 server_overloaded.

@@ -58,6 +58,8 @@ describe('GET /metrics', () => {
         expect(sample(m.text, 'svc_ready')).toBe(1);
         expect(sample(m.text, 'svc_reader_queue_requests')).toBe(0);
         expect(sample(m.text, 'svc_writer_pending_requests')).toBe(0);
+        expect(sample(m.text, 'svc_reads_answered_overdue_total')).toBe(0);
+        expect(sample(m.text, 'svc_writer_requests_answered_overdue_total')).toBe(0);
         expect(sample(m.text, 'process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
         // One write batch per write request, each adding one node.
         expect(sample(m.text, 'svc_store_visible_epoch')).toBe(epochBefore + writes);

@@ -1,5 +1,5 @@
 // The reader pool answers a read past its deadline itself (src/server/reader-pool.ts
-// "Deadlines", limits.readAnswerGraceMs): a reader thread that runs nothing for a while (a
+// "Deadlines", limits.deadlineAnswerGraceMs): a reader thread that runs nothing for a while (a
 // long garbage collection; here the SVCDB_TEST_READER_STALL hook of reader-worker.ts) cannot
 // hold its request, or the requests queued behind it, past deadline + grace. What the
 // reader answers later is dropped, and a write it would forward is never run.
@@ -8,6 +8,7 @@ import { ReaderPool } from '../dist/src/server/reader-pool.js';
 import { Store } from '../dist/src/store/store.js';
 import { executeRequest, noFlags } from '../dist/src/exec/request.js';
 import type { QueryJob, QuerySink } from '../dist/src/server/job.js';
+import { answeredJob as job } from './helpers/jobs.js';
 import { addN, count, q, read, write } from './helpers/requests.js';
 
 const STALL_MS = 4_000;
@@ -20,27 +21,6 @@ const countLabel = (label: string): string => JSON.stringify(read([q('c', count(
 } } }))], ['c']));
 const addNode = (label: string): string => JSON.stringify(write([q('n', addN(label))], ['n']));
 
-interface Answered { status: number; body: string; atMs: number }
-
-/** A job answered through a promise, as http.ts answers a client; counts every answer offered. */
-function job(body: string, receivedAtMs: number): { job: QueryJob; answer: Promise<Answered>; offered: () => number } {
-  let done: (a: Answered) => void = () => undefined;
-  let offered = 0;
-  const answer = new Promise<Answered>((resolve) => { done = resolve; });
-  const responder = {
-    settled: false,
-    respond(status: number, reply: Uint8Array | string) {
-      offered++;
-      if (this.settled) return;
-      this.settled = true;
-      done({ status, body: typeof reply === 'string' ? reply : Buffer.from(reply).toString('utf8'), atMs: Date.now() });
-    },
-  };
-  const bytes = Buffer.from(body);
-  const own = new Uint8Array(new ArrayBuffer(bytes.byteLength));
-  own.set(bytes);
-  return { job: { body: own, flags: noFlags, responder, receivedAtMs }, answer, offered: () => offered };
-}
 
 /** One reader thread with the test's deadline and grace; writes it forwards are recorded and answered 200. */
 async function startPool(store: Store): Promise<{ pool: ReaderPool; forwarded: QueryJob[] }> {
@@ -48,7 +28,7 @@ async function startPool(store: Store): Promise<{ pool: ReaderPool; forwarded: Q
   const forward: QuerySink = { submit: (j) => { forwarded.push(j); j.responder.respond(200, '{"forwarded":true}'); } };
   const pool = await ReaderPool.start({
     shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: TIMEOUT_MS, queryMemoryBytes: 64 * 1024 * 1024, forward,
-    limits: { readAnswerGraceMs: GRACE_MS },
+    limits: { deadlineAnswerGraceMs: GRACE_MS },
   });
   return { pool, forwarded };
 }

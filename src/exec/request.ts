@@ -19,7 +19,7 @@ import { runBatch } from './batch.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
 import type { ExecCtx } from './context.js';
-import { InlineWorkExceeded, QueryGuard, swapGuard } from './guard.js';
+import { deadlineExceeded, InlineWorkExceeded, QueryGuard, swapGuard } from './guard.js';
 
 /** Execution headers after stage-1 parsing (envelope.md §11); null = header absent. */
 export interface RequestFlags {
@@ -471,6 +471,9 @@ export function executeRequest(
     // catalog of now (below): a cached scan may have become an index lookup.
     const inline = options.inlineWorkMax !== undefined;
     const nowMs = Date.now();
+    // A request that starts past its deadline (it waited behind others, e.g. in the writer's
+    // queue) is not run: its answer is the one the deadline watches give (server/write-claims.ts).
+    if (options.receivedAtMs && options.receivedAtMs + options.queryTimeoutMs <= nowMs) throw deadlineExceeded();
     // Begun before planning: the catalog view a plan is chosen under is read inside the read.
     const at = write ? store.beginWrite() : store.beginRead();
     let plan: Plan;

@@ -32,7 +32,7 @@
 // check at most ~1 ms of work apart). What it cannot cut is time it does not run: a major
 // garbage collection of a heavy query's working set (100-180 ms on this 2-core machine
 // under the query torture), or a spare task waiting in the port behind a running one. So
-// the pool also watches the clock: a read still unanswered limits.readAnswerGraceMs after
+// the pool also watches the clock: a read still unanswered limits.deadlineAnswerGraceMs after
 // its deadline, queued or running, is answered `500 query_deadline_exceeded` here, and
 // whatever its reader answers later is dropped (a write the reader would forward to the
 // writer is then never run: the writer skips a settled job). One timer, armed for the
@@ -53,6 +53,7 @@ import {
 import { deadlineExceeded } from '../exec/guard.js';
 import { errorBody } from '../protocol/errors.js';
 import { QueueBound } from './queue-bound.js';
+import { DeadlineTimer } from './deadline-timer.js';
 import type { ReaderWorkerData } from './reader-worker.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
@@ -93,7 +94,7 @@ export interface ReaderPoolOptions {
   /** Give up if the threads are not up after this long. */
   startTimeoutMs?: number;
   /** Lower bounds than limits.ts (tests). */
-  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax' | 'readAnswerGraceMs'>;
+  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax' | 'deadlineAnswerGraceMs'>;
 }
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
@@ -116,9 +117,8 @@ export class ReaderPool implements QuerySink {
   private readonly running = new Set<RunningTask>();
   /** Deadline + grace, in ms: a read not answered by its arrival + this is answered here. */
   private readonly answerWithinMs: number;
-  /** The deadline watch's timer, and the moment it is armed for. */
-  private overdueTimer: NodeJS.Timeout | null = null;
-  private overdueTimerAtMs = Number.POSITIVE_INFINITY;
+  /** The deadline watch's timer. */
+  private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
   /** Reads this pool answered itself past their deadline (health and tests). */
   answeredOverdue = 0;
   /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
@@ -140,7 +140,7 @@ export class ReaderPool implements QuerySink {
       options.limits?.readerQueueBodyBytesMax ?? limits.readerQueueBodyBytesMax,
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
-    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.readAnswerGraceMs ?? limits.readAnswerGraceMs);
+    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.deadlineAnswerGraceMs ?? limits.deadlineAnswerGraceMs);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -224,7 +224,7 @@ export class ReaderPool implements QuerySink {
     }
     if (!this.queueBound.admit(job, job.body.byteLength)) return;
     this.queue.push(job);
-    this.watchDeadline(this.answerByMs(job));
+    this.overdueTimer.armBy(this.answerByMs(job));
     if (this.hasRoom(job)) this.pump();
   }
 
@@ -234,23 +234,12 @@ export class ReaderPool implements QuerySink {
     return arrived > 0 ? arrived + this.answerWithinMs : Number.POSITIVE_INFINITY;
   }
 
-  /** Make sure the deadline watch runs by `atMs`. */
-  private watchDeadline(atMs: number): void {
-    if (atMs >= this.overdueTimerAtMs || this.closed) return;
-    if (this.overdueTimer !== null) clearTimeout(this.overdueTimer);
-    this.overdueTimerAtMs = atMs;
-    this.overdueTimer = setTimeout(this.answerOverdue, Math.max(1, atMs - Date.now()));
-    this.overdueTimer.unref();
-  }
-
   /**
    * Answer every read past its deadline + grace that nothing answered yet: in tasks in
    * flight and in the queues (they never run then: takeBatch drops answered requests).
    * Then arm the watch for the next such moment.
    */
-  private readonly answerOverdue = (): void => {
-    this.overdueTimer = null;
-    this.overdueTimerAtMs = Number.POSITIVE_INFINITY;
+  private answerOverdue(): void {
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
     for (const task of this.running) {
@@ -277,8 +266,8 @@ export class ReaderPool implements QuerySink {
       }
       this.answerIfUnanswered(job);
     }
-    if (next !== Number.POSITIVE_INFINITY) this.watchDeadline(next);
-  };
+    this.overdueTimer.armBy(next);
+  }
 
   private answerIfUnanswered(job: QueryJob): void {
     if (job.responder.settled) return;
@@ -330,8 +319,7 @@ export class ReaderPool implements QuerySink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.overdueTimer !== null) clearTimeout(this.overdueTimer);
-    this.overdueTimer = null;
+    this.overdueTimer.close();
     const waiting = [...this.retries, ...this.queue];
     this.retries = [];
     this.queue = [];
@@ -411,7 +399,7 @@ export class ReaderPool implements QuerySink {
     for (const job of jobs) answerByMs = Math.min(answerByMs, this.answerByMs(job));
     const running: RunningTask = { jobs, answerByMs };
     this.running.add(running);
-    this.watchDeadline(answerByMs);
+    this.overdueTimer.armBy(answerByMs);
     const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
     this.pool.run(task, { transferList }).then(
       (result) => {

@@ -14,6 +14,7 @@ import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
+import { testStall } from './test-stall.js';
 
 /** Piscina `workerData` of every reader thread (structured-cloned: plain data only). */
 export interface ReaderWorkerData {
@@ -46,23 +47,8 @@ function testCrashMarker(value: string | undefined): Buffer | null {
   return Buffer.from(value, 'utf8');
 }
 
-/**
- * Test hook (test/read-deadline.test.ts), never set in production, like the one above:
- * SVCDB_TEST_READER_STALL=MS:MARKER makes a request whose body contains MARKER (at least
- * 16 characters) hold this thread for MS milliseconds before it runs, running nothing and
- * checking no deadline, the way a long garbage collection does.
- */
-const stall = testStall(process.env['SVCDB_TEST_READER_STALL']);
-
-function testStall(value: string | undefined): { ms: number; marker: Buffer } | null {
-  if (value === undefined || value === '') return null;
-  const colon = value.indexOf(':');
-  const ms = Number(value.slice(0, colon));
-  if (colon < 0 || !Number.isInteger(ms) || ms < 0 || value.length - colon - 1 < 16) {
-    throw new Error('SVCDB_TEST_READER_STALL must be MS:MARKER with a marker of at least 16 characters');
-  }
-  return { ms, marker: Buffer.from(value.slice(colon + 1), 'utf8') };
-}
+/** SVCDB_TEST_READER_STALL (test-stall.ts): hold this thread before a marked request. */
+const stall = testStall('SVCDB_TEST_READER_STALL');
 
 function dieOfHeapExhaustion(): never {
   store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced
@@ -131,9 +117,7 @@ function runReadTaskNow(task: SwappableReadTask): unknown {
   for (let i = 0; i < count; i++) {
     const body = task.bodies[i]!;
     if (crashMarker !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(crashMarker)) dieOfHeapExhaustion();
-    if (stall !== null && Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(stall.marker)) {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, stall.ms);
-    }
+    stall?.(body);
     // The deadline counts from arrival (queue wait included). The answers of a task go back
     // together, so each request of it gets the task's earliest deadline: none of them waits
     // past its own deadline for a batch-mate (the first request arrived first).

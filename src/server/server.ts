@@ -243,6 +243,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         sampledJson('gauge', 'svc_reader_tasks_in_flight', 'Read tasks handed to reader threads and not answered yet', startedPool.tasksInFlight),
         sampledJson('counter', 'svc_reads_answered_overdue_total', 'Reads the reader pool answered query_deadline_exceeded itself, past their deadline + grace', startedPool.answeredOverdue),
         sampledJson('gauge', 'svc_writer_pending_requests', 'Requests sent to the writer thread and not answered yet', startedWriter.pendingRequests),
+        sampledJson('counter', 'svc_writer_requests_answered_overdue_total', 'Writer requests answered query_deadline_exceeded before they started, past their deadline + grace (they never run)', startedWriter.answeredOverdue),
         sampledJson('gauge', 'svc_ready', '1 while the server answers /readyz with 200', front.ready ? 1 : 0),
         // A reader server's epoch against its writer's is how far it lags (in write batches).
         sampledJson('gauge', 'svc_store_visible_epoch', 'The newest committed (and, on durable storage, durable) write batch reads see', store.visibleEpoch()),

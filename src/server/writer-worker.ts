@@ -18,6 +18,8 @@ import { openWriterStorage } from '../durability/open.js';
 import { Committer, type DurableStorage, type StorageHealth } from '../durability/durable.js';
 import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
 import { decodeFlags } from './job.js';
+import { testStall } from './test-stall.js';
+import { WriteClaims } from './write-claims.js';
 
 /** `workerData` of the writer thread (structured-cloned: plain data only). */
 export interface WriterWorkerData {
@@ -35,6 +37,8 @@ export interface WriterWorkerData {
    * main thread knows which unanswered requests never started (writer.ts onStopped).
    */
   started: SharedArrayBuffer;
+  /** write-claims.ts: whether this thread starts a request or the main thread's deadline watch answered it. */
+  claims: SharedArrayBuffer;
   /** limits.writerUndurableAcksMax, or lower (tests). */
   undurableAcksMax: number;
 }
@@ -50,6 +54,8 @@ export type WriterReply =
   | { kind: 'ready'; shared: StoreShared; recovery: RecoveryReport | null; health: StorageHealth }
   /** `body` is UTF-8 JSON; its buffer is transferred. `retryAfterSeconds`: a shed request. */
   | { kind: 'result'; id: number; status: number; body: Uint8Array; retryAfterSeconds?: number }
+  /** Request `id` was passed over: the main thread's deadline watch had answered it (write-claims.ts). */
+  | { kind: 'skipped'; id: number }
   /** Follower only: the store was replaced (reloaded from a newer snapshot). */
   | { kind: 'swap'; shared: StoreShared; epoch: number }
   /** The storage's health changed (not ready: writes are refused; /readyz answers 503). */
@@ -62,6 +68,9 @@ if (port === null) throw new Error('writer-worker.ts must run in a worker thread
 const data = workerData as WriterWorkerData;
 const encoder = new TextEncoder();
 const started = new BigInt64Array(data.started);
+const claims = WriteClaims.attach(data.claims);
+/** SVCDB_TEST_WRITER_STALL (test-stall.ts): hold this thread before a marked request. */
+const stall = testStall('SVCDB_TEST_WRITER_STALL');
 
 function reply(message: WriterReply, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(message, transfer);
@@ -76,9 +85,16 @@ function sendResult(id: number, status: number, text: string, retryAfterSeconds?
   reply(result, [body.buffer as ArrayBuffer]);
 }
 
-/** Before running request `id` (ids grow with arrival order, which is the order they run in). */
-function markStarted(id: number): void {
+/**
+ * Before running request `id` (ids grow with arrival order, which is the order they run
+ * in): false when the main thread's deadline watch answered it already (skip it).
+ */
+function markStarted(id: number, body: Uint8Array): boolean {
+  stall?.(body);
   Atomics.store(started, 0, BigInt(id));
+  if (claims.start(id)) return true;
+  reply({ kind: 'skipped', id });
+  return false;
 }
 
 const snapshotWalBytes = data.snapshotWalBytes;
@@ -113,7 +129,7 @@ async function runWriter(storage: DurableStorage): Promise<void> {
         });
       return;
     }
-    markStarted(message.id);
+    if (!markStarted(message.id, message.body)) return;
     const answer = committer.execute(message.body, decodeFlags(message.flags), undefined, message.receivedAtMs);
     if ('then' in answer) void answer.then((a) => sendResult(message.id, a.status, a.body));
     else sendResult(message.id, answer.status, answer.body, answer.retryAfterSeconds);
@@ -209,7 +225,7 @@ async function runFollower(refreshMs: number): Promise<void> {
       return;
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
-    markStarted(message.id);
+    if (!markStarted(message.id, message.body)) return;
     const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', execOptions({
       queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes, receivedAtMs: message.receivedAtMs,
     }));

@@ -10,6 +10,13 @@
 // writerPendingBodyBytesMax body bytes; a request past either is shed (503) before it is
 // sent, so a shed write never runs. The thread's heap is capped (writerThreadHeapMbMax).
 //
+// Deadlines: the writer runs requests in arrival order, so one behind a long batch waits
+// (the batch is cut at its own deadline, but a rollback, a snapshot step or a long garbage
+// collection runs past it). A request still unstarted limits.deadlineAnswerGraceMs after its
+// deadline is answered `500 query_deadline_exceeded` here, and the writer passes over it:
+// write-claims.ts decides, with one compare-and-swap, whether it starts or is answered.
+// The writer itself refuses a write that starts past its deadline (exec/request.ts).
+//
 // If the thread dies, its unanswered requests split in two: those it never started
 // (answered 500 internal_error: nothing happened) and those it had started (a write among
 // them may have committed, and may even be durable: answered 409
@@ -24,6 +31,9 @@ import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import { bodyToTransfer, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import { QueueBound } from './queue-bound.js';
+import { DeadlineTimer } from './deadline-timer.js';
+import { WriteClaims } from './write-claims.js';
+import { deadlineExceeded } from '../exec/guard.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
 export interface WriterOptions {
@@ -47,14 +57,21 @@ export interface WriterOptions {
   onHealth?: (health: StorageHealth) => void;
   startTimeoutMs?: number;
   /** Lower bounds than limits.ts (tests). */
-  limits?: LimitOverrides<'writerPendingRequestsMax' | 'writerPendingBodyBytesMax' | 'writerUndurableAcksMax' | 'writerThreadHeapMbMax'>;
+  limits?: LimitOverrides<'writerPendingRequestsMax' | 'writerPendingBodyBytesMax' | 'writerUndurableAcksMax' | 'writerThreadHeapMbMax' | 'deadlineAnswerGraceMs'>;
 }
 
 /** A job sent to the thread; its body has moved there, so its size is kept here. */
 interface SentJob {
-  job: QueryJob;
-  bodyBytes: number;
+  readonly id: number;
+  readonly job: QueryJob;
+  readonly bodyBytes: number;
+  /** Date.now() past which the watch answers it if it has not started (Infinity: no arrival time). */
+  readonly answerByMs: number;
 }
+
+/** The answer the watch gives a request past its deadline that the writer had not started. */
+const OVERDUE = deadlineExceeded();
+const OVERDUE_BODY = errorBody(OVERDUE);
 
 /** The answer to requests the writer thread had not started when it died. */
 const WRITER_FAILED = 'the writer thread failed; see the server log';
@@ -79,6 +96,13 @@ export class WriterThread implements QuerySink {
   private readonly worker: Worker;
   private readonly pending = new Map<number, SentJob>();
   private readonly pendingBound: QueueBound;
+  /** Who decides each request's fate: the writer by starting it, or the deadline watch. */
+  private readonly claims: WriteClaims;
+  /** Deadline + grace, in ms from arrival. */
+  private readonly answerWithinMs: number;
+  private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
+  /** Requests the watch answered before the writer started them (health and tests). */
+  answeredOverdue = 0;
   /** The id of the last request the thread began to run (it writes, we read after it died). */
   private readonly started: BigInt64Array;
   private nextId = 1;
@@ -87,13 +111,15 @@ export class WriterThread implements QuerySink {
   private closing: Promise<void> | null = null;
 
   private constructor(
-    worker: Worker, started: BigInt64Array, shared: StoreShared, recovery: RecoveryReport | null, health: StorageHealth, options: WriterOptions,
+    worker: Worker, started: BigInt64Array, claims: WriteClaims, shared: StoreShared, recovery: RecoveryReport | null, health: StorageHealth, options: WriterOptions,
   ) {
     this.worker = worker;
     this.started = started;
+    this.claims = claims;
+    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.deadlineAnswerGraceMs ?? limits.deadlineAnswerGraceMs);
     this.pendingBound = new QueueBound(
       'the writer queue',
-      options.limits?.writerPendingRequestsMax ?? limits.writerPendingRequestsMax,
+      pendingRequestsMax(options),
       options.limits?.writerPendingBodyBytesMax ?? limits.writerPendingBodyBytesMax,
       'in progress',
     );
@@ -108,6 +134,8 @@ export class WriterThread implements QuerySink {
   /** Start the thread; resolves when it has created the store. */
   static start(options: WriterOptions): Promise<WriterThread> {
     const started = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT));
+    // Every request in flight has a slot of its own: at most pendingRequestsMax are (write-claims.ts).
+    const claims = WriteClaims.create(Math.max(1, pendingRequestsMax(options)));
     const workerData: WriterWorkerData = {
       queryTimeoutMs: options.queryTimeoutMs,
       queryMemoryBytes: options.queryMemoryBytes,
@@ -116,6 +144,7 @@ export class WriterThread implements QuerySink {
       follow: options.follow ?? null,
       ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
       started: started.buffer as SharedArrayBuffer,
+      claims: claims.buffer,
       undurableAcksMax: options.limits?.writerUndurableAcksMax ?? limits.writerUndurableAcksMax,
     };
     const worker = new Worker(new URL('./writer-worker.js', import.meta.url), {
@@ -136,7 +165,7 @@ export class WriterThread implements QuerySink {
       const onMessage = (reply: WriterReply): void => {
         if (reply.kind !== 'ready') return;
         cleanup();
-        resolve(new WriterThread(worker, started, reply.shared, reply.recovery, reply.health, options));
+        resolve(new WriterThread(worker, started, claims, reply.shared, reply.recovery, reply.health, options));
       };
       const onError = (err: Error): void => fail(new Error(`writer thread failed to start: ${err.message}`));
       const onExit = (code: number): void => fail(new Error(`writer thread exited during start-up with code ${code}`));
@@ -166,10 +195,39 @@ export class WriterThread implements QuerySink {
     const bodyBytes = job.body.byteLength;
     if (!this.pendingBound.admit(job, bodyBytes)) return;
     const id = this.nextId++;
-    this.pending.set(id, { job, bodyBytes });
+    const arrived = job.receivedAtMs ?? 0;
+    const sent: SentJob = { id, job, bodyBytes, answerByMs: arrived > 0 ? arrived + this.answerWithinMs : Number.POSITIVE_INFINITY };
+    this.pending.set(id, sent);
+    this.claims.queue(id);
+    this.overdueTimer.armBy(sent.answerByMs);
     const transfer = bodyToTransfer(job);
     const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
     this.worker.postMessage(message, [transfer]);
+  }
+
+  /**
+   * Answer every request past its deadline + grace that the writer has not started; it
+   * never runs. Then arm the watch for the next such moment.
+   */
+  private answerOverdue(): void {
+    const now = Date.now();
+    // Requests start in id order (pending is in id order too): those up to the last one
+    // started are the writer's to answer. The scan is of at most writerPendingRequestsMax
+    // requests, and runs when the earliest unstarted deadline passes, not per request.
+    const lastStarted = Number(Atomics.load(this.started, 0));
+    let next = Number.POSITIVE_INFINITY;
+    for (const sent of this.pending.values()) {
+      if (sent.id <= lastStarted || sent.job.responder.settled) continue;
+      if (sent.answerByMs > now) {
+        next = Math.min(next, sent.answerByMs);
+        continue;
+      }
+      // Lost only to a writer that started it a moment ago: its guard or its commit answers it.
+      if (!this.claims.answer(sent.id)) continue;
+      this.answeredOverdue++;
+      sent.job.responder.respond(OVERDUE.status, OVERDUE_BODY);
+    }
+    this.overdueTimer.armBy(next);
   }
 
   /** Let the writer finish what it received, then stop it (terminate after a timeout). */
@@ -205,17 +263,19 @@ export class WriterThread implements QuerySink {
       options.onSwap?.(reply.shared);
       return;
     }
-    if (reply.kind !== 'result') return;
+    if (reply.kind !== 'result' && reply.kind !== 'skipped') return;
     const sent = this.pending.get(reply.id);
     if (sent === undefined) return;
     this.pending.delete(reply.id);
     this.pendingBound.remove(sent.bodyBytes);
-    sent.job.responder.respond(reply.status, reply.body, reply.retryAfterSeconds);
+    // A skipped request was answered by the watch; it only frees its place in the queue.
+    if (reply.kind === 'result') sent.job.responder.respond(reply.status, reply.body, reply.retryAfterSeconds);
   }
 
   private onStopped(reason: string, options: WriterOptions): void {
     if (this.stopped !== null) return;
     this.stopped = reason;
+    this.overdueTimer.close();
     // The thread wrote `started` before running each request and can write no more.
     const lastStarted = Number(Atomics.load(this.started, 0));
     let notStarted = 0;
@@ -242,4 +302,8 @@ export class WriterThread implements QuerySink {
     // Exiting after a close request is the normal end, anything else is fatal.
     if (this.closing === null) options.onFatal(new Error(reason));
   }
+}
+
+function pendingRequestsMax(options: WriterOptions): number {
+  return options.limits?.writerPendingRequestsMax ?? limits.writerPendingRequestsMax;
 }
