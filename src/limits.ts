@@ -259,9 +259,11 @@ export const limits = {
    * answer is dropped; a reader in a long garbage collection or still on the task before it
    * cuts its query only at its next check, reader-pool.ts), a writer request not started
    * yet (it never runs then; write-claims.ts). A writer request already running is cut by
-   * its own guard, or commits.
+   * its own guard, or commits. 20 ms, not 50: the query torture's client allows deadline +
+   * 100 ms, and on 2 shared cores the watch's own timer and the answer's trip took up to
+   * ~110 ms more (docs/benchmarks.md, "Deadlines of writer requests").
    */
-  deadlineAnswerGraceMs: 50,
+  deadlineAnswerGraceMs: 20,
   /**
    * Requests sent to the writer thread and not answered yet: waiting to run, running, or
    * committed and waiting for durability (group commit); more: 503 server_overloaded.
