@@ -114,6 +114,11 @@ describe('a request that starts past its deadline', () => {
       expect(outcome).toEqual({ status: 500, body: JSON.stringify(OVERDUE) });
     }
     expect(store.committedEpoch(), 'nothing was committed').toBe(before);
+    // Decoding and planning errors come first (envelope.md §6): the deadline belongs to execution.
+    const emptyLabel = executeRequest(store, addNode(''), noFlags, 'writer', options(late)) as { status: number; body: string };
+    expect(emptyLabel.status).toBe(400);
+    expect(JSON.parse(emptyLabel.body).error).toBe('invalid_empty_name');
+    expect(executeRequest(store, '{"request_type":"write"', noFlags, 'writer', options(late))).toMatchObject({ status: 400 });
     // In time, the same write runs.
     expect(executeRequest(store, addNode('Late'), noFlags, 'writer', options(Date.now()))).toMatchObject({ status: 200 });
     expect(executeRequest(store, countLabel('Late'), noFlags, 'writer', options(Date.now()))).toEqual({ status: 200, body: '{"c":1}' });

@@ -471,9 +471,6 @@ export function executeRequest(
     // catalog of now (below): a cached scan may have become an index lookup.
     const inline = options.inlineWorkMax !== undefined;
     const nowMs = Date.now();
-    // A request that starts past its deadline (it waited behind others, e.g. in the writer's
-    // queue) is not run: its answer is the one the deadline watches give (server/write-claims.ts).
-    if (options.receivedAtMs && options.receivedAtMs + options.queryTimeoutMs <= nowMs) throw deadlineExceeded();
     // Begun before planning: the catalog view a plan is chosen under is read inside the read.
     const at = write ? store.beginWrite() : store.beginRead();
     let plan: Plan;
@@ -499,10 +496,18 @@ export function executeRequest(
       if (write) store.rollback(); else store.endRead();
       return { forward: 'pool', unbounded: true };
     }
+    // A request that starts past its deadline (it waited behind others, e.g. in the writer's
+    // queue) is not run: the answer the deadline watches give (server/write-claims.ts), after
+    // every decoding and planning error (envelope.md §6: the deadline belongs to execution).
+    const deadlineMs = (options.receivedAtMs || nowMs) + options.queryTimeoutMs;
+    if (nowMs > deadlineMs) {
+      if (write) store.rollback(); else store.endRead();
+      throw deadlineExceeded();
+    }
     const ctx: ExecCtx = {
       store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,
       paramFrames: [parameters], vars: new Map(),
-      trackPath: plan.trackPath, nowMs, deadlineMs: (options.receivedAtMs || nowMs) + options.queryTimeoutMs,
+      trackPath: plan.trackPath, nowMs, deadlineMs,
     };
     if (write && plan.hasBarrier) {
       (ctx as { barrier: (() => void) | null }).barrier = () => {

@@ -91,10 +91,12 @@ function sendResult(id: number, status: number, text: string, retryAfterSeconds?
  */
 function markStarted(id: number, body: Uint8Array): boolean {
   stall?.(body);
+  if (!claims.start(id)) {
+    reply({ kind: 'skipped', id });
+    return false;
+  }
   Atomics.store(started, 0, BigInt(id));
-  if (claims.start(id)) return true;
-  reply({ kind: 'skipped', id });
-  return false;
+  return true;
 }
 
 const snapshotWalBytes = data.snapshotWalBytes;

@@ -213,7 +213,8 @@ export class WriterThread implements QuerySink {
     const now = Date.now();
     // Requests start in id order (pending is in id order too): those up to the last one
     // started are the writer's to answer. The scan is of at most writerPendingRequestsMax
-    // requests, and runs when the earliest unstarted deadline passes, not per request.
+    // requests, and runs when the earliest unstarted deadline passes (about once per
+    // request only when a backlog of requests with spread-out deadlines is overdue).
     const lastStarted = Number(Atomics.load(this.started, 0));
     let next = Number.POSITIVE_INFINITY;
     for (const sent of this.pending.values()) {
@@ -285,6 +286,7 @@ export class WriterThread implements QuerySink {
       'the writer thread failed after this request started: if it was a write, it may or may not have happened; see the server log',
     );
     for (const [id, sent] of this.pending) {
+      if (sent.job.responder.settled) continue; // answered by the deadline watch, or its client left
       if (id > lastStarted) {
         notStarted++;
         failJob(sent.job, WRITER_FAILED);
