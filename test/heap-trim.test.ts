@@ -39,9 +39,10 @@ describe('trim after a bulk batch', () => {
     await settle(() => forced >= 1);
     expect(forced, 'at once, inside the batch').toBe(1);
     batch = null;
-    await settle(() => forced >= 2);
+    await settle(() => forced >= 3);
     expect(batch).toBeNull();
-    expect(forced, 'and after it (50 ms later), when its garbage is dead').toBe(2);
+    // Two collections: V8 keeps the pages the first one empties committed until the next.
+    expect(forced, 'and after it (50 ms later), when its garbage is dead, twice').toBe(3);
   });
 });
 
