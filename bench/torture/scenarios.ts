@@ -269,7 +269,12 @@ export const tailScenario: Scenario = {
             keep = frames ? frames.filter((f) => f.end <= at).length : null;
             damage = `${last}: truncated to ${at} of ${size}`;
           } else if (c === 'zero-fill the tail of the last frame') {
-            const z = r.int(1, lastFrame.end - lastFrame.start); const b = Buffer.from(bytes); b.fill(0, size - z); writeFileSync(path, b);
+            // A frame's payload is padded with zeros the checksum does not cover: zeroing only
+            // those changes nothing (the file is intact), so at least one non-zero byte is zeroed.
+            let zeroTail = 0;
+            while (zeroTail < size && bytes[size - 1 - zeroTail] === 0) zeroTail++;
+            const frameBytes = lastFrame.end - lastFrame.start;
+            const z = r.int(Math.min(zeroTail + 1, frameBytes), frameBytes); const b = Buffer.from(bytes); b.fill(0, size - z); writeFileSync(path, b);
             damage = `${last}: last ${z} bytes zeroed (last frame ${lastFrame.start}..${lastFrame.end})`; expectRefusal = true;
           } else {
             const from = r.int(prevFrame.start, prevFrame.end - 1); const b = Buffer.from(bytes); b.fill(0, from); writeFileSync(path, b);
