@@ -38,6 +38,7 @@ describe('GET /metrics', () => {
       const writes = 5, reads = 30, bad = 7;
       const before = await fresh(server.url, 'GET', '/metrics');
       const epochBefore = sample(before.text, 'svc_store_visible_epoch');
+      const propertyHeapBefore = sample(before.text, 'svc_store_property_heap_bytes');
       for (let i = 0; i < writes; i++) expect((await fresh(server.url, 'POST', '/v2/query', addNode)).status).toBe(200);
       const answers = await Promise.all(Array.from({ length: reads }, () => fresh(server.url, 'POST', '/v2/query', countLabel)));
       for (const a of answers) expect(a.text).toBe(`{"c":${writes}}`);
@@ -65,6 +66,10 @@ describe('GET /metrics', () => {
         expect(sample(m.text, 'svc_store_visible_epoch')).toBe(epochBefore + writes);
         expect(sample(m.text, 'svc_store_node_slots')).toBe(writes);
         expect(sample(m.text, 'svc_store_edge_slots')).toBe(0);
+        // Each write added one node: a record version (its 16 B header at least) each.
+        expect(propertyHeapBefore).toBeGreaterThan(0);
+        expect(sample(m.text, 'svc_store_property_heap_bytes')).toBeGreaterThanOrEqual(propertyHeapBefore + writes * 16);
+        expect(sample(m.text, 'svc_store_adjacency_heap_bytes')).toBeGreaterThan(0);
       }
       // A scrape is not a query.
       const again = await fresh(server.url, 'GET', '/metrics');

@@ -249,6 +249,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         sampledJson('gauge', 'svc_store_visible_epoch', 'The newest committed (and, on durable storage, durable) write batch reads see', store.visibleEpoch()),
         sampledJson('gauge', 'svc_store_node_slots', 'Node slots ever allocated (an upper bound on the node count)', store.nodeSlots()),
         sampledJson('gauge', 'svc_store_edge_slots', 'Edge slots ever allocated (an upper bound on the edge count)', store.edgeSlots()),
+        sampledJson('gauge', 'svc_store_property_heap_bytes', 'Property heap in use: every record version written (not reclaimed yet); writes fail with storage_error at limits.propertyHeapBytesMax', store.propertyHeapBytes()),
+        sampledJson('gauge', 'svc_store_adjacency_heap_bytes', 'Adjacency memory in use, free blocks included; writes fail with storage_error at limits.topologyWordsMax words', store.adjacencyHeapBytes()),
       ],
       front.metrics.toJson(),
       ...(startedFronts === null ? [] : await startedFronts.collectMetrics()),

@@ -435,6 +435,19 @@ export class Store {
     return Atomics.load(this.meta, M_EDGE_SLOTS);
   }
 
+  /**
+   * Bytes of the property heap in use (limits.propertyHeapBytesMax): every record version
+   * ever written, since superseded versions are not reclaimed (docs/architecture.md §6).
+   */
+  propertyHeapBytes(): number {
+    return Atomics.load(this.meta, M_HEAP_USED);
+  }
+
+  /** Bytes of the adjacency memory in use (limits.topologyWordsMax words), free blocks included. */
+  adjacencyHeapBytes(): number {
+    return this.topology.heapUsed() * 4;
+  }
+
   nodeVisible(slot: number, at: number): boolean {
     const base = slot * NODE_WORDS;
     const created = this.nodes[base + N_CREATED]!;
