@@ -91,7 +91,6 @@ export class ExpiringCache<V> {
     return entry.value;
   }
 
-
   /**
    * Drop one entry, so the next get() asks the store again: a backend proved the cached
    * route wrong (it serves another database, docs/gateway.md "Binding backends").

@@ -308,11 +308,6 @@ class UpstreamFailure extends Error {
   }
 }
 
-/**
- * What a backend bound to another database answers (`svc serve --database-id`). Only
- * svc serve's binding check answers 421, and by RFC 9110 it means "not the server for this
- * request" whoever sends it, so the status alone decides; the body is not read.
- */
 /** PEM files of the gateway's TLS certificate chain and its (unencrypted) private key. */
 export interface GatewayTls {
   certFile: string;
@@ -343,6 +338,11 @@ function createApp(tls: GatewayTls | undefined): TemplatedApp {
   return uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
 }
 
+/**
+ * What a backend bound to another database answers (`svc serve --database-id`). Only
+ * svc serve's binding check answers 421, and by RFC 9110 it means "not the server for this
+ * request" whoever sends it, so the status alone decides; the body is not read.
+ */
 const MISDIRECTED_STATUS = 421;
 /** At most one log line per backend this often about misdirected answers (a stale route repeats per request). */
 const MISDIRECTED_LOG_INTERVAL_MS = 1000;
@@ -871,7 +871,6 @@ class GatewayServer {
   private localMetrics(): Promise<string> {
     return this.renderMetrics([this.metricsJson()]);
   }
-
 
   private onReadyz(res: HttpResponse): void {
     const limiterUp = this.limiter.available;

@@ -343,10 +343,6 @@ function scalarValue(tag: number, b: Uint8Array, p: number, end: number): Value 
 }
 
 /**
- * The response JSON of a scalar value (renderValue of what scalarValue reads) at b[p],
- * setting `at` past it; null when the item is not a plain scalar or short string.
- */
-/**
  * The JSON literal of a short string (fixstr or str8) whose bytes are all ASCII needing no
  * escape (not a control character, `"` or `\`): the common case, in one pass and one string,
  * where the general path decodes the string, tests it for escapes and adds the quotes. Null
@@ -376,6 +372,10 @@ function plainStringJson(b: Uint8Array, p: number, end: number): string | null {
   return String.fromCharCode.apply(null, units.subarray(0, length + 2) as unknown as number[]);
 }
 
+/**
+ * The response JSON of a scalar value (renderValue of what scalarValue reads) at b[p],
+ * setting `at` past it; null when the item is not a plain scalar or short string.
+ */
 function scalarJson(tag: number, b: Uint8Array, p: number, end: number): string | null {
   if (tag === Tag.String) {
     const quoted = plainStringJson(b, p, end);
