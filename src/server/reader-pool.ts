@@ -50,10 +50,8 @@ import { Topology } from '../store/topology.js';
 import {
   bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
-import { deadlineExceeded } from '../exec/guard.js';
-import { errorBody } from '../protocol/errors.js';
 import { QueueBound } from './queue-bound.js';
-import { DeadlineTimer } from './deadline-timer.js';
+import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import type { ReaderWorkerData } from './reader-worker.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
@@ -64,10 +62,6 @@ interface RunningTask {
   /** Date.now() past which its unanswered requests are answered here (Infinity: none left to watch). */
   answerByMs: number;
 }
-
-/** The one answer the pool gives itself to a read past its deadline (the body the readers give, built once). */
-const OVERDUE = deadlineExceeded();
-const OVERDUE_BODY = errorBody(OVERDUE);
 
 /**
  * A read task after the store was swapped (reader servers only): it carries the current
@@ -115,12 +109,10 @@ export class ReaderPool implements QuerySink {
   private busy = 0;
   /** Those tasks (the deadline watch looks at them). */
   private readonly running = new Set<RunningTask>();
-  /** Deadline + grace, in ms: a read not answered by its arrival + this is answered here. */
-  private readonly answerWithinMs: number;
+  /** When a read is overdue, and the answer the pool then gives it itself. */
+  private readonly overdue: OverdueAnswers;
   /** The deadline watch's timer. */
   private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
-  /** Reads this pool answered itself past their deadline (health and tests). */
-  answeredOverdue = 0;
   /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
   private readonly readerSlots = new Map<number, number>();
   private closed = false;
@@ -140,7 +132,7 @@ export class ReaderPool implements QuerySink {
       options.limits?.readerQueueBodyBytesMax ?? limits.readerQueueBodyBytesMax,
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
-    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.deadlineAnswerGraceMs ?? limits.deadlineAnswerGraceMs);
+    this.overdue = new OverdueAnswers(options.queryTimeoutMs, options.limits?.deadlineAnswerGraceMs);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -224,14 +216,13 @@ export class ReaderPool implements QuerySink {
     }
     if (!this.queueBound.admit(job, job.body.byteLength)) return;
     this.queue.push(job);
-    this.overdueTimer.armBy(this.answerByMs(job));
+    this.overdueTimer.armBy(this.overdue.atMs(job));
     if (this.hasRoom(job)) this.pump();
   }
 
-  /** When the pool answers `job` itself if nothing did (Infinity: it has no arrival time). */
-  private answerByMs(job: QueryJob): number {
-    const arrived = job.receivedAtMs ?? 0;
-    return arrived > 0 ? arrived + this.answerWithinMs : Number.POSITIVE_INFINITY;
+  /** Reads this pool answered itself past their deadline (health and tests). */
+  get answeredOverdue(): number {
+    return this.overdue.answered;
   }
 
   /**
@@ -248,31 +239,25 @@ export class ReaderPool implements QuerySink {
         continue;
       }
       task.answerByMs = Number.POSITIVE_INFINITY;
-      for (const job of task.jobs) this.answerIfUnanswered(job);
+      for (const job of task.jobs) this.overdue.answer(job);
     }
     for (const job of this.retries) {
-      const by = this.answerByMs(job);
-      if (by <= now) this.answerIfUnanswered(job);
+      const by = this.overdue.atMs(job);
+      if (by <= now) this.overdue.answer(job);
       else next = Math.min(next, by);
     }
     // The FIFO is in arrival order (up to relays from other HTTP threads): the first request
     // not due yet ends the scan.
     for (const job of this.queue) {
       if (job.responder.settled) continue;
-      const by = this.answerByMs(job);
+      const by = this.overdue.atMs(job);
       if (by > now) {
         next = Math.min(next, by);
         break;
       }
-      this.answerIfUnanswered(job);
+      this.overdue.answer(job);
     }
     this.overdueTimer.armBy(next);
-  }
-
-  private answerIfUnanswered(job: QueryJob): void {
-    if (job.responder.settled) return;
-    this.answeredOverdue++;
-    job.responder.respond(OVERDUE.status, OVERDUE_BODY);
   }
 
   /**
@@ -396,7 +381,7 @@ export class ReaderPool implements QuerySink {
     this.busy++;
     // The reader gives every request of a task the task's earliest deadline; so does the watch.
     let answerByMs = Number.POSITIVE_INFINITY;
-    for (const job of jobs) answerByMs = Math.min(answerByMs, this.answerByMs(job));
+    for (const job of jobs) answerByMs = Math.min(answerByMs, this.overdue.atMs(job));
     const running: RunningTask = { jobs, answerByMs };
     this.running.add(running);
     this.overdueTimer.armBy(answerByMs);

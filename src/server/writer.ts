@@ -31,9 +31,8 @@ import type { StorageHealth } from '../durability/durable.js';
 import type { ObjectStorageOptions } from '../durability/object-storage.js';
 import { bodyToTransfer, encodeFlags, failJob, type QueryJob, type QuerySink } from './job.js';
 import { QueueBound } from './queue-bound.js';
-import { DeadlineTimer } from './deadline-timer.js';
+import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import { WriteClaims } from './write-claims.js';
-import { deadlineExceeded } from '../exec/guard.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 
 export interface WriterOptions {
@@ -69,10 +68,6 @@ interface SentJob {
   readonly answerByMs: number;
 }
 
-/** The answer the watch gives a request past its deadline that the writer had not started. */
-const OVERDUE = deadlineExceeded();
-const OVERDUE_BODY = errorBody(OVERDUE);
-
 /** The answer to requests the writer thread had not started when it died. */
 const WRITER_FAILED = 'the writer thread failed; see the server log';
 
@@ -98,11 +93,9 @@ export class WriterThread implements QuerySink {
   private readonly pendingBound: QueueBound;
   /** Who decides each request's fate: the writer by starting it, or the deadline watch. */
   private readonly claims: WriteClaims;
-  /** Deadline + grace, in ms from arrival. */
-  private readonly answerWithinMs: number;
+  /** When a request is overdue, and the answer the watch then gives it. */
+  private readonly overdue: OverdueAnswers;
   private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
-  /** Requests the watch answered before the writer started them (health and tests). */
-  answeredOverdue = 0;
   /** The id of the last request the thread began to run (it writes, we read after it died). */
   private readonly started: BigInt64Array;
   private nextId = 1;
@@ -116,7 +109,7 @@ export class WriterThread implements QuerySink {
     this.worker = worker;
     this.started = started;
     this.claims = claims;
-    this.answerWithinMs = options.queryTimeoutMs + (options.limits?.deadlineAnswerGraceMs ?? limits.deadlineAnswerGraceMs);
+    this.overdue = new OverdueAnswers(options.queryTimeoutMs, options.limits?.deadlineAnswerGraceMs);
     this.pendingBound = new QueueBound(
       'the writer queue',
       pendingRequestsMax(options),
@@ -181,6 +174,11 @@ export class WriterThread implements QuerySink {
     });
   }
 
+  /** Requests the watch answered before the writer started them (health, metrics and tests). */
+  get answeredOverdue(): number {
+    return this.overdue.answered;
+  }
+
   /** Requests sent to the writer thread and not answered yet. */
   get pendingRequests(): number {
     return this.pending.size;
@@ -195,8 +193,7 @@ export class WriterThread implements QuerySink {
     const bodyBytes = job.body.byteLength;
     if (!this.pendingBound.admit(job, bodyBytes)) return;
     const id = this.nextId++;
-    const arrived = job.receivedAtMs ?? 0;
-    const sent: SentJob = { id, job, bodyBytes, answerByMs: arrived > 0 ? arrived + this.answerWithinMs : Number.POSITIVE_INFINITY };
+    const sent: SentJob = { id, job, bodyBytes, answerByMs: this.overdue.atMs(job) };
     this.pending.set(id, sent);
     this.claims.queue(id);
     this.overdueTimer.armBy(sent.answerByMs);
@@ -224,9 +221,7 @@ export class WriterThread implements QuerySink {
         continue;
       }
       // Lost only to a writer that started it a moment ago: its guard or its commit answers it.
-      if (!this.claims.answer(sent.id)) continue;
-      this.answeredOverdue++;
-      sent.job.responder.respond(OVERDUE.status, OVERDUE_BODY);
+      if (this.claims.answer(sent.id)) this.overdue.answer(sent.job);
     }
     this.overdueTimer.armBy(next);
   }

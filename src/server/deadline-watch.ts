@@ -1,0 +1,69 @@
+// What the deadline watches of the reader pool and of the writer thread (reader-pool.ts,
+// writer.ts) share: when a request is overdue and the answer it then gets (OverdueAnswers),
+// and one timer armed for the earliest such moment (DeadlineTimer), however many requests
+// a watch looks after. Unref'd: a watch never keeps the process alive.
+import { deadlineExceeded } from '../exec/guard.js';
+import { limits } from '../limits.js';
+import { errorBody } from '../protocol/errors.js';
+import type { QueryJob } from './job.js';
+
+/** The answer a watch gives (the body a reader's or the writer's own cut gives), built once. */
+const OVERDUE = deadlineExceeded();
+const OVERDUE_BODY = errorBody(OVERDUE);
+
+/**
+ * A request is overdue limits.deadlineAnswerGraceMs after its deadline (arrival +
+ * --query-timeout-ms); the watch then answers it `500 query_deadline_exceeded` itself.
+ */
+export class OverdueAnswers {
+  /** Requests answered so far (health, metrics and tests). */
+  answered = 0;
+  private readonly afterArrivalMs: number;
+
+  constructor(queryTimeoutMs: number, graceMs: number = limits.deadlineAnswerGraceMs) {
+    this.afterArrivalMs = queryTimeoutMs + graceMs;
+  }
+
+  /** Date.now() past which `job` is overdue (Infinity: it has no arrival time). */
+  atMs(job: QueryJob): number {
+    const arrived = job.receivedAtMs ?? 0;
+    return arrived > 0 ? arrived + this.afterArrivalMs : Number.POSITIVE_INFINITY;
+  }
+
+  /** Answer `job` unless something did already. */
+  answer(job: QueryJob): void {
+    if (job.responder.settled) return;
+    this.answered++;
+    job.responder.respond(OVERDUE.status, OVERDUE_BODY);
+  }
+}
+
+export class DeadlineTimer {
+  private timer: NodeJS.Timeout | null = null;
+  private atMs = Number.POSITIVE_INFINITY;
+  private closed = false;
+
+  /** `fire` runs at the armed moment; it arms the timer again for whatever is next. */
+  constructor(private readonly fire: () => void) {}
+
+  /** Make sure `fire` runs by `atMs` (a Date.now() value; Infinity: nothing to do). */
+  armBy(atMs: number): void {
+    if (atMs >= this.atMs || this.closed) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.atMs = atMs;
+    this.timer = setTimeout(this.run, Math.max(1, atMs - Date.now()));
+    this.timer.unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private readonly run = (): void => {
+    this.timer = null;
+    this.atMs = Number.POSITIVE_INFINITY;
+    this.fire();
+  };
+}
