@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
-import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { addN, count, i64, nodes, q, read, str, write } from './helpers/requests.js';
 import { dropWriterLock } from './helpers/writer-lock.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 
@@ -28,6 +28,31 @@ describe('disk storage', () => {
     expect(body).toBe('{"v":[{"n":0},{"n":19}]}');
     // New IDs continue after the recovered ones.
     expect(await db.query(addOne(99))).toEqual({ x: [{ $id: 20 }] });
+    await db.close();
+  });
+
+  it('a snapshot keeps only the visible property versions: a restart drops superseded ones', async () => {
+    const setS = (id: number, i: number) => write([q(null, { set_property: { input: nodes([id]), name: 's', value: str(`${i}`.padEnd(2048, 'x')) } })], []);
+    /** Two nodes; node 0 gets `updates` versions of ~2 KiB, node 1 gets 50 and is dropped. */
+    const snapshotAfter = async (dir: string, updates: number) => {
+      const db = await openDatabase({ storage: 'disk', path: dir });
+      await db.query(write([q('a', addN('U', [['s', str('')]])), q('b', addN('U', [['s', str('')]]))], []));
+      for (let i = 0; i < updates; i++) await db.query(setS(0, i));
+      for (let i = 0; i < 50; i++) await db.query(setS(1, i));
+      await db.query(write([q(null, { drop: { input: nodes([1]) } })], []));
+      await db.close();
+      const snapshots = readdirSync(dir).filter((f) => f.startsWith('snapshot-'));
+      expect(snapshots).toHaveLength(1);
+      return statSync(join(dir, snapshots[0]!)).size;
+    };
+    const once = await snapshotAfter(tempDir(), 1);
+    const dir = tempDir();
+    // 249 more versions (~500 KiB) were written, and the snapshot holds none of them.
+    expect(await snapshotAfter(dir, 200)).toBe(once);
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    const { body } = await db.queryRaw(read([q('v', { values: { input: nodes('all'), properties: ['s'] } })], ['v']));
+    expect(body).toBe(`{"v":[{"s":"${'199'.padEnd(2048, 'x')}"}]}`);
+    await db.query(setS(0, 7));
     await db.close();
   });
 

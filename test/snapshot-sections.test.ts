@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { executeRequest, noFlags } from '../src/exec/request.js';
-import { Store, type StoreCut } from '../src/store/store.js';
+import { HEAP_HEADER_BYTES, M_HEAP_USED, Store, type StoreCut } from '../src/store/store.js';
 import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DIR_OUT, DIR_WORDS, NEVER, T_HEAP_USED } from '../src/store/topology.js';
 import { loadSections, optionalSectionNames, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
 import { rng } from '../bench/seeded-random.js';
@@ -188,38 +188,94 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
         // The loaded store is a writer store: relabels, appends to its tight blocks, deletions.
         for (const batch of later) { apply(loaded, batch); apply(upToCut, batch); }
         expect(dump(loaded)).toBe(dump(upToCut));
+        // A loaded store (chains cut at the cut, deleted elements without a record) exports again.
+        expect(dump(loadSections(sectionsAt(loaded.shared, loaded.cut(), chunkBytes)))).toBe(dump(upToCut));
       },
     ), { numRuns: 100 });
   });
 
-  it('at the committed epoch of a stopped writer, holds what the whole-buffer export holds (rows never created read as zero)', () => {
+  it('at the committed epoch of a stopped writer, holds what the whole-buffer export holds, with only the visible property versions', () => {
     fc.assert(fc.property(fc.array(batchArb, { maxLength: 30 }), (batches) => {
       const store = Store.create();
       for (const batch of [seedBatch, ...batches]) apply(store, batch);
       const fresh = exportOf(sectionsAt(store.shared, store.cut()));
       const whole = store.exportSections();
-      for (const name of ['meta', 'heap', 'names.meta', 'names.ends', 'names.bytes']) {
+      for (const name of ['names.meta', 'names.ends', 'names.bytes']) {
         expectSameSections(new Map([[name, fresh.get(name)!]]), new Map([[name, whole.get(name)!]]));
       }
+      const words = (bytes: Uint8Array) => new Uint32Array(bytes.slice().buffer);
+      const [freshMeta, wholeMeta] = [words(fresh.get('meta')!), words(whole.get('meta')!)];
+      // The heap's length is the compacted one; every other counter is the store's.
+      expect(freshMeta[M_HEAP_USED]).toBe(fresh.get('heap')!.byteLength);
+      freshMeta[M_HEAP_USED] = wholeMeta[M_HEAP_USED]!;
+      expect([...freshMeta]).toEqual([...wholeMeta.subarray(0, freshMeta.length)]);
       // Both topologies are compacted images (laid out differently): the same entries per node and direction.
       const nodeSlots = store.nodeSlots();
       expect(adjacencyOf(fresh.get('topology')!, nodeSlots)).toEqual(adjacencyOf(whole.get('topology')!, nodeSlots));
-      for (const [name, rowWords, created] of [['nodes', 5, 2], ['edges', 6, 3]] as const) {
-        const a = new Uint32Array(fresh.get(name)!.buffer), b = new Uint32Array(whole.get(name)!.slice().buffer);
+
+      // The exported heap: the reserved start, then exactly one version per visible node and
+      // edge with a record, in row order, each the head of its chain and equal to the version
+      // the live row points to (the newest: the writer stopped at the cut).
+      const [freshHeap, wholeHeap] = [words(fresh.get('heap')!), words(whole.get('heap')!)];
+      let next = HEAP_HEADER_BYTES;
+      expect([...freshHeap.subarray(0, HEAP_HEADER_BYTES / 4)]).toEqual([0, 0, 0, 0]);
+      for (const [name, rowWords, created, deleted, props] of [['nodes', 5, 2, 3, 4], ['edges', 6, 3, 4, 5]] as const) {
+        const a = words(fresh.get(name)!), b = words(whole.get(name)!);
         expect(a.length).toBe(b.length);
         for (let row = 0; row < a.length; row += rowWords) {
           const expected = b[row + created] === 0 ? new Array(rowWords).fill(0) : [...b.subarray(row, row + rowWords)];
           const got = [...a.subarray(row, row + rowWords)];
-          if (name === 'nodes' && expected[1] !== 0) {
+          if (name === 'nodes' && expected[1] !== 0 && expected[deleted] === 0) {
             // labelSince: the export derives the exact one from the version chain; the column
             // may be later (rollback never lowers it), which only sends readers to the chain.
             expect(got[1], `nodes row ${row / rowWords} labelSince`).toBeLessThanOrEqual(expected[1]!);
             got[1] = expected[1]!;
           }
+          const live = expected[created] !== 0 && expected[deleted] === 0 ? expected[props]! : 0;
+          if (live === 0) {
+            expect(got[props], `${name} row ${row / rowWords}: no record exported`).toBe(0);
+          } else {
+            expect(got[props], `${name} row ${row / rowWords}: its version is the next one`).toBe(next);
+            const length = wholeHeap[(live >>> 2) + 3]!;
+            const versionWords = 4 + ((length + 3) >>> 2);
+            expect([...freshHeap.subarray(next >>> 2, (next >>> 2) + versionWords)], `${name} row ${row / rowWords}: its version`)
+              .toEqual([0, ...wholeHeap.subarray((live >>> 2) + 1, (live >>> 2) + versionWords)]);
+            next += versionWords * 4;
+          }
+          got[props] = expected[props]!;
           expect(got, `${name} row ${row / rowWords}`).toEqual(expected);
         }
       }
+      expect(fresh.get('heap')!.byteLength, 'nothing else in the exported heap').toBe(next);
     }), { numRuns: 60 });
+  });
+
+  it('leaves superseded, deleted and rolled-back versions behind: the loaded heap holds only the visible records', () => {
+    const store = Store.create();
+    apply(store, seedBatch);
+    for (let round = 0; round < 200; round++) {
+      apply(store, { ops: [['set', round % 8, round], ['setEdge', 0, round]], fail: round % 5 === 0 });
+      if (round === 50) apply(store, { ops: [['edge', 0, 1, 'X', 7], ['edge', 2, 3, 'Y', null]], fail: false });
+    }
+    apply(store, { ops: [['dropNode', 7], ['dropEdge', 1]], fail: false });
+    const loaded = loadSections(sectionsAt(store.shared, store.cut()));
+    expect(dump(loaded)).toBe(dump(store));
+    // One version per visible node and edge with a record (the newest: the writer stopped).
+    const heap = new Uint32Array(store.shared.heap), nodes = new Uint32Array(store.shared.nodes), edges = new Uint32Array(store.shared.edges);
+    const versionBytes = (ptr: number) => (ptr === 0 ? 0 : 16 + ((heap[(ptr >>> 2) + 3]! + 3) & ~3));
+    const at = store.committedEpoch();
+    let visibleBytes = 0, records = 0;
+    for (let slot = 0; slot < store.nodeSlots(); slot++) if (store.nodeExists(slot, at)) { visibleBytes += versionBytes(nodes[slot * 5 + 4]!); records++; }
+    for (let slot = 0; slot < store.edgeSlots(); slot++) if (store.edgeExists(slot, at) && edges[slot * 6 + 5] !== 0) { visibleBytes += versionBytes(edges[slot * 6 + 5]!); records++; }
+    expect(records).toBe(7 + 1);
+    expect(loaded.propertyHeapBytes()).toBe(HEAP_HEADER_BYTES + visibleBytes);
+    expect(store.propertyHeapBytes()).toBeGreaterThan(20 * loaded.propertyHeapBytes());
+    // The loaded store writes on, and exports again (node 7 and edge 1 now have no record at all).
+    const later: Batch[] = [{ ops: [['set', 0, 1000], ['relabel', 1, 'C'], ['node', 'A', 5], ['edge', 8, 0, 'X', 3]], fail: false }, { ops: [['set', 2, 5]], fail: true }];
+    for (const batch of later) { apply(loaded, batch); apply(store, batch); }
+    const again = loadSections(sectionsAt(loaded.shared, loaded.cut()));
+    expect(dump(again)).toBe(dump(store));
+    expect(again.propertyHeapBytes()).toBeLessThan(loaded.propertyHeapBytes() + 200);
   });
 
   it('cut() inside a write batch is internal_error; a cut ahead of the store is refused', () => {

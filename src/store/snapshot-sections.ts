@@ -8,9 +8,11 @@
 // word, label, labelSince and version pointer, always to values of epochs > E (or back,
 // on rollback); the heap and the dictionary are append-only below cut.heapUsed /
 // cut.names; adjacency entries visible at E keep their place and words (a relocation
-// copies them). Each row is therefore rewritten as a reader at E sees it, and each block
-// is cut down to the entries visible at E. The output is a function of the state at E
-// alone: an export taken while the writer runs equals one taken after it stopped.
+// copies them). Each row is therefore rewritten as a reader at E sees it, each block is
+// cut down to the entries visible at E, and the heap down to the one version each visible
+// element has at E (HeapPlacement: a loaded store is read at E or later, so no reader can
+// ask for an older version). The output is a function of the state at E alone: an export
+// taken while the writer runs equals one taken after it stopped.
 //
 // Section layouts are the store's own buffer layouts (the loader writes chunks straight
 // into the buffers it allocates), so the section names and bytes are those the snapshot
@@ -57,7 +59,7 @@ export type SnapshotSectionName = (typeof snapshotSectionNames)[number] | (typeo
 const NODE_ROW_BYTES = NODE_WORDS * 4;
 const EDGE_ROW_BYTES = EDGE_WORDS * 4;
 // A property version's header words (store.ts appendVersion).
-const V_PREV = 0, V_EPOCH = 1, V_LABEL = 2;
+const V_PREV = 0, V_EPOCH = 1, V_LABEL = 2, V_LENGTH = 3;
 /** Smallest chunk size accepted: the meta section in one chunk (and so a row, an entry). */
 const CHUNK_BYTES_MIN = META_BYTES;
 
@@ -111,6 +113,8 @@ class LiveStore {
    * labelSince of a node at the cut, from its visible version `version`: the epoch of the
    * oldest version of the newest run of versions with the same label (the writer sets
    * labelSince exactly when the label changes). Used when the column moved on after the cut.
+   * In a store loaded from an export the chain starts at that export's cut, so this may be
+   * later than the label's first epoch, never later than the cut: the same for every reader.
    */
   labelSinceAtCut(version: number): number {
     const heap = this.heap;
@@ -120,27 +124,58 @@ class LiveStore {
     return heap[(ptr >>> 2) + V_EPOCH]!;
   }
 
-  /** Write node `slot` as a reader at the cut sees it into `out` at `at` (left zero if it never existed then). */
-  nodeRow(slot: number, out: Uint32Array, at: number): void {
+  /**
+   * The property version of a node or edge that a reader at the cut sees, if the element
+   * itself is visible then (0: not visible at the cut, or an edge without properties).
+   * Only these versions go into the exported heap (HeapPlacement).
+   */
+  liveVersion(edge: boolean, slot: number): number {
+    const rows = edge ? this.edges : this.nodes, base = edge ? slot * EDGE_WORDS : slot * NODE_WORDS;
+    const created = rows[base + (edge ? E_CREATED : N_CREATED)]!;
+    if (created === 0 || created > this.cut.epoch) return 0;
+    const deleted = rows[base + (edge ? E_DELETED : N_DELETED)]!;
+    if (deleted !== 0 && deleted <= this.cut.epoch) return 0;
+    // Acquire, like every reader (store.ts): the pointer is released after its version is written.
+    const version = this.versionAtCut(Atomics.load(rows, base + (edge ? E_PROPS : N_PROPS)));
+    if (version === 0 && !edge) throw internal(`node ${slot} has no property version at epoch ${this.cut.epoch}`);
+    return version;
+  }
+
+  /** Words version `ptr` takes in the heap: header and record bytes, padded to a word. */
+  versionWords(ptr: number): number {
+    return HEAP_HEADER_BYTES / 4 + ((this.heap[(ptr >>> 2) + V_LENGTH]! + 3) >>> 2);
+  }
+
+  /**
+   * Write node `slot` as a reader at the cut sees it into `out` at `at` (left zero if it
+   * never existed then); its version pointer is where `heap` places it in the exported heap.
+   */
+  nodeRow(slot: number, out: Uint32Array, at: number, heap: HeapPlacement): void {
     const nodes = this.nodes, base = slot * NODE_WORDS, epoch = this.cut.epoch;
     const created = nodes[base + N_CREATED]!;
     if (created === 0 || created > epoch) return;
     const deleted = nodes[base + N_DELETED]!;
-    // Acquire, like every reader (store.ts): the pointer is released after its version is written.
-    const version = this.versionAtCut(Atomics.load(nodes, base + N_PROPS));
-    if (version === 0) throw internal(`node ${slot} has no property version at epoch ${epoch}`);
+    out[at + N_CREATED] = created;
+    if (deleted !== 0 && deleted <= epoch) {
+      // Gone for every reader of the loaded store: its row without a record (a store loaded
+      // from an earlier snapshot holds none for it). Its label words, which no reader asks
+      // for, are as the writer left them: nothing writes a deleted node's row.
+      out[at + N_LABEL] = nodes[base + N_LABEL]!;
+      out[at + N_LABEL_SINCE] = nodes[base + N_LABEL_SINCE]!;
+      out[at + N_DELETED] = deleted;
+      return;
+    }
+    const version = this.liveVersion(false, slot);
     // The label of the visible version is the label at E, whatever the column holds now.
     out[at + N_LABEL] = this.heap[(version >>> 2) + V_LABEL]!;
     // From the immutable version chain, never the column: a rollback leaves the column later
     // than needed (store.ts), and the export must not depend on when it ran.
     out[at + N_LABEL_SINCE] = this.labelSinceAtCut(version);
-    out[at + N_CREATED] = created;
-    out[at + N_DELETED] = deleted !== 0 && deleted <= epoch ? deleted : 0;
-    out[at + N_PROPS] = version;
+    out[at + N_PROPS] = heap.place(this, version);
   }
 
   /** Write edge `slot` as a reader at the cut sees it into `out` at `at` (left zero if it never existed then). */
-  edgeRow(slot: number, out: Uint32Array, at: number): void {
+  edgeRow(slot: number, out: Uint32Array, at: number, heap: HeapPlacement): void {
     const edges = this.edges, base = slot * EDGE_WORDS, epoch = this.cut.epoch;
     const created = edges[base + E_CREATED]!;
     if (created === 0 || created > epoch) return;
@@ -150,7 +185,8 @@ class LiveStore {
     out[at + E_DST] = edges[base + E_DST]!;
     out[at + E_CREATED] = created;
     out[at + E_DELETED] = deleted !== 0 && deleted <= epoch ? deleted : 0;
-    out[at + E_PROPS] = this.versionAtCut(Atomics.load(edges, base + E_PROPS));
+    const version = this.liveVersion(true, slot);
+    out[at + E_PROPS] = version === 0 ? 0 : heap.place(this, version);
   }
 
   /** Word offset of the directory entry of node `node` (< cut.nodeSlots), or -1 if its chunk was never made. */
@@ -297,6 +333,77 @@ function* rowChunks(rows: number, rowWords: number, chunkBytes: number, writeRow
   }
 }
 
+/**
+ * Where the exported heap puts the versions a reader at the cut sees (LiveStore.liveVersion):
+ * after the heap's reserved start, those of nodes in slot order, then those of edges, each
+ * as the head of its own chain (prev 0). Superseded versions and those of deleted or
+ * rolled-back elements are left behind: every reader of the loaded store reads at the cut
+ * or later, so none can reach them. The rows take their pointers from a placement as they
+ * are written; heapChunks lays the versions out in the same order.
+ */
+class HeapPlacement {
+  private next: number;
+
+  constructor(start: number, private readonly end: number) {
+    this.next = start;
+  }
+
+  /** The exported pointer of `version`, the next one in the order. */
+  place(live: LiveStore, version: number): number {
+    const ptr = this.next;
+    this.next += live.versionWords(version) * 4;
+    return ptr;
+  }
+
+  /** Every version was placed, ending where the first pass (heapLayout) said. */
+  finish(): void {
+    if (this.next !== this.end) throw internal(`the rows place their versions up to byte ${this.next} of the heap, the first pass found ${this.end}`);
+  }
+}
+
+/** First pass over the rows: where the nodes' versions end in the exported heap, and where the heap ends. */
+function heapLayout(live: LiveStore): { nodesEnd: number; end: number } {
+  let bytes = HEAP_HEADER_BYTES, nodesEnd = 0;
+  for (const edge of [false, true]) {
+    for (let slot = 0, slots = edge ? live.cut.edgeSlots : live.cut.nodeSlots; slot < slots; slot++) {
+      const version = live.liveVersion(edge, slot);
+      if (version !== 0) bytes += live.versionWords(version) * 4;
+    }
+    if (!edge) nodesEnd = bytes;
+  }
+  if (bytes > limits.propertyHeapBytesMax) throw internal(`compacted heap of ${bytes} bytes exceeds the limit`);
+  return { nodesEnd, end: bytes };
+}
+
+function* placedRowChunks(rows: number, rowWords: number, chunkBytes: number, heap: HeapPlacement, writeRow: (slot: number, out: Uint32Array, at: number, heap: HeapPlacement) => void): Generator<Uint8Array> {
+  yield* rowChunks(rows, rowWords, chunkBytes, (slot, out, at) => writeRow(slot, out, at, heap));
+  heap.finish();
+}
+
+/** The exported heap (HeapPlacement): the reserved start, then each placed version, split across chunks where it must be. */
+function* heapChunks(live: LiveStore, byteLength: number, chunkBytes: number): Generator<Uint8Array> {
+  const out = new WordChunks(chunkBytes, byteLength);
+  // Pointer 0 means "no version": the start stays reserved (and zero), as in a live heap.
+  for (let w = 0; w < HEAP_HEADER_BYTES / 4; w++) out.put(0);
+  for (const edge of [false, true]) {
+    for (let slot = 0, slots = edge ? live.cut.edgeSlots : live.cut.nodeSlots; slot < slots; slot++) {
+      const version = live.liveVersion(edge, slot);
+      if (version === 0) continue;
+      const first = version >>> 2, end = first + live.versionWords(version);
+      if (out.full()) yield out.take();
+      out.put(0); // V_PREV: nothing older is exported
+      // The view may be re-made by liveVersion (versions after the cut lie beyond it).
+      const heap = live.heap;
+      for (let w = first + 1; w < end; w++) {
+        if (out.full()) yield out.take();
+        out.put(heap[w]!);
+      }
+    }
+  }
+  if (out.fill > 0) yield out.take();
+  if (out.total * 4 !== byteLength) throw internal(`heap section has ${out.total * 4} bytes, announced ${byteLength}`);
+}
+
 /** Bytes [0, byteLength) of a buffer that is immutable there, copied chunk by chunk. */
 function* copyChunks(source: SharedArrayBuffer, byteLength: number, chunkBytes: number): Generator<Uint8Array> {
   if (byteLength === 0) return;
@@ -427,6 +534,7 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
     live.topology.endRead();
   }
   if (topologyWords > limits.topologyWordsMax) throw internal(`compacted topology of ${topologyWords} words exceeds the limit`);
+  const heap = heapLayout(live);
 
   const nameEnds = new Uint32Array(shared.names.ends, 0, cut.names);
   const nameBytes = cut.names === 0 ? 0 : nameEnds[cut.names - 1]!;
@@ -438,14 +546,14 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
       meta[M_EPOCH] = cut.epoch;
       meta[M_NODE_SLOTS] = cut.nodeSlots;
       meta[M_EDGE_SLOTS] = cut.edgeSlots;
-      meta[M_HEAP_USED] = cut.heapUsed;
+      meta[M_HEAP_USED] = heap.end;
       meta[M_VISIBLE] = cut.epoch;
       return [new Uint8Array(meta.buffer)];
     }),
-    source('nodes', cut.nodeSlots * NODE_ROW_BYTES, () => rowChunks(cut.nodeSlots, NODE_WORDS, chunkBytes, (slot, out, at) => live.nodeRow(slot, out, at))),
-    source('edges', cut.edgeSlots * EDGE_ROW_BYTES, () => rowChunks(cut.edgeSlots, EDGE_WORDS, chunkBytes, (slot, out, at) => live.edgeRow(slot, out, at))),
+    source('nodes', cut.nodeSlots * NODE_ROW_BYTES, () => placedRowChunks(cut.nodeSlots, NODE_WORDS, chunkBytes, new HeapPlacement(HEAP_HEADER_BYTES, heap.nodesEnd), (slot, out, at, placement) => live.nodeRow(slot, out, at, placement))),
+    source('edges', cut.edgeSlots * EDGE_ROW_BYTES, () => placedRowChunks(cut.edgeSlots, EDGE_WORDS, chunkBytes, new HeapPlacement(heap.nodesEnd, heap.end), (slot, out, at, placement) => live.edgeRow(slot, out, at, placement))),
     source('topology', topologyWords * 4, () => topologyChunks(live, chunkBlockWords, topologyWords, chunkBytes)),
-    source('heap', cut.heapUsed, () => copyChunks(shared.heap, cut.heapUsed, chunkBytes)),
+    source('heap', heap.end, () => heapChunks(live, heap.end, chunkBytes)),
     source('names.meta', NAMES_META_BYTES, () => {
       const meta = new Uint32Array(NAMES_META_BYTES / 4);
       meta[NAMES_COUNT] = cut.names;

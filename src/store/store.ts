@@ -437,7 +437,8 @@ export class Store {
 
   /**
    * Bytes of the property heap in use (limits.propertyHeapBytesMax): every record version
-   * ever written, since superseded versions are not reclaimed (docs/architecture.md §6).
+   * written since the store was created or loaded; a snapshot keeps only the visible ones
+   * (snapshot-sections.ts), a running store reclaims none (docs/architecture.md §6).
    */
   propertyHeapBytes(): number {
     return Atomics.load(this.meta, M_HEAP_USED);
