@@ -6,9 +6,10 @@
 // possible because the writer never overwrites what a reader at E can see (store.ts,
 // topology.ts): rows below cut.nodeSlots / cut.edgeSlots change only in their deleted
 // word, label, labelSince and version pointer, always to values of epochs > E (or back,
-// on rollback); the heap and the dictionary are append-only below cut.heapUsed /
-// cut.names; adjacency entries visible at E keep their place and words (a relocation
-// copies them). Each row is therefore rewritten as a reader at E sees it, each block is
+// on rollback); the versions a reader at E can reach are not reused while the cut is held
+// (version-reuse.ts), nor are those of later batches, through which the chain from a row's
+// newest version leads to them; the dictionary is append-only below cut.names; adjacency
+// entries visible at E keep their place and words (a relocation copies them). Each row is therefore rewritten as a reader at E sees it, each block is
 // cut down to the entries visible at E, and the heap down to the one version each visible
 // element has at E (HeapPlacement: a loaded store is read at E or later, so no reader can
 // ask for an older version). The output is a function of the state at E alone: an export
@@ -92,36 +93,33 @@ class LiveStore {
   }
 
   /**
-   * The version of the chain starting at `head` that a reader at the cut sees (0: none).
-   * Versions at or past cut.heapUsed were appended after the cut, so their epoch is later
-   * and they point to older versions; everything below was written at an epoch <= E.
+   * The version of the chain starting at `head` that a reader at the cut sees (0: none):
+   * the first with an epoch <= E. Versions of later epochs (superseded after the cut, or
+   * of a batch that may roll back) are newer and point to older ones; none of them is
+   * reused while the cut is held (version-reuse.ts), and their space may lie anywhere.
    */
   versionAtCut(head: number): number {
-    const { epoch, heapUsed } = this.cut;
-    let ptr = head;
-    while (ptr >= heapUsed) {
+    const epoch = this.cut.epoch;
+    let ptr = head, previousEpoch = Infinity;
+    for (;;) {
+      if (ptr === 0) return 0;
       const heap = this.heapCovering((ptr + HEAP_HEADER_BYTES) >>> 2);
-      const prev = heap[(ptr >>> 2) + V_PREV]!;
-      if (heap[(ptr >>> 2) + V_EPOCH]! <= epoch || prev >= ptr) throw internal(`property version at byte ${ptr} is not a finished later version`);
-      ptr = prev;
+      const versionEpoch = heap[(ptr >>> 2) + V_EPOCH]!;
+      if (versionEpoch > previousEpoch) throw internal(`property version at byte ${ptr} is newer than the version before it in its chain`);
+      if (versionEpoch <= epoch) return ptr;
+      previousEpoch = versionEpoch;
+      ptr = heap[(ptr >>> 2) + V_PREV]!;
     }
-    if (ptr !== 0 && this.heap[(ptr >>> 2) + V_EPOCH]! > epoch) throw internal(`property version at byte ${ptr} below the cut is later than epoch ${epoch}`);
-    return ptr;
   }
 
   /**
-   * labelSince of a node at the cut, from its visible version `version`: the epoch of the
-   * oldest version of the newest run of versions with the same label (the writer sets
-   * labelSince exactly when the label changes). Used when the column moved on after the cut.
-   * In a store loaded from an export the chain starts at that export's cut, so this may be
-   * later than the label's first epoch, never later than the cut: the same for every reader.
+   * labelSince of a node at the cut, from its visible version `version`: that version's
+   * epoch. Every reader of the loaded store reads at the cut or later, where any labelSince
+   * <= E gives the label of the column, which is the version's; the older versions the
+   * exact value would need may already hold other versions.
    */
   labelSinceAtCut(version: number): number {
-    const heap = this.heap;
-    const label = heap[(version >>> 2) + V_LABEL]!;
-    let ptr = version;
-    for (let prev = heap[ptr >>> 2]!; prev !== 0 && heap[(prev >>> 2) + V_LABEL] === label; prev = heap[prev >>> 2]!) ptr = prev;
-    return heap[(ptr >>> 2) + V_EPOCH]!;
+    return this.heap[(version >>> 2) + V_EPOCH]!;
   }
 
   /**
@@ -168,8 +166,8 @@ class LiveStore {
     const version = this.liveVersion(false, slot);
     // The label of the visible version is the label at E, whatever the column holds now.
     out[at + N_LABEL] = this.heap[(version >>> 2) + V_LABEL]!;
-    // From the immutable version chain, never the column: a rollback leaves the column later
-    // than needed (store.ts), and the export must not depend on when it ran.
+    // From the version, never the column: the column may have moved on since the cut, and
+    // the export must not depend on when it ran.
     out[at + N_LABEL_SINCE] = this.labelSinceAtCut(version);
     out[at + N_PROPS] = heap.place(this, version);
   }

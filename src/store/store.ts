@@ -2,10 +2,11 @@
 // any number of reader threads read it without locks.
 //
 // Layout (all u32, little-endian, in growable SharedArrayBuffers):
-//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, VISIBLE, reserved]
+//   meta   [EPOCH, NODE_SLOTS, EDGE_SLOTS, HEAP_USED, VISIBLE, HEAP_RECLAIMABLE, reserved]
 //   nodes  NODE_WORDS per node slot (slot = node ID): [label, labelSince, created, deleted, props]
 //   edges  EDGE_WORDS per edge slot (slot = edge ID): [label, src, dst, created, deleted, props]
-//   heap   property versions: [prev, epoch, label, byteLength] + msgpackr record bytes
+//   heap   property versions: [prev, epoch, label, byteLength] + msgpackr record bytes; the
+//          space of versions no read can reach any more is reused (version-reuse.ts)
 // and the adjacency in a shared WebAssembly.Memory (topology.ts), which the kernels read.
 //
 // Visibility (MVCC): an element is visible at snapshot S when
@@ -14,8 +15,8 @@
 // own committed epoch). Readers Atomics.load VISIBLE once per request: the newest epoch
 // that is published, which durable storage advances only once a batch is durable
 // (publish()), so no reader ever sees a batch that a crash could still take away.
-// Property versions are immutable once their pointer is published and chained
-// newest-first. An edge's label, created and deleted epochs are also in its two adjacency
+// Property versions are immutable once their pointer is published, until no read can
+// reach them (version-reuse.ts), and chained newest-first. An edge's label, created and deleted epochs are also in its two adjacency
 // entries, so navigation scans them sequentially; the writer keeps both copies equal.
 //
 // Memory ordering (ECMAScript memory model: Atomics operations are sequentially
@@ -37,6 +38,13 @@
 //     needed only sends readers to the version chain, which is always exact).
 //   - NODE_SLOTS / EDGE_SLOTS: Atomics.store / Atomics.load. A slot past S's count (or one
 //     reserved and rolled back) holds created 0 or an epoch > S.
+//   - The space of a property version no read can reach any more (version-reuse.ts): a
+//     version superseded or left by a deletion in batch E is retired once E is visible
+//     and reused once every read announced before that ended (and no older snapshot cut is
+//     held), so a reader at S < E, which may walk through it, announced its read earlier
+//     and keeps it. The new version there is written before its pointer is published, as
+//     any version. A chain may then point from low to high offsets, beyond a reader's
+//     views: versionAt checks every step.
 //   - The adjacency (topology.ts header): chunk pointers, block lengths and block offsets
 //     are Atomics.stored and Atomics.loaded (lengths before offsets); block lengths go down
 //     on rollback, superseded blocks are reused once no announced read can hold them, and
@@ -51,6 +59,7 @@ import { BULK_BATCH_CHANGES_MIN } from './heap-trim.js';
 import { decodeRecord, decodeRecordInPlace, DECODE_WHOLE, emptyRecord, encodeRecord, propertyOfEncoded, recordGet, recordJsonInPlace, type PropertyRecord } from './record-codec.js';
 import type { Value } from '../protocol/value.js';
 import { ADJ_WORDS, DIR_IN, DIR_OUT, Topology, type DirWord } from './topology.js';
+import { VersionReuse } from './version-reuse.js';
 import { VectorMemory } from '../vector/memory.js';
 import { TextMemory, type TextMemoryShared } from '../text/memory.js';
 import { splitPartitionSection, textSectionChunks, vectorSectionChunks, type PartitionsAtCut } from './partition-section.js';
@@ -61,6 +70,8 @@ export const EDGE_WORDS = 6;
 export const E_LABEL = 0, E_SRC = 1, E_DST = 2, E_CREATED = 3, E_DELETED = 4, E_PROPS = 5;
 
 export const M_EPOCH = 0, M_NODE_SLOTS = 1, M_EDGE_SLOTS = 2, M_HEAP_USED = 3, M_VISIBLE = 4;
+/** Bytes below HEAP_USED the writer will reuse (version-reuse.ts), as of its last batch: for metrics. */
+export const M_HEAP_RECLAIMABLE = 5;
 /** Bytes of the meta buffer (the words above, the rest reserved). */
 export const META_BYTES = 64;
 export const HEAP_HEADER_BYTES = 16;
@@ -192,6 +203,12 @@ export class Store {
    * or a clear of the whole cache, which under random access cost more than the hits saved.
    */
   private readonly recordCacheAt = new Uint32Array(limits.recordCacheEntriesMax);
+  /**
+   * The epoch of each cached version: the space of a version no read can reach is reused
+   * (version-reuse.ts), always by a version of a later epoch, so offset and epoch together
+   * name one version.
+   */
+  private readonly recordCacheEpochs = new Uint32Array(limits.recordCacheEntriesMax);
   private readonly recordCacheRecords: (PropertyRecord | null)[] = new Array<PropertyRecord | null>(limits.recordCacheEntriesMax).fill(null);
   private readonly recordCacheLengths = new Uint32Array(limits.recordCacheEntriesMax);
   /** Per slot, the offset of the last record that missed there. */
@@ -221,6 +238,8 @@ export class Store {
   publishOnCommit = true;
   /** Writer-side stores only: the index runtime (null on readers). */
   indexes: IndexHooks | null = null;
+  /** Writer-side stores only: reuse of the heap's unreachable versions (null on readers). */
+  private readonly versionReuse: VersionReuse | null;
 
   /**
    * This store grows the buffers (the writer's, created or loaded here): its views are
@@ -239,6 +258,11 @@ export class Store {
     this.heap = new Uint8Array(shared.heap, 0, shared.heap.byteLength);
     this.heapWords = new Uint32Array(shared.heap, 0, shared.heap.byteLength >>> 2);
     this.names = new Dictionary(shared.names);
+    this.versionReuse = grower
+      ? new VersionReuse(this.topology, (ptr) => HEAP_HEADER_BYTES / 4 + ((this.heapWords[(ptr >>> 2) + 3]! + 3) >>> 2), () => this.oldestHeldCut())
+      : null;
+    // A loaded store's heap holds no reclaimable space (a snapshot keeps visible versions only).
+    if (grower) this.meta[M_HEAP_RECLAIMABLE] = 0;
   }
 
   /** The vector indexes' memory (src/vector/memory.ts), on any thread. */
@@ -436,12 +460,21 @@ export class Store {
   }
 
   /**
-   * Bytes of the property heap in use (limits.propertyHeapBytesMax): every record version
-   * written since the store was created or loaded; a snapshot keeps only the visible ones
-   * (snapshot-sections.ts), a running store reclaims none (docs/architecture.md §6).
+   * Bytes of the property heap in use (limits.propertyHeapBytesMax): its extent, including
+   * the space of unreachable versions it will reuse (propertyHeapReclaimableBytes); a
+   * snapshot keeps only the visible versions (snapshot-sections.ts).
    */
   propertyHeapBytes(): number {
     return Atomics.load(this.meta, M_HEAP_USED);
+  }
+
+  /**
+   * Bytes below propertyHeapBytes() the writer reuses before the heap grows: versions no
+   * read can reach any more, free or waiting for the reads that could (version-reuse.ts),
+   * as of the writer's last batch.
+   */
+  propertyHeapReclaimableBytes(): number {
+    return Atomics.load(this.meta, M_HEAP_RECLAIMABLE);
   }
 
   /** Bytes of the adjacency memory in use (limits.topologyWordsMax words), free blocks included. */
@@ -477,9 +510,12 @@ export class Store {
    * (the header behind a pointer is written before the pointer is published).
    */
   private versionAt(ptr: number, at: number): number {
-    // The newest version may be younger than this reader's views (written after beginRead).
-    if (ptr + HEAP_HEADER_BYTES > this.heap.length) this.syncViews();
-    while (ptr !== 0 && this.heapWords[(ptr >>> 2) + 1]! > at) ptr = this.heapWords[ptr >>> 2]!;
+    for (; ptr !== 0; ptr = this.heapWords[ptr >>> 2]!) {
+      // Versions newer than this reader's views (written after beginRead) may lie beyond
+      // them, anywhere in the chain: a version in reused space points to one appended later.
+      if (ptr + HEAP_HEADER_BYTES > this.heap.length) this.syncViews();
+      if (this.heapWords[(ptr >>> 2) + 1]! <= at) break;
+    }
     return ptr;
   }
 
@@ -574,7 +610,8 @@ export class Store {
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return emptyRecord;
     const slot = Math.imul(ptr, 0x9e3779b1) >>> RECORD_CACHE_SHIFT;
-    if (this.recordCacheAt[slot] === ptr) return this.recordCacheRecords[slot]!;
+    const epoch = this.heapWords[(ptr >>> 2) + 1]!;
+    if (this.recordCacheAt[slot] === ptr && this.recordCacheEpochs[slot] === epoch) return this.recordCacheRecords[slot]!;
     const length = this.recordLength(ptr);
     // In place: decodeRecordInPlace copies out of shared memory before it hands a record
     // to msgpackr, whose native string extractor crashes the process on
@@ -597,11 +634,20 @@ export class Store {
     const bytes = this.recordCacheBytes - this.recordCacheLengths[slot]! + length;
     if (bytes <= limits.recordCacheBytesMax) {
       this.recordCacheAt[slot] = ptr;
+      this.recordCacheEpochs[slot] = epoch;
       this.recordCacheRecords[slot] = record;
       this.recordCacheLengths[slot] = length;
       this.recordCacheBytes = bytes;
     }
     return record;
+  }
+
+  /** Forget every cached record (writer, after a rollback). */
+  private clearRecordCache(): void {
+    this.recordCacheAt.fill(0);
+    this.recordCacheRecords.fill(null);
+    this.recordCacheLengths.fill(0);
+    this.recordCacheBytes = 0;
   }
 
   // ------------------------------------------------------------ writing (writer thread only)
@@ -614,6 +660,7 @@ export class Store {
     if (committed >= limits.epochMax) throw new SvcError('storage_error', 'storage error: epoch space exhausted');
     this.pending = committed + 1;
     this.undo.length = 0;
+    this.versionReuse!.beginBatch(this.meta[M_HEAP_USED]!);
     this.redo = this.captureRedo ? [] : null;
     return this.pending;
   }
@@ -638,6 +685,8 @@ export class Store {
     if (this.pending !== committed + 1) throw new SvcError('internal_error', `internal error: commit of epoch ${this.pending} after epoch ${committed}`);
     Atomics.store(this.meta, M_EPOCH, this.pending);
     if (this.publishOnCommit) Atomics.store(this.meta, M_VISIBLE, this.pending);
+    this.versionReuse!.committed(this.pending, this.visibleEpoch());
+    Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
     // Its redo (if one was taken) carried every name up to here.
     this.namesLogged = this.names.size();
     this.pending = 0;
@@ -651,6 +700,7 @@ export class Store {
     const committed = this.committedEpoch();
     if (epoch > committed) throw new SvcError('internal_error', `internal error: publish of epoch ${epoch} beyond the committed ${committed}`);
     if (epoch > this.visibleEpoch()) Atomics.store(this.meta, M_VISIBLE, epoch);
+    this.versionReuse!.published(epoch);
   }
 
   /** Undo every change of the batch, newest first. Allocated IDs stay consumed. */
@@ -686,6 +736,11 @@ export class Store {
         case 'joined': u.undo(); break;
       }
     }
+    this.versionReuse!.rolledBack(this.meta[M_HEAP_USED]!, this.pending);
+    Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
+    // This thread may have cached a version of the batch, whose space a batch of the same
+    // epoch may reuse: offset and epoch would no longer name one version.
+    this.clearRecordCache();
     this.pending = 0;
     this.endBatch();
     this.redo = null;
@@ -745,17 +800,23 @@ export class Store {
     if (bytes.byteLength > limits.propertyRecordBytesMax) {
       throw new SvcError('invalid_query', `db error: Query error: property record of ${bytes.byteLength} bytes exceeds ${limits.propertyRecordBytesMax}`);
     }
-    const ptr = this.meta[M_HEAP_USED]!;
-    const end = ptr + HEAP_HEADER_BYTES + ((bytes.byteLength + 3) & ~3);
-    if (end > limits.propertyHeapBytesMax) throw new SvcError('storage_error', 'storage error: property heap is full');
-    this.ensure(this.shared.heap, end, 'property heap');
+    const words = HEAP_HEADER_BYTES / 4 + ((bytes.byteLength + 3) >>> 2);
+    let ptr = this.versionReuse!.take(words);
+    if (ptr < 0) {
+      ptr = this.meta[M_HEAP_USED]!;
+      const end = ptr + words * 4;
+      if (end > limits.propertyHeapBytesMax) throw new SvcError('storage_error', 'storage error: property heap is full');
+      this.ensure(this.shared.heap, end, 'property heap');
+      this.meta[M_HEAP_USED] = end;
+    }
     const w = ptr >>> 2;
+    // The last word's padding as in fresh heap: reused space holds an older version's bytes.
+    this.heapWords[w + words - 1] = 0;
     this.heapWords[w] = prev;
     this.heapWords[w + 1] = this.pending;
     this.heapWords[w + 2] = label;
     this.heapWords[w + 3] = bytes.byteLength;
     this.heap.set(bytes, ptr + HEAP_HEADER_BYTES);
-    this.meta[M_HEAP_USED] = end;
     return ptr;
   }
 
@@ -835,6 +896,7 @@ export class Store {
     const oldRecord = indexed ? this.nodeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'node-version', slot, props, label: this.nodes[base + N_LABEL]! });
     Atomics.store(this.nodes, base + N_PROPS, this.appendVersion(props, label, bytes));
+    this.versionReuse!.supersede(props);
     if (label !== this.nodes[base + N_LABEL]) {
       // labelSince before the label it qualifies (see the header).
       this.nodes[base + N_LABEL_SINCE] = this.pending;
@@ -857,6 +919,7 @@ export class Store {
     const oldRecord = indexed ? this.edgeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'edge-version', slot, props });
     Atomics.store(this.edges, base + E_PROPS, this.appendVersion(props, this.edges[base + E_LABEL]!, bytes));
+    this.versionReuse!.supersede(props);
     this.redo?.push([RedoKind.EdgeVersion, slot, bytes.slice()]);
     if (indexed) this.indexes!.elementChanged(true, slot, label, oldRecord, label, record ?? decodeRecord(bytes));
   }
@@ -880,6 +943,7 @@ export class Store {
     const oldRecord = this.indexes?.watchesNode(label) ? this.nodeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'node-deleted', slot });
     this.nodes[slot * NODE_WORDS + N_DELETED] = this.pending;
+    this.versionReuse!.supersede(this.nodes[slot * NODE_WORDS + N_PROPS]!);
     this.redo?.push([RedoKind.NodeDeleted, slot]);
     if (oldRecord !== null) this.indexes!.elementChanged(false, slot, label, oldRecord, -1, null);
   }
@@ -891,6 +955,7 @@ export class Store {
     const oldRecord = this.indexes?.watchesEdge(label) ? this.edgeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'edge-deleted', slot });
     this.edges[slot * EDGE_WORDS + E_DELETED] = this.pending;
+    this.versionReuse!.supersede(this.edges[slot * EDGE_WORDS + E_PROPS]!);
     const src = this.edgeSource(slot), dst = this.edgeTarget(slot);
     if (!this.topology.markDeleted(src, DIR_OUT, slot, this.pending)) throw missingEntry(slot, src);
     if (!this.topology.markDeleted(dst, DIR_IN, slot, this.pending)) throw missingEntry(slot, dst);

@@ -1,0 +1,167 @@
+// Reuse of the property heap's unreachable versions (src/store/version-reuse.ts): in one
+// thread, that the space comes back and the answers stay exact; across threads, that no
+// reader ever reads a version whose space was reused under it, while the writer updates,
+// deletes, rolls back and publishes late (as durable storage does).
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { Store } from '../dist/src/store/store.js';
+import { loadSections, sectionsAt } from '../dist/src/store/snapshot-sections.js';
+import { rng } from '../bench/seeded-random.js';
+
+const padOf = (n: number) => 'p'.repeat((n * 7) % 41);
+/** Bytes a version of `record` takes in the heap: header and bytes, padded to a word (store.ts). */
+const versionBytes = (store: Store, node: number) => {
+  const heap = new Uint32Array(store.shared.heap), ptr = new Uint32Array(store.shared.nodes)[node * 5 + 4]!;
+  return 16 + ((heap[(ptr >>> 2) + 3]! + 3) & ~3);
+};
+
+describe('property version reuse', () => {
+  it('a store updated, deleted from and rolled back keeps its heap near its live records, and answers exactly', () => {
+    const store = Store.create();
+    const keys = { owner: store.names.intern('owner'), n: store.names.intern('n'), pad: store.names.intern('pad') };
+    const label = store.names.intern('N');
+    const record = (node: number, n: number) => ({ keys: [keys.owner, keys.n, keys.pad], values: [node, n, padOf(n)] });
+    const NODES = 50;
+    store.beginWrite();
+    for (let node = 0; node < NODES; node++) store.addNode(label, record(node, 0));
+    store.commit();
+    const random = rng(7);
+    const version = new Array<number>(NODES).fill(0);
+    let appended = 0;
+    for (let batch = 0; batch < 3000; batch++) {
+      store.beginWrite();
+      const changed = new Map<number, number>();
+      for (let k = 0; k < 4; k++) {
+        const node = Math.floor(random() * NODES), n = (changed.get(node) ?? version[node]!) + 1;
+        store.setNodeRecord(node, record(node, n));
+        changed.set(node, n);
+        appended += versionBytes(store, node);
+      }
+      // A node made and dropped again: its version is left by the deletion.
+      const temporary = store.addNode(label, record(-1, batch % 50));
+      if (batch % 3 === 0) store.deleteNode(temporary);
+      if (random() < 0.2) {
+        store.rollback();
+      } else {
+        store.commit();
+        for (const [node, n] of changed) version[node] = n;
+      }
+    }
+    const at = store.committedEpoch();
+    for (let node = 0; node < NODES; node++) expect(store.nodeRecord(node, at).values).toEqual([node, version[node], padOf(version[node]!)]);
+    // ~12,000 versions of the watched nodes were written, plus ~3,000 temporary nodes (two
+    // thirds of them live); without reuse the heap would hold them all.
+    expect(appended).toBeGreaterThan(300_000);
+    const liveBytes = (() => {
+      let bytes = 16;
+      for (let node = 0; node < store.nodeSlots(); node++) if (store.nodeExists(node, at)) bytes += versionBytes(store, node);
+      return bytes;
+    })();
+    expect(store.propertyHeapBytes()).toBeLessThan(liveBytes + appended / 10);
+    // What it will reuse is reported for the metrics, and a snapshot leaves it behind.
+    const reclaimable = new Uint32Array(store.shared.meta)[5]!;
+    expect(reclaimable).toBeGreaterThan(0);
+    expect(reclaimable).toBeLessThanOrEqual(store.propertyHeapBytes() - liveBytes);
+    const loaded = loadSections(sectionsAt(store.shared, store.cut()));
+    expect(loaded.propertyHeapBytes()).toBe(liveBytes);
+    for (let node = 0; node < NODES; node++) expect(loaded.nodeRecord(node, at).values).toEqual(store.nodeRecord(node, at).values);
+  });
+
+  it('keeps a version while a read that may reach it runs, and while a cut older than its successor is held', () => {
+    const store = Store.create();
+    const key = store.names.intern('v');
+    const label = store.names.intern('N');
+    const setV = (v: string) => {
+      store.beginWrite();
+      store.setNodeRecord(0, { keys: [key], values: [v] });
+      store.commit();
+    };
+    store.beginWrite();
+    store.addNode(label, { keys: [key], values: ['a'.repeat(40)] });
+    store.commit();
+    const oldAt = store.committedEpoch();
+    // An announced read at the old epoch, on another store attached to the same memory.
+    const reader = Store.attach(store.shared);
+    expect(reader.beginRead()).toBe(oldAt);
+    const cut = store.cut();
+    for (let i = 0; i < 200; i++) setV(`${i}`.padEnd(40, 'b'));
+    expect(reader.nodeRecord(0, oldAt).values).toEqual(['a'.repeat(40)]);
+    const heldBytes = store.propertyHeapBytes();
+    // Every version since is held: the read may walk the chain through any of them.
+    expect(heldBytes).toBeGreaterThan(200 * 56);
+    reader.endRead();
+    for (let i = 0; i < 200; i++) setV(`${i}`.padEnd(40, 'c'));
+    // The read ended, but the cut (older than all of them) still holds them.
+    expect(store.propertyHeapBytes()).toBeGreaterThan(heldBytes + 150 * 56);
+    expect(loadSections(sectionsAt(store.shared, cut)).nodeRecord(0, oldAt).values).toEqual(['a'.repeat(40)]);
+    store.releaseCut(cut);
+    const released = store.propertyHeapBytes();
+    for (let i = 0; i < 400; i++) setV(`${i}`.padEnd(40, 'd'));
+    // Now the space comes back: 400 more versions fit in what the heap already had.
+    expect(store.propertyHeapBytes()).toBe(released);
+    expect(store.nodeRecord(0, store.committedEpoch()).values).toEqual(['399'.padEnd(40, 'd')]);
+  });
+
+  it('readers on other threads never read a version whose space was reused under them', async () => {
+    const store = Store.create();
+    const keys = { owner: store.names.intern('owner'), n: store.names.intern('n'), pad: store.names.intern('pad') };
+    const label = store.names.intern('N');
+    const NODES = 40, VERSIONS = 20_000, READERS = 2;
+    const record = (node: number, n: number) => ({ keys: [keys.owner, keys.n, keys.pad], values: [node, n, padOf(n)] });
+    const committedAt = new Int32Array(new SharedArrayBuffer(NODES * VERSIONS * 4));
+    const stop = new Int32Array(new SharedArrayBuffer(8)); // [stop, readers started]
+    // Durable storage's way: batches become visible only when published, a few behind.
+    store.publishOnCommit = false;
+    store.beginWrite();
+    for (let node = 0; node < NODES; node++) store.addNode(label, record(node, 0));
+    store.commit();
+    for (let node = 0; node < NODES; node++) committedAt[node * VERSIONS] = store.committedEpoch();
+    store.publish(store.committedEpoch());
+
+    const readers = Array.from({ length: READERS }, () => new Worker(new URL('./fixtures/version-reader.mjs', import.meta.url), {
+      workerData: { shared: store.shared, nodes: NODES, versions: VERSIONS, keys, stop: stop.buffer, committedAt: committedAt.buffer },
+    }));
+    const results = readers.map((w) => new Promise<{ reads: number; errors: number; violations: string[] }>((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    }));
+    while (Atomics.load(stop, 1) < READERS) await new Promise((r) => setTimeout(r, 5));
+
+    const random = rng(11);
+    const version = new Array<number>(NODES).fill(0);
+    let batches = 0;
+    const until = Date.now() + 3000;
+    while (Date.now() < until && Math.max(...version) < VERSIONS - 10) {
+      const epoch = store.beginWrite();
+      const changed = new Map<number, number>();
+      for (let k = 0, n = 1 + Math.floor(random() * 6); k < n; k++) {
+        const node = Math.floor(random() * NODES), next = (changed.get(node) ?? version[node]!) + 1;
+        store.setNodeRecord(node, record(node, next));
+        changed.set(node, next);
+      }
+      const temporary = store.addNode(label, record(-1, batches % 30));
+      if (random() < 0.5) store.deleteNode(temporary);
+      if (random() < 0.15) {
+        store.rollback();
+      } else {
+        // Recorded before the batch can become visible.
+        for (const [node, n] of changed) Atomics.store(committedAt, node * VERSIONS + n, epoch);
+        store.commit();
+        for (const [node, n] of changed) version[node] = n;
+        if (random() < 0.5) store.publish(Math.max(store.visibleEpoch(), epoch - Math.floor(random() * 4)));
+      }
+      batches++;
+      if (batches % 64 === 0) await new Promise((r) => setImmediate(r));
+    }
+    store.publish(store.committedEpoch());
+    Atomics.store(stop, 0, 1);
+    const outcomes = await Promise.all(results);
+    await Promise.all(readers.map((w) => w.terminate()));
+    for (const { errors, violations } of outcomes) expect({ errors, violations }).toEqual({ errors: 0, violations: [] });
+    for (const { reads } of outcomes) expect(reads).toBeGreaterThan(20);
+    expect(batches).toBeGreaterThan(500);
+    // The space was reused while they read: far less heap than the versions written.
+    const written = version.reduce((a, b) => a + b, 0);
+    expect(store.propertyHeapBytes()).toBeLessThan(written * 40);
+  });
+});
