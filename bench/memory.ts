@@ -28,6 +28,7 @@ import { drive, wrkAvailable } from './loadgen.js';
 import { httpScenarios } from './scenarios.js';
 import { launcherNodeFlags, post, repoRoot, svcdbMain } from './servers.js';
 import { log, procMemory, sleep, table } from './util.js';
+import { rng } from './seeded-random.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -330,6 +331,42 @@ function storeAccounting(graph: Graph): void {
   const edgeBytes = store.edgeSlots() * EDGE_WORDS * 4 + t.blockBytes + t.freeBytes + t.retiredBytes;
   const nodeBytes = used - edgeBytes;
   log(`per node ${(nodeBytes / spec.nodes).toFixed(1)} B (slot, record, directory), per edge ${(edgeBytes / spec.edges).toFixed(1)} B (slot, two adjacency entries and their share of blocks)`);
+  updatedHeap(store);
+}
+
+/**
+ * The property heap under updates: two rounds of batches of set_property on random nodes
+ * (the mix scenario's write), each writing a new version. The first round also changes
+ * record sizes (the loaded scores are whole numbers, encoded shorter), whose old blocks
+ * only smaller versions can take; the second is the steady state, against the first.
+ */
+function updatedHeap(store: Store): void {
+  const batches = quick ? 20 : 100, perBatch = 1000;
+  const random = rng(5);
+  const round = (): number => {
+    let written = 0;
+    for (let b = 0; b < batches; b++) {
+      const ids: number[] = [];
+      const entries = Array.from({ length: perBatch }, () => {
+        const id = Math.floor(random() * spec.nodes);
+        ids.push(id);
+        return { query: { root: { set_property: { input: { nodes: { reference: { ids: [id] } } }, name: 'score', value: { value: { f64: random() * 100 } } } } } };
+      });
+      const out = executeRequest(store, JSON.stringify({ request_type: 'write', query: { write: { entries, returns: [] } } }), noFlags, 'writer');
+      if (!('status' in out) || out.status !== 200) throw new Error(`update failed: ${JSON.stringify(out).slice(0, 300)}`);
+      const heap = new Uint32Array(store.shared.heap), nodes = new Uint32Array(store.shared.nodes);
+      for (const id of ids) written += 16 + ((heap[(nodes[id * NODE_WORDS + 4]! >>> 2) + 3]! + 3) & ~3);
+    }
+    return written;
+  };
+  const before = store.propertyHeapBytes();
+  const writtenFirst = round();
+  const first = store.propertyHeapBytes();
+  const writtenSecond = round();
+  const second = store.propertyHeapBytes();
+  log(`property heap under updates (set_property of score on random nodes, ${batches} batches of ${perBatch} per round): ${mib(before)} MiB before; `
+    + `${mib(first)} MiB after round 1 (${mib(writtenFirst)} MiB of versions written); ${mib(second)} MiB after round 2 (${mib(writtenSecond)} MiB written): `
+    + `round 2 grew the heap by ${((second - first) / writtenSecond * 100).toFixed(1)} % of what it wrote; ${mib(store.propertyHeapReclaimableBytes())} MiB reclaimable`);
 }
 
 async function main(): Promise<void> {

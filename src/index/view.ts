@@ -15,15 +15,14 @@ import { Packr } from 'msgpackr';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
 import type { Store } from '../store/store.js';
-import { CHUNK_TABLE, CHUNKS, HEAP_START, type Topology } from '../store/topology.js';
+import { T_VIEW_ROOT, type Topology } from '../store/topology.js';
 import type { IndexDefinition, IndexOperation, IndexRecord } from './catalog.js';
 import { IndexEntries } from './entries.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
-/** Header word after the reader slots and their overflow flag (topology.ts). */
-export const VIEW_ROOT = CHUNK_TABLE + CHUNKS + limits.topologyReaderSlotsMax + 1;
-if (VIEW_ROOT >= HEAP_START) throw new Error('index view root word collides with the topology heap');
+/** Its header word in the topology memory (topology.ts). */
+export const VIEW_ROOT = T_VIEW_ROOT;
 
 /** One index as readers see it. */
 export interface ViewIndex {

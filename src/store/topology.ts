@@ -8,7 +8,9 @@
 //   [CHUNK_TABLE ..+CHUNKS) directory chunk table: word offset of the directory chunk for
 //                           nodes k * CHUNK_NODES .. (k+1) * CHUNK_NODES - 1, 0 = none yet
 //   [READER_SLOTS_AT ..)    one reader slot per thread reading this store, then an
-//                           overflow flag (block reuse, below)
+//                           overflow flag (block reuse, below), the index catalog view's
+//                           root (index/view.ts) and one past the highest reader slot ever
+//                           claimed (block reuse)
 //   [HEAP_START ..)         heap: directory chunks, adjacency blocks (superseded ones are
 //                           reused for blocks of the same capacity once no read can hold
 //                           them) and the threads' kernel scratch segments (scratch-arena.ts)
@@ -81,6 +83,15 @@ const ADJ_BLOCK_MIN = 4;
 const RETIRE_SEQ = 1;
 const READER_SLOTS_AT = CHUNK_TABLE + CHUNKS;
 const READERS_OVERFLOW = READER_SLOTS_AT + limits.topologyReaderSlotsMax;
+/**
+ * One past the highest reader slot ever claimed: oldestReadSequence scans only below it (a
+ * few slots, not all 1024). Raised after the claim and before the slot's first announcement:
+ * a scan that read it lower started before that announcement, which therefore comes after
+ * every retire the scan frees, and sees their epochs.
+ */
+const READER_SLOTS_USED = READERS_OVERFLOW + 2;
+/** The index catalog view's root word (index/view.ts). */
+export const T_VIEW_ROOT = READERS_OVERFLOW + 1;
 const SLOT_FREE = 0, SLOT_IDLE = 1;
 /**
  * Allocations that found no reusable block between two scans of the reader slots (a scan
@@ -547,7 +558,7 @@ export class Topology {
     const words = this.words;
     if (Atomics.load(words, READERS_OVERFLOW) !== 0) return -Infinity; // a reader without a slot
     let oldest = Infinity;
-    for (let i = 0; i < limits.topologyReaderSlotsMax; i++) {
+    for (let i = 0, used = Atomics.load(words, READER_SLOTS_USED); i < used; i++) {
       const v = Atomics.load(words, READER_SLOTS_AT + i);
       if (v > SLOT_IDLE && v - 2 < oldest) oldest = v - 2;
     }
@@ -585,6 +596,9 @@ export class Topology {
       for (let i = 0; i < limits.topologyReaderSlotsMax; i++) {
         if (Atomics.compareExchange(words, READER_SLOTS_AT + i, SLOT_FREE, SLOT_IDLE) === SLOT_FREE) {
           this.readerSlot = i;
+          for (let used = Atomics.load(words, READER_SLOTS_USED); used <= i; used = Atomics.load(words, READER_SLOTS_USED)) {
+            if (Atomics.compareExchange(words, READER_SLOTS_USED, used, i + 1) === used) break;
+          }
           break;
         }
       }

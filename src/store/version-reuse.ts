@@ -16,11 +16,14 @@
 // (Topology.oldestReadSequence) AND no held snapshot cut is older than E (Store.cut(): an
 // export as of C < E still reads the version visible at C, and walks to it from the head).
 //
-// Free space is kept in lists by size class (m * 2^k words, m = 4..7, the class of a block
-// being the largest not above its size). A version of w words takes the newest block of
-// its own class if that one is large enough, else the newest block of the first non-empty
-// class above (every block there is larger than w); what it leaves, if it could hold a
-// version (a header), goes back to the lists. Blocks are never merged.
+// Free space is kept in one list per exact size up to SIZED_WORDS_MAX words (a bitmap says
+// which are non-empty), larger blocks in one list. Updates mostly replace a record by one
+// of the same size, so a version of w words first takes a block of exactly w; else the
+// smallest block that leaves a remainder able to hold a version (a header), which goes
+// back to the lists; else one up to 3 words larger (those words are lost); a version
+// larger than SIZED_WORDS_MAX, or one no sized block fits, takes the first large block
+// that fits. Blocks are never merged. (Lists by size class fragmented: records of varied
+// sizes left half of an update round's versions unusable.)
 import type { Topology } from './topology.js';
 
 /** Words of a version header (store.ts HEAP_HEADER_BYTES / 4): the smallest block worth keeping. */
@@ -28,11 +31,8 @@ const HEADER_WORDS = 4;
 /** Allocations that found no free block between two scans of the reader slots (as topology.ts). */
 const RECLAIM_EVERY = 16;
 
-/** Size class of a block of `words` (>= 4) words: the largest m * 2^k <= words, m in 4..7. */
-function classOf(words: number): number {
-  const k = 31 - Math.clz32(words);
-  return (k - 2) * 4 + ((words >>> (k - 2)) - 4);
-}
+/** Blocks up to this many words are kept by exact size. */
+const SIZED_WORDS_MAX = 1024;
 
 export class VersionReuse {
   /** Versions the open batch superseded or whose element it deleted. */
@@ -46,8 +46,12 @@ export class VersionReuse {
   /** Retired blocks waiting for the reads and cuts that may hold them: [ptr, words, sequence, epoch]. */
   private retired: number[] = [];
   private retiredHead = 0;
-  /** Free blocks by size class: [ptr, words, ...]. */
-  private readonly free: number[][] = [];
+  /** Free blocks of each size up to SIZED_WORDS_MAX words: their offsets. */
+  private readonly sized: number[][] = Array.from({ length: SIZED_WORDS_MAX + 1 }, () => []);
+  /** Bit w: sized[w] is not empty. */
+  private readonly sizedNonEmpty = new Uint32Array((SIZED_WORDS_MAX >>> 5) + 1);
+  /** Free blocks larger than SIZED_WORDS_MAX words: [ptr, words, ...]. */
+  private large: number[] = [];
   /** Bytes in the free lists (reusable now). */
   freeBytes = 0;
   /** Words retired and not free yet (waiting for reads or cuts). */
@@ -63,6 +67,9 @@ export class VersionReuse {
   ) {}
 
   beginBatch(bumpPointer: number): void {
+    // Once per batch (a scan of the claimed reader slots): what the batches before retired
+    // is then free for this one's first versions.
+    if (this.retiredHead < this.retired.length) this.reclaim();
     this.batchBumpStart = bumpPointer;
     this.superseded.length = 0;
     this.reusedInBatch.length = 0;
@@ -127,30 +134,59 @@ export class VersionReuse {
 
   private fromLists(words: number): number {
     if (this.freeBytes === 0) return -1;
-    const free = this.free;
-    const own = classOf(words);
-    let list = free[own];
-    let at = list === undefined ? -1 : list.length - 2;
-    if (at < 0 || list![at + 1]! < words) {
-      // Every block of a higher class is larger than `words`.
-      at = -1;
-      for (let c = own + 1; c < free.length; c++) {
-        list = free[c];
-        if (list !== undefined && list.length > 0) { at = list.length - 2; break; }
+    if (words <= SIZED_WORDS_MAX) {
+      let size = words;
+      if (this.sized[words]!.length === 0) {
+        size = this.nextSized(words + HEADER_WORDS);
+        if (size < 0) {
+          const near = this.nextSized(words + 1);
+          size = near >= 0 && near < words + HEADER_WORDS ? near : -1;
+        }
       }
-      if (at < 0) return -1;
+      if (size >= 0) {
+        const list = this.sized[size]!;
+        const ptr = list.pop()!;
+        if (list.length === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
+        this.freeBytes -= size * 4;
+        if (size - words >= HEADER_WORDS) this.addFree(ptr + words * 4, size - words);
+        return ptr;
+      }
     }
-    const ptr = list![at]!, size = list![at + 1]!;
-    list!.length = at;
-    this.freeBytes -= size * 4;
-    if (size - words >= HEADER_WORDS) this.addFree(ptr + words * 4, size - words);
-    return ptr;
+    const large = this.large;
+    for (let i = 0; i < large.length; i += 2) {
+      const size = large[i + 1]!;
+      if (size < words) continue;
+      const ptr = large[i]!;
+      large[i] = large[large.length - 2]!;
+      large[i + 1] = large[large.length - 1]!;
+      large.length -= 2;
+      this.freeBytes -= size * 4;
+      if (size - words >= HEADER_WORDS) this.addFree(ptr + words * 4, size - words);
+      return ptr;
+    }
+    return -1;
+  }
+
+  /** The smallest size >= `from` (<= SIZED_WORDS_MAX) with a free block, or -1. */
+  private nextSized(from: number): number {
+    const bits = this.sizedNonEmpty;
+    if (from > SIZED_WORDS_MAX) return -1;
+    let i = from >>> 5;
+    let word = bits[i]! & (~0 << (from & 31));
+    for (;;) {
+      if (word !== 0) return (i << 5) + (31 - Math.clz32(word & -word));
+      if (++i >= bits.length) return -1;
+      word = bits[i]!;
+    }
   }
 
   private addFree(ptr: number, words: number): void {
-    const c = classOf(words);
-    while (this.free.length <= c) this.free.push([]);
-    this.free[c]!.push(ptr, words);
+    if (words <= SIZED_WORDS_MAX) {
+      this.sized[words]!.push(ptr);
+      this.sizedNonEmpty[words >>> 5]! |= 1 << (words & 31);
+    } else {
+      this.large.push(ptr, words);
+    }
     this.freeBytes += words * 4;
   }
 
