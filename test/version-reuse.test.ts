@@ -4,8 +4,11 @@
 // deletes, rolls back and publishes late (as durable storage does).
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../dist/src/store/store.js';
+import { Store, type RedoBatch } from '../dist/src/store/store.js';
 import { loadSections, sectionsAt } from '../dist/src/store/snapshot-sections.js';
+import { defaultExecOptions, executeRequest, noFlags } from '../dist/src/exec/request.js';
+// The index runtime (create_index in the barrier case below).
+import '../dist/src/index/runtime.js';
 import { rng } from '../bench/seeded-random.js';
 
 const padOf = (n: number) => 'p'.repeat((n * 7) % 41);
@@ -100,6 +103,117 @@ describe('property version reuse', () => {
     // Now the space comes back: 400 more versions fit in what the heap already had.
     expect(store.propertyHeapBytes()).toBe(released);
     expect(store.nodeRecord(0, store.committedEpoch()).values).toEqual(['399'.padEnd(40, 'd')]);
+  });
+
+  it('keeps the versions of a rolled-back batch while a read that began before the rollback runs', () => {
+    const store = Store.create();
+    const k = store.names.intern('k'), label = store.names.intern('N');
+    const rec = (v: string) => ({ keys: [k], values: [v] });
+    store.beginWrite();
+    for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
+    store.commit();
+    const reader = Store.attach(store.shared);
+    const at = reader.beginRead();
+    store.beginWrite();
+    store.setNodeRecord(0, rec('rolled back'.padEnd(20, '.')));
+    const rolledBack = new Uint32Array(store.shared.nodes)[4]!;
+    store.rollback();
+    // While the read runs, later batches do not get that space.
+    const versions = (round: string, times = 1) => {
+      store.beginWrite();
+      const taken: number[] = [];
+      for (let t = 0; t < times; t++) {
+        for (let n = 0; n < 40; n++) {
+          store.setNodeRecord(n, rec(`${round}${n}`.padEnd(20, '.')));
+          taken.push(new Uint32Array(store.shared.nodes)[n * 5 + 4]!);
+        }
+      }
+      store.commit();
+      return taken;
+    };
+    expect(versions('b')).not.toContain(rolledBack);
+    expect(versions('c')).not.toContain(rolledBack);
+    expect(reader.nodeRecord(0, at).values).toEqual(['n0'.padEnd(20, '.')]);
+    reader.endRead();
+    // The read ended: the space is reused (after the 80 blocks freed since, taken newest first).
+    expect(versions('d', 3)).toContain(rolledBack);
+  });
+
+  it('the writer forgets what it cached of a rolled-back batch, whose space the next batch (of the same epoch) reuses', () => {
+    const store = Store.create();
+    const k = store.names.intern('k'), label = store.names.intern('N');
+    const rec = (v: string) => ({ keys: [k], values: [v] });
+    store.beginWrite();
+    for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
+    store.commit();
+    store.beginWrite();
+    const pending = store.pendingEpoch();
+    store.setNodeRecord(0, rec('rolled back'.padEnd(20, '.')));
+    // Admitted to the writer's record cache at the third miss, as (offset, epoch of the batch).
+    for (let i = 0; i < 3; i++) expect(store.nodeRecord(0, pending).values).toEqual(['rolled back'.padEnd(20, '.')]);
+    const rolledBack = new Uint32Array(store.shared.nodes)[4]!;
+    store.rollback();
+    expect(store.beginWrite()).toBe(pending);
+    const taken: number[] = [];
+    for (let n = 1; n < 40; n++) {
+      store.setNodeRecord(n, rec(`b${n}`.padEnd(20, '.')));
+      taken.push(new Uint32Array(store.shared.nodes)[n * 5 + 4]!);
+      expect(store.nodeRecord(n, pending).values).toEqual([`b${n}`.padEnd(20, '.')]);
+    }
+    store.commit();
+    expect(taken).toContain(rolledBack);
+  });
+
+  it('drops an edge named twice in one request once: its record is retired once, and the batch replays', () => {
+    const store = Store.create();
+    store.captureRedo = true;
+    const log: RedoBatch[] = [];
+    const options = { ...defaultExecOptions, logBatch: (batch: RedoBatch) => { log.push(batch); } };
+    const run = (entries: unknown[], parameters?: unknown) => {
+      const out = executeRequest(store, JSON.stringify({ request_type: 'write', query: { write: { entries, returns: [] } }, ...(parameters === undefined ? {} : { parameters }) }), noFlags, 'writer', options);
+      expect(out).toMatchObject({ status: 200 });
+    };
+    const str = (v: string) => ({ value: { string: v } });
+    const addN = (v: string) => ({ query: { root: { add_n: { label: 'N', properties: [['k', str(v)]] } } } });
+    run([addN('a'.repeat(40)), addN('b'.repeat(40))]);
+    run([{ query: { root: { add_e: { input: { nodes: { reference: { ids: [0] } } }, label: 'E', to: { ids: [1] }, properties: [['k', str('x'.repeat(40))]] } } } }]);
+    run([{ query: { name: 'e', root: { edges: { reference: { ids: [0] } } } } }, { query: { root: { drop_edge_by_id: { input: null, edges: { param: 'es' } } } } },
+      { query: { root: { drop_edge_by_id: { input: null, edges: { var: 'e' } } } } }], { es: [0, 0] });
+    for (let i = 0; i < 40; i++) run([addN(String(i).padEnd(40, 'n'))]);
+    // Every live node has a version of its own.
+    const nodes = new Uint32Array(store.shared.nodes), seen = new Set<number>();
+    for (let n = 0; n < store.nodeSlots(); n++) {
+      expect(seen.has(nodes[n * 5 + 4]!), `node ${n}'s version`).toBe(false);
+      seen.add(nodes[n * 5 + 4]!);
+    }
+    const replica = Store.create();
+    for (const batch of log) replica.applyRedo(batch);
+    const dump = (s: Store) => executeRequest(s, JSON.stringify({ request_type: 'read', query: { read: { entries: [
+      { query: { name: 'v', root: { value_map: { input: { nodes: { reference: 'all' } }, properties: null } } } },
+      { query: { name: 'e', root: { count: { input: { edges: { reference: 'all' } } } } } }], returns: ['v', 'e'] } } }), noFlags, 'reader');
+    expect(dump(replica)).toEqual(dump(store));
+    expect(JSON.stringify(dump(store))).toContain('\\"e\\":0');
+  });
+
+  it('a write that commits at a barrier still reads the records of elements it dropped before it', () => {
+    const store = Store.create();
+    const run = (entries: unknown[], returns: string[] = []) => {
+      const out = executeRequest(store, JSON.stringify({ request_type: 'write', query: { write: { entries, returns } } }), noFlags, 'writer');
+      expect(out).toMatchObject({ status: 200 });
+      return (out as { body: string }).body;
+    };
+    const q = (name: string | null, root: unknown) => ({ query: name === null ? { root } : { name, root } });
+    const addN = (v: string) => ({ add_n: { label: 'N', properties: [['k', { value: { string: v } }]] } });
+    for (let i = 0; i < 20; i++) run([q(null, addN(`old${i}`.padEnd(20, '-')))]);
+    // The drop commits at the index operation's barrier; 20 records of its size follow.
+    const body = run([
+      q('n', { nodes: { reference: { ids: [0] } } }),
+      q(null, { drop: { input: { nodes: { reference: { var: 'n' } } } } }),
+      q(null, { create_index: { spec: { node_equality: { label: 'N', property: 'k', unique: false } }, if_not_exists: true } }),
+      ...Array.from({ length: 20 }, (_, i) => q(null, addN(`new${i}`.padEnd(20, '+')))),
+      q('v', { value_map: { input: { nodes: { reference: { var: 'n' } } }, properties: null } }),
+    ], ['v']);
+    expect(JSON.parse(body)).toEqual({ v: [{ $id: 0, $label: 'N', k: 'old0'.padEnd(20, '-') }] });
   });
 
   it('readers on other threads never read a version whose space was reused under them', async () => {

@@ -546,7 +546,15 @@ export const diskFullScenario: Scenario = {
       const st = statfsSync(mnt);
       const free = Number(st.bavail) * Number(st.bsize);
       const leave = r.int(24, 96) * 1024;
-      writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free - leave)));
+      // The server may take space meanwhile (a snapshot it was writing): shrink until it fits.
+      for (let size = Math.max(0, free - leave); ; size = Math.max(0, size - 64 * 1024)) {
+        try {
+          writeFileSync(join(mnt, 'filler'), Buffer.alloc(size));
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' || size === 0) throw err;
+        }
+      }
       const snapsBefore = new Set(dataFiles(data).snapshots);
       let tmpSeen = 0;
       const stopWatch = watchFor(data, (f) => f.endsWith('.tmp') && !f.startsWith('writer.'), () => { tmpSeen++; });

@@ -143,7 +143,8 @@ export function mutate(ctx: ExecCtx, op: Op, input: Stream | null): Stream {
         const gate = input.kind === 'rows' || input.kind === 'fold' ? input.rows.length : (scalarItems(input)?.length ?? 0);
         if (gate === 0) return emptyRows();
       }
-      for (const id of resolveRef(ctx, op.edges, true, false)) store.deleteEdge(id);
+      // An ID may come twice (a parameter list, a variable): the edge is dropped once.
+      for (const id of resolveRef(ctx, op.edges, true, false)) if (store.edgeVisible(id, ctx.at)) store.deleteEdge(id);
       return emptyRows();
     }
     default:

@@ -509,6 +509,11 @@ export function executeRequest(
       paramFrames: [parameters], vars: new Map(),
       trackPath: plan.trackPath, nowMs, deadlineMs,
     };
+    // A write that commits at barriers announces a read, as a read does: rows bound before a
+    // barrier may name elements its commit dropped, whose records must outlive the request
+    // (store/version-reuse.ts reuses what a commit retires once no announced read began before).
+    const announced = write && plan.hasBarrier;
+    if (announced) store.beginRead();
     if (write && plan.hasBarrier) {
       (ctx as { barrier: (() => void) | null }).barrier = () => {
         if (store.batchIsEmpty()) return;
@@ -528,7 +533,7 @@ export function executeRequest(
       throw err;
     } finally {
       swapGuard(outerGuard);
-      if (!write) store.endRead();
+      if (!write || announced) store.endRead();
     }
     if (write) store.commit();
     return { status: 200, body: response };

@@ -939,6 +939,8 @@ export class Store {
   }
 
   private markNodeDeleted(slot: number): void {
+    // A second deletion would log a redo op that cannot replay and retire the record twice.
+    if (!this.nodeVisible(slot, this.pending)) throw new SvcError('internal_error', `internal error: deletion of node ${slot}, which is not visible`);
     const label = this.nodes[slot * NODE_WORDS + N_LABEL]!;
     const oldRecord = this.indexes?.watchesNode(label) ? this.nodeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'node-deleted', slot });
@@ -951,6 +953,8 @@ export class Store {
   /** Delete an edge visible in this batch: its table row and both adjacency entries. */
   deleteEdge(slot: number): void {
     this.assertWriting();
+    // A second deletion would log a redo op that cannot replay and retire the record twice.
+    if (!this.edgeVisible(slot, this.pending)) throw new SvcError('internal_error', `internal error: deletion of edge ${slot}, which is not visible`);
     const label = this.edges[slot * EDGE_WORDS + E_LABEL]!;
     const oldRecord = this.indexes?.watchesEdge(label) ? this.edgeRecord(slot, this.pending) : null;
     this.undo.push({ kind: 'edge-deleted', slot });
