@@ -1033,7 +1033,11 @@ export class Store {
       case RedoKind.NodeVersion: checkNode(op[1]); checkLabel(op[2]); this.writeNodeVersion(op[1], op[2], op[3], null); break;
       case RedoKind.EdgeVersion: checkEdge(op[1]); this.writeEdgeVersion(op[1], op[2], null); break;
       case RedoKind.NodeDeleted: checkNode(op[1]); this.markNodeDeleted(op[1]); break;
-      case RedoKind.EdgeDeleted: checkEdge(op[1]); this.deleteEdge(op[1]); break;
+      case RedoKind.EdgeDeleted:
+        // Logs written before drop_edge_by_id dropped a repeated ID once hold the deletion
+        // twice in one batch: the second is a no-op, not a mismatch.
+        if (op[1] < this.edgeSlots() && this.edges[op[1] * EDGE_WORDS + E_DELETED] === this.pending) break;
+        checkEdge(op[1]); this.deleteEdge(op[1]); break;
       case RedoKind.Catalog:
         if (this.indexes === null) throw redoMismatch(null, 'an index catalog change, but this store has no index runtime');
         this.indexes.replayCatalog(op[1]);
