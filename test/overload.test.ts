@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpFrontEnd } from '../dist/src/server/http.js';
 import { ReaderPool } from '../dist/src/server/reader-pool.js';
+import { answeredJob } from './helpers/jobs.js';
 import { WriterThread } from '../dist/src/server/writer.js';
 import { startServer, type RunningServer, type ServerOptions } from '../dist/src/server/server.js';
 import { Committer, MemoryStorage } from '../dist/src/durability/durable.js';
@@ -412,6 +413,30 @@ describe('a reader thread that dies', () => {
       expect(performance.now() - started, 'two slow reads in parallel').toBeLessThan(2 * SLOW_MS);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('a request that cannot be sent to the writer thread', () => {
+  it('is answered 500 and gives its place in the queue back', async () => {
+    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, queryMemoryBytes: 64 * 1024 * 1024, diskPath: null, onFatal: () => undefined });
+    try {
+      const worker = (writer as unknown as { worker: { postMessage: (...args: unknown[]) => void } }).worker;
+      const post = worker.postMessage;
+      worker.postMessage = () => { throw new Error('could not clone'); };
+      const lost = answeredJob(addNode(freshLabel()), Date.now());
+      writer.submit(lost.job);
+      worker.postMessage = post;
+      const answer = await lost.answer;
+      expect(answer.status).toBe(500);
+      expect(JSON.parse(answer.body).msg).toBe('internal error: the request could not be sent to the writer thread: could not clone');
+      expect(writer.pendingRequests).toBe(0);
+      const next = answeredJob(addNode(freshLabel()), Date.now());
+      writer.submit(next.job);
+      expect((await next.answer).status).toBe(200);
+      expect(lost.offered()).toBe(1);
+    } finally {
+      await writer.close();
     }
   });
 });

@@ -199,7 +199,16 @@ export class WriterThread implements QuerySink {
     this.overdueTimer.armBy(sent.answerByMs);
     const transfer = bodyToTransfer(job);
     const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
-    this.worker.postMessage(message, [transfer]);
+    try {
+      this.worker.postMessage(message, [transfer]);
+    } catch (err) {
+      // Never sent (it could not be cloned or transferred, or memory ran out): it must not
+      // keep its place in the queue, which only an answer from the thread gives back.
+      this.pending.delete(id);
+      this.pendingBound.remove(bodyBytes);
+      this.claims.answer(id);
+      failJob(job, `the request could not be sent to the writer thread: ${(err as Error).message}`);
+    }
   }
 
   /**
