@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { Store, type RedoBatch } from '../dist/src/store/store.js';
 // A const enum: its values come from the source (the build inlines them).
 import { RedoKind } from '../src/store/store.js';
+
+const EDGE_DELETED: number = RedoKind.EdgeDeleted;
 import { loadSections, sectionsAt } from '../dist/src/store/snapshot-sections.js';
 import { defaultExecOptions, executeRequest, noFlags } from '../dist/src/exec/request.js';
 // The index runtime (create_index in the barrier case below).
@@ -196,9 +198,9 @@ describe('property version reuse', () => {
     expect(dump(replica)).toEqual(dump(store));
     expect(JSON.stringify(dump(store))).toContain('\\"e\\":0');
     // A log written before the fix holds the deletion twice in that batch: it replays.
-    const dropBatch = log.findIndex((b) => b.ops.some((op) => op[0] === RedoKind.EdgeDeleted));
-    const doubled = log.map((b, i) => (i !== dropBatch ? b : { ...b, ops: [...b.ops, ...b.ops.filter((op) => op[0] === RedoKind.EdgeDeleted)] }));
-    expect(doubled[dropBatch]!.ops.filter((op) => op[0] === RedoKind.EdgeDeleted)).toHaveLength(2);
+    const dropBatch = log.findIndex((b) => b.ops.some((op) => op[0] === EDGE_DELETED));
+    const doubled = log.map((b, i) => (i !== dropBatch ? b : { ...b, ops: [...b.ops, ...b.ops.filter((op) => op[0] === EDGE_DELETED)] }));
+    expect(doubled[dropBatch]!.ops.filter((op) => op[0] === EDGE_DELETED)).toHaveLength(2);
     const old = Store.create();
     for (const batch of doubled) old.applyRedo(batch);
     expect(dump(old)).toEqual(dump(store));
