@@ -20,10 +20,22 @@
 // which are non-empty), larger blocks in one list. Updates mostly replace a record by one
 // of the same size, so a version of w words first takes a block of exactly w; else the
 // smallest block that leaves a remainder able to hold a version (a header), which goes
-// back to the lists; else one up to 3 words larger (those words are lost); a version
-// larger than SIZED_WORDS_MAX, or one no sized block fits, takes the first large block
-// that fits. Blocks are never merged. (Lists by size class fragmented: records of varied
-// sizes left half of an update round's versions unusable.)
+// back to the lists; a version larger than SIZED_WORDS_MAX, or one no sized block fits,
+// takes the first large block that fits. (Lists by size class fragmented: records of
+// varied sizes left half of an update round's versions unusable.)
+//
+// Free blocks merge with the free blocks after them, so records that grow find room in
+// what their smaller versions left. Every word below the heap's bump pointer belongs to
+// exactly one unit, a version (live or retired) or a free block, laid end to end: a
+// version takes exactly its words, and a block is split only when the rest can hold a
+// version. A free block carries a tag in its first two words, [words, 0] (no read can
+// reach it, so the writer may write there): a version's second word is its epoch, never
+// 0, so a 0 there marks a free block's start. When a block is freed, the free blocks
+// right after it are absorbed into it; a reclaim frees its blocks from the highest offset
+// down, so a run of neighbours freed together becomes one block. The lists are not told:
+// an entry is used only if a free block of the list's size starts there when it comes up
+// (an absorbed block's mark is cleared, a taken one's is its version's epoch). An offset
+// listed twice is harmless: once taken, its other entry no longer qualifies.
 import type { Topology } from './topology.js';
 
 /** Words of a version header (store.ts HEAP_HEADER_BYTES / 4): the smallest block worth keeping. */
@@ -33,6 +45,8 @@ const RECLAIM_EVERY = 16;
 
 /** Blocks up to this many words are kept by exact size. */
 const SIZED_WORDS_MAX = 1024;
+/** A free block's tag words (see above). */
+const TAG_WORDS = 0, TAG_MARK = 1;
 
 export class VersionReuse {
   /** Versions the open batch superseded or whose element it deleted. */
@@ -46,12 +60,12 @@ export class VersionReuse {
   /** Retired blocks waiting for the reads and cuts that may hold them: [ptr, words, sequence, epoch]. */
   private retired: number[] = [];
   private retiredHead = 0;
-  /** Free blocks of each size up to SIZED_WORDS_MAX words: their offsets. */
+  /** Free blocks of each size up to SIZED_WORDS_MAX words: their offsets (some stale). */
   private readonly sized: number[][] = Array.from({ length: SIZED_WORDS_MAX + 1 }, () => []);
   /** Bit w: sized[w] is not empty. */
   private readonly sizedNonEmpty = new Uint32Array((SIZED_WORDS_MAX >>> 5) + 1);
-  /** Free blocks larger than SIZED_WORDS_MAX words: [ptr, words, ...]. */
-  private large: number[] = [];
+  /** Free blocks larger than SIZED_WORDS_MAX words: their offsets (some stale). */
+  private readonly large: number[] = [];
   /** Bytes in the free lists (reusable now). */
   freeBytes = 0;
   /** Words retired and not free yet (waiting for reads or cuts). */
@@ -64,6 +78,10 @@ export class VersionReuse {
     private readonly versionWords: (ptr: number) => number,
     /** The epoch of the oldest snapshot cut whose export may still run (Infinity: none). */
     private readonly oldestHeldCut: () => number,
+    /** The writer's view of the heap's words (re-made when the heap grows). */
+    private readonly heap: () => Uint32Array,
+    /** The heap's bump pointer (bytes): no unit starts at or past it. */
+    private readonly heapEnd: () => number,
   ) {}
 
   beginBatch(bumpPointer: number): void {
@@ -135,39 +153,53 @@ export class VersionReuse {
   private fromLists(words: number): number {
     if (this.freeBytes === 0) return -1;
     if (words <= SIZED_WORDS_MAX) {
-      let size = words;
-      if (this.sized[words]!.length === 0) {
-        size = this.nextSized(words + HEADER_WORDS);
-        if (size < 0) {
-          const near = this.nextSized(words + 1);
-          size = near >= 0 && near < words + HEADER_WORDS ? near : -1;
-        }
-      }
-      if (size >= 0) {
-        const list = this.sized[size]!;
-        const ptr = list.pop()!;
-        if (list.length === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
-        this.freeBytes -= size * 4;
-        if (size - words >= HEADER_WORDS) this.addFree(ptr + words * 4, size - words);
-        return ptr;
-      }
+      let ptr = this.popSized(words);
+      // Else the smallest size that leaves a rest able to hold a version.
+      for (let size = this.nextSized(words + HEADER_WORDS); ptr < 0 && size >= 0; size = this.nextSized(size + 1)) ptr = this.popSized(size);
+      if (ptr >= 0) return this.split(ptr, words);
     }
-    const large = this.large;
-    for (let i = 0; i < large.length; i += 2) {
-      const size = large[i + 1]!;
-      if (size < words) continue;
-      const ptr = large[i]!;
-      large[i] = large[large.length - 2]!;
-      large[i + 1] = large[large.length - 1]!;
-      large.length -= 2;
-      this.freeBytes -= size * 4;
-      if (size - words >= HEADER_WORDS) this.addFree(ptr + words * 4, size - words);
-      return ptr;
+    const large = this.large, heap = this.heap();
+    for (let i = 0; i < large.length;) {
+      const ptr = large[i]!, size = heap[(ptr >>> 2) + TAG_WORDS]!;
+      const free = heap[(ptr >>> 2) + TAG_MARK] === 0 && size > SIZED_WORDS_MAX;
+      if (free && size !== words && size < words + HEADER_WORDS) {
+        i++;
+        continue;
+      }
+      large[i] = large[large.length - 1]!;
+      large.length--;
+      if (free) return this.split(ptr, words);
     }
     return -1;
   }
 
-  /** The smallest size >= `from` (<= SIZED_WORDS_MAX) with a free block, or -1. */
+  /** A free block of exactly `size` words from its list (-1: none left). */
+  private popSized(size: number): number {
+    const list = this.sized[size]!, heap = this.heap();
+    let ptr = -1;
+    while (list.length > 0) {
+      const at = list.pop()!;
+      // Still a free block of this size (it may have been absorbed or taken since it was listed).
+      if (heap[(at >>> 2) + TAG_MARK] === 0 && heap[(at >>> 2) + TAG_WORDS] === size) {
+        ptr = at;
+        break;
+      }
+    }
+    if (list.length === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
+    return ptr;
+  }
+
+  /** Take `words` words at the start of free block `ptr`; the rest stays free. */
+  private split(ptr: number, words: number): number {
+    const heap = this.heap(), at = ptr >>> 2;
+    const size = heap[at + TAG_WORDS]!;
+    heap[at + TAG_MARK] = 1; // no longer a free block (the version's header follows)
+    this.freeBytes -= size * 4;
+    if (size > words) this.addFree(ptr + words * 4, size - words);
+    return ptr;
+  }
+
+  /** The smallest size >= `from` (<= SIZED_WORDS_MAX) whose list may hold a free block, or -1. */
   private nextSized(from: number): number {
     const bits = this.sizedNonEmpty;
     if (from > SIZED_WORDS_MAX) return -1;
@@ -180,14 +212,23 @@ export class VersionReuse {
     }
   }
 
+  /** Free `words` words at `ptr` (a unit no read can reach), absorbing the free blocks right after it. */
   private addFree(ptr: number, words: number): void {
+    this.freeBytes += words * 4;
+    const heap = this.heap(), limit = this.heapEnd();
+    for (let next = ptr + words * 4; next < limit && heap[(next >>> 2) + TAG_MARK] === 0; next = ptr + words * 4) {
+      const absorbed = heap[(next >>> 2) + TAG_WORDS]!;
+      heap[(next >>> 2) + TAG_MARK] = 1; // its list entry is stale from now on
+      words += absorbed;
+    }
+    heap[(ptr >>> 2) + TAG_WORDS] = words;
+    heap[(ptr >>> 2) + TAG_MARK] = 0;
     if (words <= SIZED_WORDS_MAX) {
       this.sized[words]!.push(ptr);
       this.sizedNonEmpty[words >>> 5]! |= 1 << (words & 31);
     } else {
-      this.large.push(ptr, words);
+      this.large.push(ptr);
     }
-    this.freeBytes += words * 4;
   }
 
   /** Move retired blocks that no running read and no held cut can reach to the free lists. */
@@ -198,10 +239,14 @@ export class VersionReuse {
     const retired = this.retired;
     let i = this.retiredHead;
     // In retire order: sequences ascend; a cut that holds one epoch may hold later ones too.
-    for (; i < retired.length; i += 4) {
-      if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
-      this.addFree(retired[i]!, retired[i + 1]!);
-      this.retiredWords -= retired[i + 1]!;
+    for (; i < retired.length; i += 4) if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
+    // Freed from the highest offset down, so that each absorbs its free neighbours after it.
+    const order: number[] = [];
+    for (let j = this.retiredHead; j < i; j += 4) order.push(j);
+    order.sort((a, b) => retired[b]! - retired[a]!);
+    for (const j of order) {
+      this.addFree(retired[j]!, retired[j + 1]!);
+      this.retiredWords -= retired[j + 1]!;
     }
     if (i === retired.length) {
       this.retired = [];
