@@ -101,6 +101,33 @@ describe('property version reuse', () => {
     expect(store.propertyHeapBytes()).toBeLessThan(1.5 * live);
   });
 
+  it('deleted neighbours merge into one block, which a large record takes; the lists are swept of what merged away', () => {
+    const store = Store.create();
+    const k = store.names.intern('v'), label = store.names.intern('N');
+    const NODES = 10_000;
+    store.beginWrite();
+    for (let i = 0; i < NODES; i++) store.addNode(label, { keys: [k], values: ['z'.repeat(i % 50)] });
+    store.addNode(label, { keys: [k], values: ['keeps the heap end in place'] });
+    store.commit();
+    store.beginWrite();
+    for (let i = 0; i < NODES; i++) store.deleteNode(i);
+    store.commit();
+    const heapBefore = store.propertyHeapBytes();
+    const internals = store as unknown as { versionReuse: { listed: number; freeBlocks: number; sized: number[][]; large: number[] } };
+    // The next batch frees them (highest first, each absorbing the one after it): one block.
+    store.beginWrite();
+    const big = 'b'.repeat(200_000);
+    store.addNode(label, { keys: [k], values: [big] });
+    store.commit();
+    expect(store.propertyHeapBytes()).toBe(heapBefore);
+    expect(store.nodeRecord(NODES + 1, store.committedEpoch()).values).toEqual([big]);
+    const reuse = internals.versionReuse;
+    expect(reuse.freeBlocks).toBe(1);
+    // 10,000 entries were listed, one per freed block; the sweep left the live ones.
+    expect(reuse.listed).toBe(reuse.sized.reduce((n, list) => n + list.length, 0) + reuse.large.length);
+    expect(reuse.listed).toBeLessThanOrEqual(2 * reuse.freeBlocks + 4096);
+  });
+
   it('never gives two live versions the same space: random sizes, updates, deletions, rollbacks and held reads', () => {
     const random = rng(23);
     const store = Store.create();

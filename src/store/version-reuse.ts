@@ -35,7 +35,9 @@
 // down, so a run of neighbours freed together becomes one block. The lists are not told:
 // an entry is used only if a free block of the list's size starts there when it comes up
 // (an absorbed block's mark is cleared, a taken one's is its version's epoch). An offset
-// listed twice is harmless: once taken, its other entry no longer qualifies.
+// listed twice is harmless: once taken, its other entry no longer qualifies. Entries of
+// sizes no longer asked for would pile up, so the lists are swept once they hold more than
+// twice the free blocks (plus SWEEP_SLACK).
 import type { Topology } from './topology.js';
 
 /** Words of a version header (store.ts HEAP_HEADER_BYTES / 4): the smallest block worth keeping. */
@@ -45,6 +47,8 @@ const RECLAIM_EVERY = 16;
 
 /** Blocks up to this many words are kept by exact size. */
 const SIZED_WORDS_MAX = 1024;
+/** List entries beyond twice the free blocks before the lists are swept of stale ones. */
+const SWEEP_SLACK = 4096;
 /** A free block's tag words (see above). */
 const TAG_WORDS = 0, TAG_MARK = 1;
 
@@ -68,6 +72,9 @@ export class VersionReuse {
   private readonly large: number[] = [];
   /** Bytes in the free lists (reusable now). */
   freeBytes = 0;
+  /** Free blocks, and entries in the lists (stale ones included). */
+  private freeBlocks = 0;
+  private listed = 0;
   /** Words retired and not free yet (waiting for reads or cuts). */
   private retiredWords = 0;
   private allocationsSinceReclaim = 0;
@@ -168,6 +175,7 @@ export class VersionReuse {
       }
       large[i] = large[large.length - 1]!;
       large.length--;
+      this.listed--;
       if (free) return this.split(ptr, words);
     }
     return -1;
@@ -179,6 +187,7 @@ export class VersionReuse {
     let ptr = -1;
     while (list.length > 0) {
       const at = list.pop()!;
+      this.listed--;
       // Still a free block of this size (it may have been absorbed or taken since it was listed).
       if (heap[(at >>> 2) + TAG_MARK] === 0 && heap[(at >>> 2) + TAG_WORDS] === size) {
         ptr = at;
@@ -195,6 +204,7 @@ export class VersionReuse {
     const size = heap[at + TAG_WORDS]!;
     heap[at + TAG_MARK] = 1; // no longer a free block (the version's header follows)
     this.freeBytes -= size * 4;
+    this.freeBlocks--;
     if (size > words) this.addFree(ptr + words * 4, size - words);
     return ptr;
   }
@@ -220,7 +230,10 @@ export class VersionReuse {
       const absorbed = heap[(next >>> 2) + TAG_WORDS]!;
       heap[(next >>> 2) + TAG_MARK] = 1; // its list entry is stale from now on
       words += absorbed;
+      this.freeBlocks--;
     }
+    this.freeBlocks++;
+    this.listed++;
     heap[(ptr >>> 2) + TAG_WORDS] = words;
     heap[(ptr >>> 2) + TAG_MARK] = 0;
     if (words <= SIZED_WORDS_MAX) {
@@ -229,6 +242,32 @@ export class VersionReuse {
     } else {
       this.large.push(ptr);
     }
+    if (this.listed > 2 * this.freeBlocks + SWEEP_SLACK) this.sweep();
+  }
+
+  /** Drop the list entries that no longer name a free block of their list (and repeats). */
+  private sweep(): void {
+    const heap = this.heap(), seen = new Set<number>();
+    const keep = (list: number[], sized: boolean, size: number): number => {
+      let kept = 0;
+      for (const at of list) {
+        const words = heap[(at >>> 2) + TAG_WORDS]!;
+        if (heap[(at >>> 2) + TAG_MARK] !== 0 || (sized ? words !== size : words <= SIZED_WORDS_MAX) || seen.has(at)) continue;
+        seen.add(at);
+        list[kept++] = at;
+      }
+      list.length = kept;
+      return kept;
+    };
+    let listed = keep(this.large, false, 0);
+    for (let size = 0; size <= SIZED_WORDS_MAX; size++) {
+      const list = this.sized[size]!;
+      if (list.length === 0) continue;
+      const kept = keep(list, true, size);
+      if (kept === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
+      listed += kept;
+    }
+    this.listed = listed;
   }
 
   /** Move retired blocks that no running read and no held cut can reach to the free lists. */
