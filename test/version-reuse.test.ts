@@ -113,7 +113,7 @@ describe('property version reuse', () => {
     for (let i = 0; i < NODES; i++) store.deleteNode(i);
     store.commit();
     const heapBefore = store.propertyHeapBytes();
-    const internals = store as unknown as { versionReuse: { listed: number; freeBlocks: number; sized: number[][]; large: number[] } };
+    const internals = store as unknown as { versionReuse: { listed: number; freeAt: Map<number, number>; sized: number[][]; large: number[] } };
     // The next batch frees them (highest first, each absorbing the one after it): one block.
     store.beginWrite();
     const big = 'b'.repeat(200_000);
@@ -122,32 +122,43 @@ describe('property version reuse', () => {
     expect(store.propertyHeapBytes()).toBe(heapBefore);
     expect(store.nodeRecord(NODES + 1, store.committedEpoch()).values).toEqual([big]);
     const reuse = internals.versionReuse;
-    expect(reuse.freeBlocks).toBe(1);
+    expect(reuse.freeAt.size).toBe(1);
     // 10,000 entries were listed, one per freed block; the sweep left the live ones.
     expect(reuse.listed).toBe(reuse.sized.reduce((n, list) => n + list.length, 0) + reuse.large.length);
-    expect(reuse.listed).toBeLessThanOrEqual(2 * reuse.freeBlocks + 4096);
+    expect(reuse.listed).toBeLessThanOrEqual(2 * reuse.freeAt.size + 4096);
   });
 
   it('never gives two live versions the same space: random sizes, updates, deletions, rollbacks and held reads', () => {
     const random = rng(23);
     const store = Store.create();
-    const k = store.names.intern('v'), label = store.names.intern('N');
-    const value = (n: number) => 'y'.repeat(Math.floor(random() * 120)) + `#${n}`;
-    const expected = new Map<number, string>();
+    const k = store.names.intern('v');
+    // Many labels and records of every kind, small numbers and empty ones too: a version's
+    // words are anything, and nothing may take them for free space.
+    const labels = Array.from({ length: 40 }, (_, i) => store.names.intern(`L${i}`));
+    const label = () => labels[Math.floor(random() * labels.length)]!;
+    type Rec = { keys: number[]; values: (string | number)[] };
+    const value = (n: number): Rec => {
+      const r = random();
+      if (r < 0.15) return { keys: [], values: [] };
+      if (r < 0.4) return { keys: [k], values: [Math.floor(random() * 2000)] };
+      if (r < 0.45) return { keys: [k], values: ['w'.repeat(4096 + Math.floor(random() * 8000))] };
+      return { keys: [k], values: ['y'.repeat(Math.floor(random() * 120)) + `#${n}`] };
+    };
+    const expected = new Map<number, Rec>();
     const reader = Store.attach(store.shared);
-    let reading = -1, readerExpected = new Map<number, string>();
+    let reading = -1, readerExpected = new Map<number, Rec>();
     for (let batch = 0; batch < 4000; batch++) {
       store.beginWrite();
-      const changes = new Map<number, string | null>();
+      const changes = new Map<number, Rec | null>();
       for (let c = 0, n = 1 + Math.floor(random() * 8); c < n; c++) {
         const r = random();
         const live = [...expected.keys()].filter((id) => !changes.has(id) || changes.get(id) !== null);
         if (r < 0.3 || live.length < 5) {
           const v = value(batch);
-          changes.set(store.addNode(label, { keys: [k], values: [v] }), v);
+          changes.set(store.addNode(label(), v), v);
         } else if (r < 0.85) {
           const id = live[Math.floor(random() * live.length)]!, v = value(batch);
-          store.setNodeRecord(id, { keys: [k], values: [v] });
+          store.setNodeRecord(id, v);
           changes.set(id, v);
         } else {
           const id = live[Math.floor(random() * live.length)]!;
@@ -164,7 +175,7 @@ describe('property version reuse', () => {
         reading = reader.beginRead();
         readerExpected = new Map(expected);
       } else if (reading >= 0 && random() < 0.1) {
-        for (const [id, v] of readerExpected) expect(reader.nodeRecord(id, reading).values, `node ${id} at ${reading}`).toEqual([v]);
+        for (const [id, v] of readerExpected) expect(reader.nodeRecord(id, reading).values, `node ${id} at ${reading}`).toEqual(v.values);
         reader.endRead();
         reading = -1;
       }
@@ -173,7 +184,7 @@ describe('property version reuse', () => {
     const spans = [...expected.keys()].map((id) => [nodes[id * 5 + 4]!, nodes[id * 5 + 4]! + versionBytes(store, id)] as const).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i]![0], 'versions overlap').toBeGreaterThanOrEqual(spans[i - 1]![1]);
     expect(spans.at(-1)![1]).toBeLessThanOrEqual(store.propertyHeapBytes());
-    for (const [id, v] of expected) expect(store.nodeRecord(id, at).values).toEqual([v]);
+    for (const [id, v] of expected) expect(store.nodeRecord(id, at).values).toEqual(v.values);
   });
 
   it('keeps a version while a read that may reach it runs, and while a cut older than its successor is held', () => {

@@ -259,8 +259,7 @@ export class Store {
     this.heapWords = new Uint32Array(shared.heap, 0, shared.heap.byteLength >>> 2);
     this.names = new Dictionary(shared.names);
     this.versionReuse = grower
-      ? new VersionReuse(this.topology, (ptr) => HEAP_HEADER_BYTES / 4 + ((this.heapWords[(ptr >>> 2) + 3]! + 3) >>> 2), () => this.oldestHeldCut(),
-        () => this.heapWords, () => this.meta[M_HEAP_USED]!)
+      ? new VersionReuse(this.topology, (ptr) => HEAP_HEADER_BYTES / 4 + ((this.heapWords[(ptr >>> 2) + 3]! + 3) >>> 2), () => this.oldestHeldCut())
       : null;
     // A loaded store's heap holds no reclaimable space (a snapshot keeps visible versions only).
     if (grower) this.meta[M_HEAP_RECLAIMABLE] = 0;

@@ -25,19 +25,15 @@
 // varied sizes left half of an update round's versions unusable.)
 //
 // Free blocks merge with the free blocks after them, so records that grow find room in
-// what their smaller versions left. Every word below the heap's bump pointer belongs to
-// exactly one unit, a version (live or retired) or a free block, laid end to end: a
-// version takes exactly its words, and a block is split only when the rest can hold a
-// version. A free block carries a tag in its first two words, [words, 0] (no read can
-// reach it, so the writer may write there): a version's second word is its epoch, never
-// 0, so a 0 there marks a free block's start. When a block is freed, the free blocks
-// right after it are absorbed into it; a reclaim frees its blocks from the highest offset
-// down, so a run of neighbours freed together becomes one block. The lists are not told:
-// an entry is used only if a free block of the list's size starts there when it comes up
-// (an absorbed block's mark is cleared, a taken one's is its version's epoch). An offset
-// listed twice is harmless: once taken, its other entry no longer qualifies. Entries of
-// sizes no longer asked for would pile up, so the lists are swept once they hold more than
-// twice the free blocks (plus SWEEP_SLACK).
+// what their smaller versions left. The writer keeps every free block's start and words
+// in a map (nothing is written into the heap: a word there may be a version's bytes).
+// When a block is freed, the free blocks that start right where it ends are absorbed into
+// it; a reclaim frees its blocks from the highest offset down, so a run of neighbours
+// freed together becomes one block. The lists are not told: an entry is used only if the
+// map has a free block of the list's size starting there when it comes up, and the lists
+// are swept once they hold more than twice the free blocks (plus SWEEP_SLACK), so entries
+// of sizes no longer asked for do not pile up. The map costs a few tens of bytes per free
+// block, which merging and reuse keep few.
 import type { Topology } from './topology.js';
 
 /** Words of a version header (store.ts HEAP_HEADER_BYTES / 4): the smallest block worth keeping. */
@@ -49,8 +45,6 @@ const RECLAIM_EVERY = 16;
 const SIZED_WORDS_MAX = 1024;
 /** List entries beyond twice the free blocks before the lists are swept of stale ones. */
 const SWEEP_SLACK = 4096;
-/** A free block's tag words (see above). */
-const TAG_WORDS = 0, TAG_MARK = 1;
 
 export class VersionReuse {
   /** Versions the open batch superseded or whose element it deleted. */
@@ -72,8 +66,9 @@ export class VersionReuse {
   private readonly large: number[] = [];
   /** Bytes in the free lists (reusable now). */
   freeBytes = 0;
-  /** Free blocks, and entries in the lists (stale ones included). */
-  private freeBlocks = 0;
+  /** Every free block: its start (byte offset) and words. */
+  private readonly freeAt = new Map<number, number>();
+  /** Entries in the lists, stale ones included. */
   private listed = 0;
   /** Words retired and not free yet (waiting for reads or cuts). */
   private retiredWords = 0;
@@ -85,10 +80,6 @@ export class VersionReuse {
     private readonly versionWords: (ptr: number) => number,
     /** The epoch of the oldest snapshot cut whose export may still run (Infinity: none). */
     private readonly oldestHeldCut: () => number,
-    /** The writer's view of the heap's words (re-made when the heap grows). */
-    private readonly heap: () => Uint32Array,
-    /** The heap's bump pointer (bytes): no unit starts at or past it. */
-    private readonly heapEnd: () => number,
   ) {}
 
   beginBatch(bumpPointer: number): void {
@@ -165,10 +156,10 @@ export class VersionReuse {
       for (let size = this.nextSized(words + HEADER_WORDS); ptr < 0 && size >= 0; size = this.nextSized(size + 1)) ptr = this.popSized(size);
       if (ptr >= 0) return this.split(ptr, words);
     }
-    const large = this.large, heap = this.heap();
+    const large = this.large;
     for (let i = 0; i < large.length;) {
-      const ptr = large[i]!, size = heap[(ptr >>> 2) + TAG_WORDS]!;
-      const free = heap[(ptr >>> 2) + TAG_MARK] === 0 && size > SIZED_WORDS_MAX;
+      const ptr = large[i]!, size = this.freeAt.get(ptr) ?? 0;
+      const free = size > SIZED_WORDS_MAX;
       if (free && size !== words && size < words + HEADER_WORDS) {
         i++;
         continue;
@@ -183,13 +174,13 @@ export class VersionReuse {
 
   /** A free block of exactly `size` words from its list (-1: none left). */
   private popSized(size: number): number {
-    const list = this.sized[size]!, heap = this.heap();
+    const list = this.sized[size]!;
     let ptr = -1;
     while (list.length > 0) {
       const at = list.pop()!;
       this.listed--;
       // Still a free block of this size (it may have been absorbed or taken since it was listed).
-      if (heap[(at >>> 2) + TAG_MARK] === 0 && heap[(at >>> 2) + TAG_WORDS] === size) {
+      if (this.freeAt.get(at) === size) {
         ptr = at;
         break;
       }
@@ -200,11 +191,9 @@ export class VersionReuse {
 
   /** Take `words` words at the start of free block `ptr`; the rest stays free. */
   private split(ptr: number, words: number): number {
-    const heap = this.heap(), at = ptr >>> 2;
-    const size = heap[at + TAG_WORDS]!;
-    heap[at + TAG_MARK] = 1; // no longer a free block (the version's header follows)
+    const size = this.freeAt.get(ptr)!;
+    this.freeAt.delete(ptr);
     this.freeBytes -= size * 4;
-    this.freeBlocks--;
     if (size > words) this.addFree(ptr + words * 4, size - words);
     return ptr;
   }
@@ -225,34 +214,29 @@ export class VersionReuse {
   /** Free `words` words at `ptr` (a unit no read can reach), absorbing the free blocks right after it. */
   private addFree(ptr: number, words: number): void {
     this.freeBytes += words * 4;
-    const heap = this.heap(), limit = this.heapEnd();
-    for (let next = ptr + words * 4; next < limit && heap[(next >>> 2) + TAG_MARK] === 0; next = ptr + words * 4) {
-      const absorbed = heap[(next >>> 2) + TAG_WORDS]!;
-      heap[(next >>> 2) + TAG_MARK] = 1; // its list entry is stale from now on
+    for (let absorbed = this.freeAt.get(ptr + words * 4); absorbed !== undefined; absorbed = this.freeAt.get(ptr + words * 4)) {
+      this.freeAt.delete(ptr + words * 4); // its list entry is stale from now on
       words += absorbed;
-      this.freeBlocks--;
     }
-    this.freeBlocks++;
+    this.freeAt.set(ptr, words);
     this.listed++;
-    heap[(ptr >>> 2) + TAG_WORDS] = words;
-    heap[(ptr >>> 2) + TAG_MARK] = 0;
     if (words <= SIZED_WORDS_MAX) {
       this.sized[words]!.push(ptr);
       this.sizedNonEmpty[words >>> 5]! |= 1 << (words & 31);
     } else {
       this.large.push(ptr);
     }
-    if (this.listed > 2 * this.freeBlocks + SWEEP_SLACK) this.sweep();
+    if (this.listed > 2 * this.freeAt.size + SWEEP_SLACK) this.sweep();
   }
 
   /** Drop the list entries that no longer name a free block of their list (and repeats). */
   private sweep(): void {
-    const heap = this.heap(), seen = new Set<number>();
+    const seen = new Set<number>();
     const keep = (list: number[], sized: boolean, size: number): number => {
       let kept = 0;
       for (const at of list) {
-        const words = heap[(at >>> 2) + TAG_WORDS]!;
-        if (heap[(at >>> 2) + TAG_MARK] !== 0 || (sized ? words !== size : words <= SIZED_WORDS_MAX) || seen.has(at)) continue;
+        const words = this.freeAt.get(at);
+        if (words === undefined || (sized ? words !== size : words <= SIZED_WORDS_MAX) || seen.has(at)) continue;
         seen.add(at);
         list[kept++] = at;
       }
