@@ -1,4 +1,4 @@
-// GET /metrics (src/server/metrics.ts, docs/operations.md "Metrics"): Prometheus text with
+// GET /metrics (src/server/metrics.ts, README.md, `GET /metrics`): Prometheus text with
 // the whole server's query counts and durations (every front-end thread's, merged however
 // many threads there are and whichever one the scrape reaches), the queues' gauges and the
 // process metrics.
