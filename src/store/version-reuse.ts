@@ -54,10 +54,13 @@ export class VersionReuse {
   /** The heap's bump pointer when the open batch began (what it appended lies above). */
   private batchBumpStart = 0;
   /** Versions superseded by committed batches not yet visible: [ptr, epoch], epochs ascending. */
-  private awaiting: number[] = [];
+  private readonly awaiting: number[] = [];
   /** Retired blocks waiting for the reads and cuts that may hold them: [ptr, words, sequence, epoch]. */
-  private retired: number[] = [];
+  private readonly retired: number[] = [];
   private retiredHead = 0;
+  /** Scratch of reclaim(): indexes into `retired`, by offset, highest first. */
+  private readonly reclaimOrder: number[] = [];
+  private readonly byOffsetDescending = (a: number, b: number): number => this.retired[b]! - this.retired[a]!;
   /** Free blocks of each size up to SIZED_WORDS_MAX words: their offsets (some stale). */
   private readonly sized: number[][] = Array.from({ length: SIZED_WORDS_MAX + 1 }, () => []);
   /** Bit w: sized[w] is not empty. */
@@ -112,7 +115,9 @@ export class VersionReuse {
     if (done === 0) return;
     const sequence = this.topology.retireSequence();
     for (let i = 0; i < done; i += 2) this.retire(awaiting[i]!, this.versionWords(awaiting[i]!), sequence, awaiting[i + 1]!);
-    this.awaiting = done === awaiting.length ? [] : awaiting.slice(done);
+    // In place: these lists live as long as the store (no garbage per batch).
+    awaiting.copyWithin(0, done);
+    awaiting.length -= done;
   }
 
   /**
@@ -264,18 +269,20 @@ export class VersionReuse {
     // In retire order: sequences ascend; a cut that holds one epoch may hold later ones too.
     for (; i < retired.length; i += 4) if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
     // Freed from the highest offset down, so that each absorbs its free neighbours after it.
-    const order: number[] = [];
+    const order = this.reclaimOrder;
+    order.length = 0;
     for (let j = this.retiredHead; j < i; j += 4) order.push(j);
-    order.sort((a, b) => retired[b]! - retired[a]!);
+    order.sort(this.byOffsetDescending);
     for (const j of order) {
       this.addFree(retired[j]!, retired[j + 1]!);
       this.retiredWords -= retired[j + 1]!;
     }
     if (i === retired.length) {
-      this.retired = [];
+      retired.length = 0;
       this.retiredHead = 0;
     } else if (i > 4096 && i * 2 > retired.length) {
-      this.retired = retired.slice(i);
+      retired.copyWithin(0, i);
+      retired.length -= i;
       this.retiredHead = 0;
     } else {
       this.retiredHead = i;
