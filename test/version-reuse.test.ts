@@ -22,6 +22,17 @@ const versionBytes = (store: Store, node: number) => {
   return 16 + ((heap[(ptr >>> 2) + 3]! + 3) & ~3);
 };
 
+/** A store of 40 nodes with one property `k` each (`n0....`, 20 characters), and a maker of such records. */
+function fortyNodes(): { store: Store; rec: (v: string) => { keys: number[]; values: string[] } } {
+  const store = Store.create();
+  const k = store.names.intern('k'), label = store.names.intern('N');
+  const rec = (v: string) => ({ keys: [k], values: [v] });
+  store.beginWrite();
+  for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
+  store.commit();
+  return { store, rec };
+}
+
 describe('property version reuse', () => {
   it('a store updated, deleted from and rolled back keeps its heap near its live records, and answers exactly', () => {
     const store = Store.create();
@@ -223,12 +234,7 @@ describe('property version reuse', () => {
   });
 
   it('keeps the versions of a rolled-back batch while a read that began before the rollback runs', () => {
-    const store = Store.create();
-    const k = store.names.intern('k'), label = store.names.intern('N');
-    const rec = (v: string) => ({ keys: [k], values: [v] });
-    store.beginWrite();
-    for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
-    store.commit();
+    const { store, rec } = fortyNodes();
     const reader = Store.attach(store.shared);
     const at = reader.beginRead();
     store.beginWrite();
@@ -257,12 +263,7 @@ describe('property version reuse', () => {
   });
 
   it('the writer forgets what it cached of a rolled-back batch, whose space the next batch (of the same epoch) reuses', () => {
-    const store = Store.create();
-    const k = store.names.intern('k'), label = store.names.intern('N');
-    const rec = (v: string) => ({ keys: [k], values: [v] });
-    store.beginWrite();
-    for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
-    store.commit();
+    const { store, rec } = fortyNodes();
     store.beginWrite();
     const pending = store.pendingEpoch();
     store.setNodeRecord(0, rec('rolled back'.padEnd(20, '.')));

@@ -513,8 +513,8 @@ export function executeRequest(
     // barrier may name elements its commit dropped, whose records must outlive the request
     // (store/version-reuse.ts reuses what a commit retires once no announced read began before).
     const announced = write && plan.hasBarrier;
-    if (announced) store.beginRead();
-    if (write && plan.hasBarrier) {
+    if (announced) {
+      store.beginRead();
       (ctx as { barrier: (() => void) | null }).barrier = () => {
         if (store.batchIsEmpty()) return;
         logPending(store, options.logBatch);

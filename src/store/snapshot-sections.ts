@@ -9,11 +9,12 @@
 // on rollback); the versions a reader at E can reach are not reused while the cut is held
 // (version-reuse.ts), nor are those of later batches, through which the chain from a row's
 // newest version leads to them; the dictionary is append-only below cut.names; adjacency
-// entries visible at E keep their place and words (a relocation copies them). Each row is therefore rewritten as a reader at E sees it, each block is
-// cut down to the entries visible at E, and the heap down to the one version each visible
-// element has at E (HeapPlacement: a loaded store is read at E or later, so no reader can
-// ask for an older version). The output is a function of the state at E alone: an export
-// taken while the writer runs equals one taken after it stopped.
+// entries visible at E keep their place and words (a relocation copies them). Each row is
+// therefore rewritten as a reader at E sees it, each block is cut down to the entries
+// visible at E, and the heap down to the one version each visible element has at E
+// (HeapPlacement: a loaded store is read at E or later, so no reader can ask for an older
+// version). The output is a function of the state at E alone: an export taken while the
+// writer runs equals one taken after it stopped.
 //
 // Section layouts are the store's own buffer layouts (the loader writes chunks straight
 // into the buffers it allocates), so the section names and bytes are those the snapshot
@@ -30,7 +31,7 @@ import { sharedBuffer } from './growable.js';
 import {
   EDGE_WORDS, E_CREATED, E_DELETED, E_DST, E_LABEL, E_PROPS, E_SRC, HEAP_HEADER_BYTES, META_BYTES,
   M_EDGE_SLOTS, M_EPOCH, M_HEAP_USED, M_NODE_SLOTS, M_VISIBLE, NODE_WORDS, N_CREATED, N_DELETED, N_LABEL,
-  N_LABEL_SINCE, N_PROPS, Store, type StoreCut, type StoreShared,
+  N_LABEL_SINCE, N_PROPS, Store, versionWordsOf, type StoreCut, type StoreShared,
 } from './store.js';
 import {
   ADJ_WORDS, A_CREATED, A_DELETED, A_EDGE, A_LABEL, A_NEIGHBOR, CHUNKS, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, CHUNK_WORDS,
@@ -141,7 +142,7 @@ class LiveStore {
 
   /** Words version `ptr` takes in the heap: header and record bytes, padded to a word. */
   versionWords(ptr: number): number {
-    return HEAP_HEADER_BYTES / 4 + ((this.heap[(ptr >>> 2) + V_LENGTH]! + 3) >>> 2);
+    return versionWordsOf(this.heap[(ptr >>> 2) + V_LENGTH]!);
   }
 
   /**

@@ -75,6 +75,8 @@ export const M_HEAP_RECLAIMABLE = 5;
 /** Bytes of the meta buffer (the words above, the rest reserved). */
 export const META_BYTES = 64;
 export const HEAP_HEADER_BYTES = 16;
+/** Words a property version of `byteLength` record bytes takes: its header and the bytes, padded to a word. */
+export const versionWordsOf = (byteLength: number): number => HEAP_HEADER_BYTES / 4 + ((byteLength + 3) >>> 2);
 /** Slot of a heap offset in the record cache: the top bits of a multiplicative hash. */
 const RECORD_CACHE_SHIFT = 32 - Math.log2(limits.recordCacheEntriesMax);
 /** Misses in a row on its slot before a record enters the record cache (Store.recordAt). */
@@ -259,7 +261,7 @@ export class Store {
     this.heapWords = new Uint32Array(shared.heap, 0, shared.heap.byteLength >>> 2);
     this.names = new Dictionary(shared.names);
     this.versionReuse = grower
-      ? new VersionReuse(this.topology, (ptr) => HEAP_HEADER_BYTES / 4 + ((this.heapWords[(ptr >>> 2) + 3]! + 3) >>> 2), () => this.oldestHeldCut())
+      ? new VersionReuse(this.topology, (ptr) => versionWordsOf(this.heapWords[(ptr >>> 2) + 3]!), () => this.oldestHeldCut())
       : null;
     // A loaded store's heap holds no reclaimable space (a snapshot keeps visible versions only).
     if (grower) this.meta[M_HEAP_RECLAIMABLE] = 0;
@@ -800,7 +802,7 @@ export class Store {
     if (bytes.byteLength > limits.propertyRecordBytesMax) {
       throw new SvcError('invalid_query', `db error: Query error: property record of ${bytes.byteLength} bytes exceeds ${limits.propertyRecordBytesMax}`);
     }
-    const words = HEAP_HEADER_BYTES / 4 + ((bytes.byteLength + 3) >>> 2);
+    const words = versionWordsOf(bytes.byteLength);
     let ptr = this.versionReuse!.take(words);
     if (ptr < 0) {
       ptr = this.meta[M_HEAP_USED]!;
