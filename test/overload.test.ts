@@ -3,6 +3,9 @@
 // runs; a reader thread that dies is replaced and its requests answered; a writer thread
 // that dies answers what it never started as failed and what it started as uncertain.
 // Servers run in-process from dist/ (`npm test` builds first) so bounds can be lowered.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpFrontEnd } from '../dist/src/server/http.js';
 import { ReaderPool } from '../dist/src/server/reader-pool.js';
@@ -368,6 +371,14 @@ describe('a reader thread that dies', () => {
       await pool.close();
     }
   });
+
+  it('closing the pool while replacement threads still load their code ends the threads, not the process', async () => {
+    // The fixture closes pools at random moments of their replacements' load for 10 s; with
+    // the threads loading their code through require(), it died within that on 6 runs of 6.
+    const fixture = fileURLToPath(new URL('./fixtures/reader-pool-close-race.mjs', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [fixture, '10000'], { timeout: 60_000 });
+    expect(stdout).toMatch(/^closed [1-9]\d* pools during a load of \d+ ms\n$/);
+  }, 70_000);
 
   it('one costly request may wait in a busy thread as a spare task; cheap ones wait for an idle thread, in order; one thread holds no spare', async () => {
     const store = Store.create();

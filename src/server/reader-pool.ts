@@ -64,6 +64,17 @@ interface RunningTask {
 }
 
 /**
+ * Piscina loads a thread's code with require() first. On Node 20.19+ that loads our ES
+ * module synchronously (require(esm)), and a thread terminated part-way through that load
+ * (a pool closed while a replacement thread starts) aborts the whole process on a native
+ * assertion. Turning require(esm) off in the reader threads makes Piscina load the code
+ * with import(), which a termination simply ends. (The flag exists where the feature does.)
+ */
+const READER_THREAD_EXEC_ARGV: string[] = (process.features as { require_module?: boolean }).require_module === true
+  ? [...process.execArgv, '--no-experimental-require-module']
+  : process.execArgv;
+
+/**
  * A read task after the store was swapped (reader servers only): it carries the current
  * store, and a thread still on an older generation attaches to it before running the
  * requests. Until the first swap tasks carry nothing extra, so writer servers pay nothing.
@@ -152,6 +163,7 @@ export class ReaderPool implements QuerySink {
       concurrentTasksPerWorker: 2,
       resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
       workerData,
+      execArgv: READER_THREAD_EXEC_ARGV,
     });
     const reader = new ReaderPool(pool, options);
     return new Promise((resolve, reject) => {
