@@ -5,7 +5,8 @@
 // then vector and text indexes in the server (search-server.ts);
 // `npm run bench -- text [options]` (or `--text`): only the text engine scenario (text.ts);
 // `npm run bench -- gateway [options]` (or `--gateway`): only the cloud gateway's cost (gateway.ts);
-// `npm run bench -- memory [options]` (or `--memory`): where the server's RSS goes (memory.ts).
+// `npm run bench -- memory [options]` (or `--memory`): where the server's RSS goes (memory.ts),
+// then the property heap under updates that free and reuse its space (version-reuse.ts).
 // (npm appends `-- options` to the end of the script line, so one entry point hands them
 // to the right benchmark instead of to whichever command happens to come last.)
 import { spawnSync } from 'node:child_process';
@@ -24,7 +25,7 @@ const steps: [string, string[]][] = args.includes('--scale')
     : vector !== null ? [['./vector.js', vector], ['./search-server.js', vector]]
       : text !== null ? [['./text.js', text]]
         : gateway !== null ? [['./gateway.js', gateway]]
-          : memory !== null ? [['./memory.js', memory]]
+          : memory !== null ? [['./memory.js', memory], ['./version-reuse.js', memory]]
             : [['./run.js', args], ['./disk.js', []], ['./kernels.js', []]];
 for (const [script, argv] of steps) {
   // The text bench forces collections to measure its peers' heaps.

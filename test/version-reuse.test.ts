@@ -10,6 +10,8 @@ import { RedoKind } from '../src/store/store.js';
 
 const EDGE_DELETED: number = RedoKind.EdgeDeleted;
 import { loadSections, sectionsAt } from '../dist/src/store/snapshot-sections.js';
+import { VersionReuse } from '../dist/src/store/version-reuse.js';
+import type { Topology } from '../dist/src/store/topology.js';
 import { defaultExecOptions, executeRequest, noFlags } from '../dist/src/exec/request.js';
 // The index runtime (create_index in the barrier case below).
 import '../dist/src/index/runtime.js';
@@ -124,7 +126,7 @@ describe('property version reuse', () => {
     for (let i = 0; i < NODES; i++) store.deleteNode(i);
     store.commit();
     const heapBefore = store.propertyHeapBytes();
-    const internals = store as unknown as { versionReuse: { listed: number; freeAt: Map<number, number>; sized: number[][]; large: number[] } };
+    const internals = store as unknown as { versionReuse: { listed: number; freeAt: Map<number, number>; sized: number[][]; large: number[][] } };
     // The next batch frees them (highest first, each absorbing the one after it): one block.
     store.beginWrite();
     const big = 'b'.repeat(200_000);
@@ -135,8 +137,52 @@ describe('property version reuse', () => {
     const reuse = internals.versionReuse;
     expect(reuse.freeAt.size).toBe(1);
     // 10,000 entries were listed, one per freed block; the sweep left the live ones.
-    expect(reuse.listed).toBe(reuse.sized.reduce((n, list) => n + list.length, 0) + reuse.large.length);
+    expect(reuse.listed).toBe([...reuse.sized, ...reuse.large].reduce((n, list) => n + list.length, 0));
     expect(reuse.listed).toBeLessThanOrEqual(2 * reuse.freeAt.size + 4096);
+  });
+
+  it('a large version finds a block that fits past thousands too small for it, looking at a bounded number', () => {
+    // No reads or cuts held: what is retired is free at the next batch.
+    let sequence = 0;
+    const topology = { retireSequence: () => ++sequence, oldestReadSequence: () => Number.POSITIVE_INFINITY } as unknown as Topology;
+    const wordsAt = new Map<number, number>();
+    const reuse = new VersionReuse(topology, (ptr) => wordsAt.get(ptr)!, () => Number.POSITIVE_INFINITY);
+    // 3,000 free blocks of 1,100 words, each followed by a live one (no merging), then one of 4,000.
+    const SMALL = 3000, GAP = 16;
+    let bump = 16; // offset 0 means no version
+    reuse.beginBatch(bump);
+    for (let i = 0; i < SMALL; i++) {
+      wordsAt.set(bump, 1100);
+      reuse.supersede(bump);
+      bump += (1100 + GAP) * 4;
+    }
+    const big = bump;
+    wordsAt.set(big, 4000);
+    reuse.supersede(big);
+    bump += 4000 * 4;
+    reuse.committed(1, 1);
+    reuse.beginBatch(bump);
+    expect(reuse.freeBytes).toBe((SMALL * 1100 + 4000) * 4);
+
+    // Count the free blocks a take looks at: each is one lookup in the writer's map.
+    const freeAt = (reuse as unknown as { freeAt: Map<number, number> }).freeAt;
+    let lookups = 0;
+    const get = freeAt.get.bind(freeAt);
+    freeAt.get = (ptr: number) => { lookups++; return get(ptr); };
+    // 1,150 words: the small blocks share its size class and none fits it.
+    expect(reuse.take(1150)).toBe(big);
+    expect(lookups, 'a take looks at a bounded number of blocks').toBeLessThan(100);
+    // The rest of the big block is free, and the small blocks are all still there.
+    expect(reuse.freeBytes).toBe((SMALL * 1100 + 4000 - 1150) * 4);
+    lookups = 0;
+    expect(reuse.take(2850)).toBe(big + 1150 * 4);
+    expect(reuse.take(1150), 'nothing left that fits: append').toBe(-1);
+    expect(lookups).toBeLessThan(300);
+    const taken = new Set<number>();
+    for (let i = 0; i < SMALL; i++) taken.add(reuse.take(1100));
+    expect(taken.size, 'every small block is taken once by a version of its size').toBe(SMALL);
+    expect(taken.has(-1)).toBe(false);
+    expect(reuse.freeBytes).toBe(0);
   });
 
   it('never gives two live versions the same space: random sizes, updates, deletions, rollbacks and held reads', () => {

@@ -20,9 +20,14 @@
 // which are non-empty), larger blocks in one list. Updates mostly replace a record by one
 // of the same size, so a version of w words first takes a block of exactly w; else the
 // smallest block that leaves a remainder able to hold a version (a header), which goes
-// back to the lists; a version larger than SIZED_WORDS_MAX, or one no sized block fits,
-// takes the first large block that fits. (Lists by size class fragmented: records of
-// varied sizes left half of an update round's versions unusable.)
+// back to the lists. Larger blocks are listed by size class (LARGE_CLASS_STEPS classes per
+// doubling); a version larger than SIZED_WORDS_MAX, or one no sized block fits, takes the
+// first block that fits from its own class up, looking at no more than LARGE_MISSES_MAX
+// blocks too small for it in a class, so a take's cost is bounded whatever the free
+// space holds. (Size
+// classes for small blocks fragmented: records of varied sizes left half of an update
+// round's versions unusable; one list of large blocks, scanned for the first fit, cost a
+// scan of thousands of blocks per update once records of 4-32 KiB grew and shrank.)
 //
 // Free blocks merge with the free blocks after them, so records that grow find room in
 // what their smaller versions left. The writer keeps every free block's start and words
@@ -43,6 +48,13 @@ const RECLAIM_EVERY = 16;
 
 /** Blocks up to this many words are kept by exact size. */
 const SIZED_WORDS_MAX = 1024;
+/** Size classes of larger blocks per doubling of size (each spans 1/16 of its power of two). */
+const LARGE_CLASS_STEPS = 16;
+const LARGE_CLASS_SHIFT = 4;
+/** Doublings above SIZED_WORDS_MAX a block can span (the heap's 4 GiB is 2^30 words). */
+const LARGE_CLASSES = (31 - 10) * LARGE_CLASS_STEPS;
+/** Free blocks too small for a version that a take looks at in one class before it tries the next. */
+const LARGE_MISSES_MAX = 64;
 /** List entries beyond twice the free blocks before the lists are swept of stale ones. */
 const SWEEP_SLACK = 4096;
 
@@ -65,8 +77,10 @@ export class VersionReuse {
   private readonly sized: number[][] = Array.from({ length: SIZED_WORDS_MAX + 1 }, () => []);
   /** Bit w: sized[w] is not empty. */
   private readonly sizedNonEmpty = new Uint32Array((SIZED_WORDS_MAX >>> 5) + 1);
-  /** Free blocks larger than SIZED_WORDS_MAX words: their offsets (some stale). */
-  private readonly large: number[] = [];
+  /** Free blocks larger than SIZED_WORDS_MAX words, by largeClassOf(words): their offsets (some stale). */
+  private readonly large: number[][] = Array.from({ length: LARGE_CLASSES }, () => []);
+  /** Bit c: large[c] is not empty. */
+  private readonly largeNonEmpty = new Uint32Array((LARGE_CLASSES >>> 5) + 1);
   /** Bytes in the free lists (reusable now). */
   freeBytes = 0;
   /** Every free block: its start (byte offset) and words. */
@@ -161,20 +175,32 @@ export class VersionReuse {
       for (let size = this.nextSized(words + HEADER_WORDS); ptr < 0 && size >= 0; size = this.nextSized(size + 1)) ptr = this.popSized(size);
       if (ptr >= 0) return this.split(ptr, words);
     }
-    const large = this.large;
-    for (let i = 0; i < large.length;) {
-      const ptr = large[i]!, size = this.freeAt.get(ptr) ?? 0;
-      const free = size > SIZED_WORDS_MAX;
-      if (free && size !== words && size < words + HEADER_WORDS) {
-        i++;
-        continue;
+    // Blocks of the version's own class may be too small for it; from the next class up
+    // (almost) every one fits.
+    for (let c = this.nextLarge(words > SIZED_WORDS_MAX ? largeClassOf(words) : 0); c >= 0; c = this.nextLarge(c + 1)) {
+      const list = this.large[c]!;
+      let misses = 0;
+      // From the end, so that stale entries are dropped as they come up.
+      for (let i = list.length - 1; i >= 0; i--) {
+        const at = list[i]!, size = this.freeAt.get(at);
+        const listedHere = size !== undefined && largeClassOf(size) === c;
+        if (listedHere && size !== words && size < words + HEADER_WORDS) {
+          if (++misses >= LARGE_MISSES_MAX) break; // on to the next class
+          continue;
+        }
+        list[i] = list[list.length - 1]!;
+        list.length--;
+        this.listed--;
+        if (list.length === 0) this.largeNonEmpty[c >>> 5]! &= ~(1 << (c & 31));
+        if (listedHere) return this.split(at, words);
       }
-      large[i] = large[large.length - 1]!;
-      large.length--;
-      this.listed--;
-      if (free) return this.split(ptr, words);
     }
     return -1;
+  }
+
+  /** The smallest class >= `from` whose list may hold a free block, or -1. */
+  private nextLarge(from: number): number {
+    return nextSetBit(this.largeNonEmpty, from, LARGE_CLASSES - 1);
   }
 
   /** A free block of exactly `size` words from its list (-1: none left). */
@@ -205,15 +231,7 @@ export class VersionReuse {
 
   /** The smallest size >= `from` (<= SIZED_WORDS_MAX) whose list may hold a free block, or -1. */
   private nextSized(from: number): number {
-    const bits = this.sizedNonEmpty;
-    if (from > SIZED_WORDS_MAX) return -1;
-    let i = from >>> 5;
-    let word = bits[i]! & (~0 << (from & 31));
-    for (;;) {
-      if (word !== 0) return (i << 5) + (31 - Math.clz32(word & -word));
-      if (++i >= bits.length) return -1;
-      word = bits[i]!;
-    }
+    return nextSetBit(this.sizedNonEmpty, from, SIZED_WORDS_MAX);
   }
 
   /** Free `words` words at `ptr` (a unit no read can reach), absorbing the free blocks right after it. */
@@ -229,7 +247,9 @@ export class VersionReuse {
       this.sized[words]!.push(ptr);
       this.sizedNonEmpty[words >>> 5]! |= 1 << (words & 31);
     } else {
-      this.large.push(ptr);
+      const c = largeClassOf(words);
+      this.large[c]!.push(ptr);
+      this.largeNonEmpty[c >>> 5]! |= 1 << (c & 31);
     }
     if (this.listed > 2 * this.freeAt.size + SWEEP_SLACK) this.sweep();
   }
@@ -237,18 +257,25 @@ export class VersionReuse {
   /** Drop the list entries that no longer name a free block of their list (and repeats). */
   private sweep(): void {
     const seen = new Set<number>();
-    const keep = (list: number[], sized: boolean, size: number): number => {
+    const keep = (list: number[], sized: boolean, sizeOrClass: number): number => {
       let kept = 0;
       for (const at of list) {
         const words = this.freeAt.get(at);
-        if (words === undefined || (sized ? words !== size : words <= SIZED_WORDS_MAX) || seen.has(at)) continue;
+        if (words === undefined || (sized ? words !== sizeOrClass : words <= SIZED_WORDS_MAX || largeClassOf(words) !== sizeOrClass) || seen.has(at)) continue;
         seen.add(at);
         list[kept++] = at;
       }
       list.length = kept;
       return kept;
     };
-    let listed = keep(this.large, false, 0);
+    let listed = 0;
+    for (let c = 0; c < LARGE_CLASSES; c++) {
+      const list = this.large[c]!;
+      if (list.length === 0) continue;
+      const kept = keep(list, false, c);
+      if (kept === 0) this.largeNonEmpty[c >>> 5]! &= ~(1 << (c & 31));
+      listed += kept;
+    }
     for (let size = 0; size <= SIZED_WORDS_MAX; size++) {
       const list = this.sized[size]!;
       if (list.length === 0) continue;
@@ -292,5 +319,26 @@ export class VersionReuse {
   /** Bytes the heap will reuse before it grows: free, or retired and waiting for reads or cuts. */
   reclaimableBytes(): number {
     return this.freeBytes + this.retiredWords * 4;
+  }
+}
+
+/** The size class of a free block of more than SIZED_WORDS_MAX words. */
+function largeClassOf(words: number): number {
+  const doubling = 31 - Math.clz32(words); // >= 10
+  return (doubling - 10) * LARGE_CLASS_STEPS + ((words >>> (doubling - LARGE_CLASS_SHIFT)) & (LARGE_CLASS_STEPS - 1));
+}
+
+/** The lowest set bit at or above `from` (and at most `last`), or -1. */
+function nextSetBit(bits: Uint32Array, from: number, last: number): number {
+  if (from > last) return -1;
+  let i = from >>> 5;
+  let word = bits[i]! & (~0 << (from & 31));
+  for (;;) {
+    if (word !== 0) {
+      const bit = (i << 5) + (31 - Math.clz32(word & -word));
+      return bit <= last ? bit : -1;
+    }
+    if (++i >= bits.length) return -1;
+    word = bits[i]!;
   }
 }
