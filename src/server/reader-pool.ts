@@ -64,17 +64,6 @@ interface RunningTask {
 }
 
 /**
- * Piscina loads a thread's code with require() first. On Node 20.19+ that loads our ES
- * module synchronously (require(esm)), and a thread terminated part-way through that load
- * (a pool closed while a replacement thread starts) aborts the whole process on a native
- * assertion. Turning require(esm) off in the reader threads makes Piscina load the code
- * with import(), which a termination simply ends. (The flag exists where the feature does.)
- */
-const READER_THREAD_EXEC_ARGV: string[] = (process.features as { require_module?: boolean }).require_module === true
-  ? [...process.execArgv, '--no-experimental-require-module']
-  : process.execArgv;
-
-/**
  * A read task after the store was swapped (reader servers only): it carries the current
  * store, and a thread still on an older generation attaches to it before running the
  * requests. Until the first swap tasks carry nothing extra, so writer servers pay nothing.
@@ -153,7 +142,8 @@ export class ReaderPool implements QuerySink {
     }
     const workerData: ReaderWorkerData = { shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
-      filename: new URL('./reader-worker.js', import.meta.url).href,
+      // Not reader-worker.js itself: see reader-worker-entry.cts.
+      filename: new URL('./reader-worker-entry.cjs', import.meta.url).href,
       minThreads: options.threads,
       maxThreads: options.threads,
       // Fixed size: never retire an idle thread (it would re-attach on the next burst).
@@ -163,7 +153,6 @@ export class ReaderPool implements QuerySink {
       concurrentTasksPerWorker: 2,
       resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
       workerData,
-      execArgv: READER_THREAD_EXEC_ARGV,
     });
     const reader = new ReaderPool(pool, options);
     return new Promise((resolve, reject) => {
