@@ -244,6 +244,23 @@ describe('property version reuse', () => {
     for (const [id, v] of expected) expect(store.nodeRecord(id, at).values).toEqual(v.values);
   });
 
+  it('counts a superseded version reclaimable once its successor is published, not before', () => {
+    const store = Store.create();
+    store.publishOnCommit = false; // as durable storage: visible once on disk
+    const key = store.names.intern('v'), label = store.names.intern('N');
+    store.beginWrite();
+    const node = store.addNode(label, { keys: [key], values: ['first'] });
+    store.commit();
+    store.publish(store.committedEpoch());
+    const firstBytes = versionBytes(store, node);
+    store.beginWrite();
+    store.setNodeRecord(node, { keys: [key], values: ['second'] });
+    store.commit();
+    expect(store.propertyHeapReclaimableBytes(), 'a read at the visible epoch still reads the first version').toBe(0);
+    store.publish(store.committedEpoch());
+    expect(store.propertyHeapReclaimableBytes()).toBe(firstBytes);
+  });
+
   it('keeps a version while a read that may reach it runs, and while a cut older than its successor is held', () => {
     const store = Store.create();
     const key = store.names.intern('v');

@@ -473,7 +473,7 @@ export class Store {
   /**
    * Bytes below propertyHeapBytes() the writer reuses before the heap grows: versions no
    * read can reach any more, free or waiting for the reads that could (version-reuse.ts),
-   * as of the writer's last batch.
+   * as of the writer's last batch or publish.
    */
   propertyHeapReclaimableBytes(): number {
     return Atomics.load(this.meta, M_HEAP_RECLAIMABLE);
@@ -703,6 +703,8 @@ export class Store {
     if (epoch > committed) throw new SvcError('internal_error', `internal error: publish of epoch ${epoch} beyond the committed ${committed}`);
     if (epoch > this.visibleEpoch()) Atomics.store(this.meta, M_VISIBLE, epoch);
     this.versionReuse!.published(epoch);
+    // What the published batches superseded is retired now: reclaimable.
+    Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
   }
 
   /** Undo every change of the batch, newest first. Allocated IDs stay consumed. */
