@@ -185,6 +185,27 @@ describe('property version reuse', () => {
     expect(reuse.freeBytes).toBe(0);
   });
 
+  it('a block freed after its free neighbours joins them, before and after it, whatever the order', () => {
+    let sequence = 0;
+    const topology = { retireSequence: () => ++sequence, oldestReadSequence: () => Number.POSITIVE_INFINITY } as unknown as Topology;
+    const wordsAt = new Map<number, number>();
+    const reuse = new VersionReuse(topology, (ptr) => wordsAt.get(ptr)!, () => Number.POSITIVE_INFINITY);
+    // Five neighbours of 100 words from offset 16, freed one batch at a time: 1, 0, 3, 2 (which
+    // joins both its neighbours), 4; then one block of 500 words is all the free space.
+    const at = (i: number) => 16 + i * 400;
+    for (let i = 0; i < 5; i++) wordsAt.set(at(i), 100);
+    let epoch = 0;
+    for (const i of [1, 0, 3, 2, 4]) {
+      reuse.beginBatch(at(5));
+      reuse.supersede(at(i));
+      reuse.committed(++epoch, epoch);
+    }
+    reuse.beginBatch(at(5));
+    expect(reuse.freeBytes).toBe(5 * 400);
+    expect(reuse.take(500)).toBe(at(0));
+    expect(reuse.freeBytes).toBe(0);
+  });
+
   it('never gives two live versions the same space: random sizes, updates, deletions, rollbacks and held reads', () => {
     const random = rng(23);
     const store = Store.create();

@@ -29,12 +29,12 @@
 // round's versions unusable; one list of large blocks, scanned for the first fit, cost a
 // scan of thousands of blocks per update once records of 4-32 KiB grew and shrank.)
 //
-// Free blocks merge with the free blocks after them, so records that grow find room in
-// what their smaller versions left. The writer keeps every free block's start and words
-// in a map (nothing is written into the heap: a word there may be a version's bytes).
-// When a block is freed, the free blocks that start right where it ends are absorbed into
-// it; a reclaim frees its blocks from the highest offset down, so a run of neighbours
-// freed together becomes one block. The lists are not told: an entry is used only if the
+// Free blocks merge with their free neighbours, so records that grow find room in what
+// their smaller versions left. The writer keeps every free block's start and words in one
+// map and its end and start in another (nothing is written into the heap: a word there may
+// be a version's bytes). A block being freed absorbs the free block that starts where it
+// ends and joins the one that ends where it starts, so no two free blocks touch, in
+// whatever order neighbours are freed. The lists are not told: an entry is used only if the
 // map has a free block of the list's size starting there when it comes up, and the lists
 // are swept once they hold more than twice the free blocks (plus SWEEP_SLACK), so entries
 // of sizes no longer asked for do not pile up. The map costs a few tens of bytes per free
@@ -70,9 +70,6 @@ export class VersionReuse {
   /** Retired blocks waiting for the reads and cuts that may hold them: [ptr, words, sequence, epoch]. */
   private readonly retired: number[] = [];
   private retiredHead = 0;
-  /** Scratch of reclaim(): indexes into `retired`, by offset, highest first. */
-  private readonly reclaimOrder: number[] = [];
-  private readonly byOffsetDescending = (a: number, b: number): number => this.retired[b]! - this.retired[a]!;
   /** Free blocks of each size up to SIZED_WORDS_MAX words: their offsets (some stale). */
   private readonly sized: number[][] = Array.from({ length: SIZED_WORDS_MAX + 1 }, () => []);
   /** Bit w: sized[w] is not empty. */
@@ -85,6 +82,8 @@ export class VersionReuse {
   freeBytes = 0;
   /** Every free block: its start (byte offset) and words. */
   private readonly freeAt = new Map<number, number>();
+  /** Every free block: its end (byte offset past it) and start. */
+  private readonly freeEnd = new Map<number, number>();
   /** Entries in the lists, stale ones included. */
   private listed = 0;
   /** Words retired and not free yet (waiting for reads or cuts). */
@@ -224,6 +223,7 @@ export class VersionReuse {
   private split(ptr: number, words: number): number {
     const size = this.freeAt.get(ptr)!;
     this.freeAt.delete(ptr);
+    this.freeEnd.delete(ptr + size * 4);
     this.freeBytes -= size * 4;
     if (size > words) this.addFree(ptr + words * 4, size - words);
     return ptr;
@@ -234,14 +234,24 @@ export class VersionReuse {
     return nextSetBit(this.sizedNonEmpty, from, SIZED_WORDS_MAX);
   }
 
-  /** Free `words` words at `ptr` (a unit no read can reach), absorbing the free blocks right after it. */
+  /** Free `words` words at `ptr` (a unit no read can reach), merged with the free blocks on either side. */
   private addFree(ptr: number, words: number): void {
     this.freeBytes += words * 4;
-    for (let absorbed = this.freeAt.get(ptr + words * 4); absorbed !== undefined; absorbed = this.freeAt.get(ptr + words * 4)) {
-      this.freeAt.delete(ptr + words * 4); // its list entry is stale from now on
-      words += absorbed;
+    // Their list entries are stale from now on.
+    const next = this.freeAt.get(ptr + words * 4);
+    if (next !== undefined) {
+      this.freeAt.delete(ptr + words * 4);
+      this.freeEnd.delete(ptr + (words + next) * 4);
+      words += next;
+    }
+    const previous = this.freeEnd.get(ptr);
+    if (previous !== undefined) {
+      this.freeEnd.delete(ptr);
+      words += (ptr - previous) >>> 2;
+      ptr = previous;
     }
     this.freeAt.set(ptr, words);
+    this.freeEnd.set(ptr + words * 4, ptr);
     this.listed++;
     if (words <= SIZED_WORDS_MAX) {
       this.sized[words]!.push(ptr);
@@ -295,12 +305,7 @@ export class VersionReuse {
     let i = this.retiredHead;
     // In retire order: sequences ascend; a cut that holds one epoch may hold later ones too.
     for (; i < retired.length; i += 4) if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
-    // Freed from the highest offset down, so that each absorbs its free neighbours after it.
-    const order = this.reclaimOrder;
-    order.length = 0;
-    for (let j = this.retiredHead; j < i; j += 4) order.push(j);
-    order.sort(this.byOffsetDescending);
-    for (const j of order) {
+    for (let j = this.retiredHead; j < i; j += 4) {
       this.addFree(retired[j]!, retired[j + 1]!);
       this.retiredWords -= retired[j + 1]!;
     }
