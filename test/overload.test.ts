@@ -372,6 +372,20 @@ describe('a reader thread that dies', () => {
     }
   });
 
+  it('a reader thread whose code fails to load fails the start with the cause, instead of a pool that answers nothing', async () => {
+    const store = Store.create();
+    const marker = process.env['SVCDB_TEST_READER_CRASH'];
+    process.env['SVCDB_TEST_READER_CRASH'] = 'short'; // reader-worker.ts throws while loading
+    try {
+      const forward: QuerySink = { submit: () => undefined };
+      const started = ReaderPool.start({ shared: store.shared, threads: 2, dispatch: 'coalesce', queryTimeoutMs: 5_000, queryMemoryBytes: 1 << 20, forward });
+      await expect(started).rejects.toThrow('reader pool failed to start: SVCDB_TEST_READER_CRASH must be at least 16 characters');
+    } finally {
+      if (marker === undefined) delete process.env['SVCDB_TEST_READER_CRASH'];
+      else process.env['SVCDB_TEST_READER_CRASH'] = marker; // this block's own marker
+    }
+  });
+
   it('closing the pool while replacement threads still load their code ends the threads, not the process', async () => {
     // The fixture closes pools at random moments of their replacements' load for 10 s; with
     // the threads loading their code through require(), it died within that on 6 runs of 6.

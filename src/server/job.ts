@@ -77,6 +77,12 @@ export interface ReadTask {
   receivedAtMs: Float64Array;
 }
 
+/**
+ * What a reader thread posts on its port once its code is loaded and attached to the store
+ * (reader-worker.ts): Piscina reports its first threads as created before they load.
+ */
+export const READER_LOADED = 'svcdb-reader-loaded';
+
 /** Status of a request a reader may not run (a write, or one pinned to the writer). */
 export const FORWARD_TO_WRITER = 0;
 

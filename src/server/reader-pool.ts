@@ -48,7 +48,7 @@ import { limits, type LimitOverrides } from '../limits.js';
 import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import {
-  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, READER_LOADED, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound } from './queue-bound.js';
 import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
@@ -157,13 +157,21 @@ export class ReaderPool implements QuerySink {
     const reader = new ReaderPool(pool, options);
     return new Promise((resolve, reject) => {
       let created = 0;
-      const timer = setTimeout(() => {
+      const fail = (err: Error): void => {
         cleanup();
+        // The other threads may fail the same way meanwhile: their errors are this one's.
+        pool.on('error', () => undefined);
         void pool.destroy();
-        reject(new Error(`reader pool: ${options.threads - created} of ${options.threads} threads did not start within ${options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT} ms`));
+        reject(err);
+      };
+      const timer = setTimeout(() => {
+        fail(new Error(`reader pool: ${options.threads - created} of ${options.threads} threads did not start within ${options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT} ms`));
       }, options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT);
-      // Piscina reports a worker once it has loaded reader-worker.js, i.e. attached.
-      const onCreate = (): void => {
+      // Each thread posts READER_LOADED once reader-worker.js is loaded and attached (Piscina
+      // reports its first threads as created before that; a thread whose code fails to load
+      // ends with the error: onError).
+      const onLoaded = (message: unknown): void => {
+        if (message !== READER_LOADED) return;
         created++;
         if (created < options.threads) return;
         cleanup();
@@ -175,17 +183,13 @@ export class ReaderPool implements QuerySink {
         pool.on('workerCreate', () => reader.freeDeadReaderSlots());
         resolve(reader);
       };
-      const onError = (err: unknown): void => {
-        cleanup();
-        void pool.destroy();
-        reject(new Error(`reader pool failed to start: ${describeError(err)}`));
-      };
+      const onError = (err: unknown): void => fail(new Error(`reader pool failed to start: ${describeError(err)}`));
       const cleanup = (): void => {
         clearTimeout(timer);
-        pool.off('workerCreate', onCreate);
+        pool.off('message', onLoaded);
         pool.off('error', onError);
       };
-      pool.on('workerCreate', onCreate);
+      pool.on('message', onLoaded);
       pool.on('error', onError);
     });
   }

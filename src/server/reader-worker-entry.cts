@@ -4,4 +4,16 @@
 // while a replacement thread starts) aborts the whole process on a native assertion. This
 // CommonJS file loads the reader with import() instead, which a termination simply ends.
 // Piscina awaits the `default` export it finds: the reader's task function.
-export = { __esModule: true, default: import('./reader-worker.js').then((reader) => reader.default) };
+const reader = import('./reader-worker.js').then(
+  (loaded) => loaded.default,
+  (err: unknown) => {
+    // Piscina takes a rejected `default` for "no handler" and runs the thread anyway, the
+    // cause lost: end the thread with it instead (the pool's 'error' event).
+    process.nextTick(() => {
+      throw err;
+    });
+    return new Promise<never>(() => undefined);
+  },
+);
+
+export = { __esModule: true, default: reader };

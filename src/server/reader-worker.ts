@@ -7,12 +7,12 @@
 // index), so the main thread neither copies nor encodes them: it hands byte ranges of
 // that buffer straight to uWS.
 import { Buffer } from 'node:buffer';
-import { threadId } from 'node:worker_threads';
+import { parentPort, threadId } from 'node:worker_threads';
 import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
 import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '../exec/request.js';
 import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
-import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, type ReadTaskResult } from './job.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_LOADED, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
 import { testStall } from './test-stall.js';
 
@@ -49,6 +49,8 @@ function testCrashMarker(value: string | undefined): Buffer | null {
 
 /** SVCDB_TEST_READER_STALL (test-stall.ts): hold this thread before a marked request. */
 const stall = testStall('SVCDB_TEST_READER_STALL');
+
+parentPort!.postMessage(READER_LOADED);
 
 function dieOfHeapExhaustion(): never {
   store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced

@@ -182,7 +182,7 @@ export class VersionReuse {
       // From the end, so that stale entries are dropped as they come up.
       for (let i = list.length - 1; i >= 0; i--) {
         const at = list[i]!, size = this.freeAt.get(at);
-        const listedHere = size !== undefined && largeClassOf(size) === c;
+        const listedHere = size !== undefined && size > SIZED_WORDS_MAX && largeClassOf(size) === c;
         if (listedHere && size !== words && size < words + HEADER_WORDS) {
           if (++misses >= LARGE_MISSES_MAX) break; // on to the next class
           continue;
