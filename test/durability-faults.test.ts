@@ -17,6 +17,7 @@ const tempDir = tempDirs('faults');
 afterEach(() => {
   walFaults.failSyncs = walFaults.failAppends = 0;
   snapshotFaults.failWrites = 0;
+  snapshotFaults.buildIdentity = null;
 });
 
 const countAll = read([q('c', count(nodes('all')))], ['c']);
@@ -348,6 +349,24 @@ describe('failing storage', () => {
     snapshotFaults.failWrites = 0;
     const again = await openDatabase({ storage: 'disk', path: dir });
     expect(await values(again)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    await again.close();
+  });
+});
+
+describe('a snapshot thread started after an upgrade in place', () => {
+  it('refuses to write a snapshot when the installed files changed since the start, and the log keeps every write', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
+    // The snapshot thread starts on the first snapshot; by then the install was replaced.
+    snapshotFaults.buildIdentity = 'an install replaced since';
+    for (let i = 0; i < 20; i++) await db.query(addOne(i));
+    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-')), 'no snapshot written').toEqual([]);
+    const err = await db.close().then(() => null, (e: unknown) => e);
+    expect((err as SvcError).code).toBe('storage_error');
+    expect((err as SvcError).msg).toMatch(/snapshot at stop failed.*snapshot thread: svcdb's installed files changed since this server started/);
+    snapshotFaults.buildIdentity = null;
+    const again = await openDatabase({ storage: 'disk', path: dir });
+    expect(await values(again)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     await again.close();
   });
 });

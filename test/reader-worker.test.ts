@@ -8,6 +8,7 @@ import { encodeFlags, type ReadTaskResult } from '../dist/src/server/job.js';
 import type { SwappableReadTask } from '../dist/src/server/reader-pool.js';
 import type { ReaderWorkerData } from '../dist/src/server/reader-worker.js';
 import { Store } from '../dist/src/store/store.js';
+import { BUILD_IDENTITY } from '../dist/src/build-identity.js';
 import { meshWrite, slowMeshRead } from './helpers/mesh.js';
 import { count, nodes, q, read } from './helpers/requests.js';
 
@@ -28,9 +29,9 @@ describe('reader thread', () => {
   it('posts the answer of a task before it starts the next task of its port', async () => {
     const store = Store.create();
     expect(executeRequest(store, meshWrite, noFlags, 'writer')).toMatchObject({ status: 200 });
-    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 64 * 1024 * 1024 };
+    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 64 * 1024 * 1024, buildIdentity: BUILD_IDENTITY };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
-      filename: new URL('../dist/src/server/reader-worker.js', import.meta.url).href,
+      filename: new URL('../dist/src/server/reader-worker-entry.cjs', import.meta.url).href,
       minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY,
       // Three at once: the cheap and the slow task below wait together in the port while
       // the first runs, so the thread takes both from one drain of its port.
@@ -53,6 +54,25 @@ describe('reader thread', () => {
       // runs (it holds the thread for DEADLINE_MS); held back, it arrived with the second.
       expect(settledAt.get('second')! - settledAt.get('cheap')!).toBeGreaterThan(DEADLINE_MS / 2);
     } finally {
+      await pool.destroy();
+    }
+  });
+
+  it('refuses to run when its install is not the one the server started with (files replaced by an upgrade)', async () => {
+    const store = Store.create();
+    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 1 << 20, buildIdentity: 'an install replaced since' };
+    const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
+      filename: new URL('../dist/src/server/reader-worker-entry.cjs', import.meta.url).href,
+      minThreads: 1, maxThreads: 1, workerData,
+    });
+    try {
+      const err = await new Promise<Error>((resolve) => {
+        pool.once('error', resolve);
+        setTimeout(() => resolve(new Error('the thread loaded and ran')), 10_000).unref();
+      });
+      expect(err.message).toMatch(/^reader thread: svcdb's installed files changed since this server started .*restart the server$/);
+    } finally {
+      pool.on('error', () => undefined); // its replacements fail the same way
       await pool.destroy();
     }
   });

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { SvcError } from '../protocol/errors.js';
 import type { StoreCut, StoreShared } from '../store/store.js';
 import { snapshotFaults } from './snapshot.js';
+import { BUILD_IDENTITY } from '../build-identity.js';
 import type { SnapshotJob, SnapshotJobResult } from './snapshot-worker.js';
 
 /** The worker script: beside this module when built; the build's when run from sources (tests). */
@@ -29,7 +30,7 @@ export class SnapshotThread {
       // Fault injection crosses to the thread with the job (tests set it on this side).
       const injectFailure = snapshotFaults.failWrites > 0;
       if (injectFailure) snapshotFaults.failWrites--;
-      const job: SnapshotJob = { id, shared, cut, file, injectFailure };
+      const job: SnapshotJob = { id, shared, cut, file, injectFailure, buildIdentity: snapshotFaults.buildIdentity ?? BUILD_IDENTITY };
       worker.postMessage(job);
     });
   }

@@ -51,8 +51,12 @@ function readExactly(fd: number, buffer: Uint8Array, length: number, position: n
   return true;
 }
 
-/** Fault injection for tests: the next N snapshot writes fail part way, as a full disk would. */
-export const snapshotFaults = { failWrites: 0 };
+/**
+ * Fault injection for tests: the next N snapshot writes fail part way, as a full disk would;
+ * a build identity other than null is what the snapshot thread is told the server runs
+ * (build-identity.ts), as if the install had been replaced since the start.
+ */
+export const snapshotFaults: { failWrites: number; buildIdentity: string | null } = { failWrites: 0, buildIdentity: null };
 
 interface TableEntry { name: string; offset: number; byteLength: number; sum: number }
 

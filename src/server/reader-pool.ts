@@ -45,6 +45,7 @@
 import assert from 'node:assert/strict';
 import { Piscina } from 'piscina';
 import { limits, type LimitOverrides } from '../limits.js';
+import { BUILD_IDENTITY } from '../build-identity.js';
 import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import {
@@ -140,7 +141,9 @@ export class ReaderPool implements QuerySink {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       return Promise.reject(new Error(`reader threads must be a positive integer, got ${options.threads}`));
     }
-    const workerData: ReaderWorkerData = { shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes };
+    const workerData: ReaderWorkerData = {
+      shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
+    };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
       // Not reader-worker.js itself: see reader-worker-entry.cts.
       filename: new URL('./reader-worker-entry.cjs', import.meta.url).href,

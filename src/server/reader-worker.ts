@@ -12,6 +12,7 @@ import { Piscina, move, transferableSymbol, valueSymbol } from 'piscina';
 import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '../exec/request.js';
 import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
+import { assertSameInstall } from '../build-identity.js';
 import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_LOADED, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
 import { testStall } from './test-stall.js';
@@ -23,9 +24,12 @@ export interface ReaderWorkerData {
   role: Extract<ExecRole, 'reader' | 'replica'>;
   queryTimeoutMs: number;
   queryMemoryBytes: number;
+  /** The server's BUILD_IDENTITY: a replacement thread must load the same install. */
+  buildIdentity: string;
 }
 
 const data = Piscina.workerData as ReaderWorkerData;
+assertSameInstall(data.buildIdentity, 'reader thread');
 let store = Store.attach(data.shared);
 /** Which store swap `store` is (reader servers replace the store when they reload). */
 let generation = 0;
