@@ -16,7 +16,7 @@ const quick = process.argv.includes('--quick');
 const MiB = 1024 * 1024;
 const BATCH = 100;
 
-/** Bytes of the heap's live versions: each node's current version (header + record). */
+/** Bytes of the heap's live versions: each node's current version, header + its values as JSON (within 4 bytes of the codec's for these one-string records). */
 function liveBytes(store: Store, ids: number[]): number {
   const at = store.committedEpoch();
   let bytes = 0;

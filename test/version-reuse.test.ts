@@ -4,7 +4,7 @@
 // deletes, rolls back and publishes late (as durable storage does).
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { Store, type RedoBatch } from '../dist/src/store/store.js';
+import { NODE_WORDS, N_PROPS, Store, V_LENGTH, versionWordsOf, type RedoBatch } from '../dist/src/store/store.js';
 // A const enum: its values come from the source (the build inlines them).
 import { RedoKind } from '../src/store/store.js';
 
@@ -20,8 +20,8 @@ import { rng } from '../bench/seeded-random.js';
 const padOf = (n: number) => 'p'.repeat((n * 7) % 41);
 /** Bytes a version of `record` takes in the heap: header and bytes, padded to a word (store.ts). */
 const versionBytes = (store: Store, node: number) => {
-  const heap = new Uint32Array(store.shared.heap), ptr = new Uint32Array(store.shared.nodes)[node * 5 + 4]!;
-  return 16 + ((heap[(ptr >>> 2) + 3]! + 3) & ~3);
+  const heap = new Uint32Array(store.shared.heap), ptr = new Uint32Array(store.shared.nodes)[node * NODE_WORDS + N_PROPS]!;
+  return versionWordsOf(heap[(ptr >>> 2) + V_LENGTH]!) * 4;
 };
 
 /** A store of 40 nodes with one property `k` each (`n0....`, 20 characters), and a maker of such records. */
@@ -33,6 +33,17 @@ function fortyNodes(): { store: Store; rec: (v: string) => { keys: number[]; val
   for (let i = 0; i < 40; i++) store.addNode(label, rec(`n${i}`.padEnd(20, '.')));
   store.commit();
   return { store, rec };
+}
+
+/**
+ * The writer's free lists alone, with no reads or cuts held (what is retired is free at the
+ * next batch); `wordsAt` gives each version's words.
+ */
+function unheldReuse(): { reuse: VersionReuse; wordsAt: Map<number, number> } {
+  let sequence = 0;
+  const topology = { retireSequence: () => ++sequence, oldestReadSequence: () => Number.POSITIVE_INFINITY } as unknown as Topology;
+  const wordsAt = new Map<number, number>();
+  return { reuse: new VersionReuse(topology, (ptr) => wordsAt.get(ptr)!, () => Number.POSITIVE_INFINITY), wordsAt };
 }
 
 describe('property version reuse', () => {
@@ -142,11 +153,7 @@ describe('property version reuse', () => {
   });
 
   it('a large version finds a block that fits past thousands too small for it, looking at a bounded number', () => {
-    // No reads or cuts held: what is retired is free at the next batch.
-    let sequence = 0;
-    const topology = { retireSequence: () => ++sequence, oldestReadSequence: () => Number.POSITIVE_INFINITY } as unknown as Topology;
-    const wordsAt = new Map<number, number>();
-    const reuse = new VersionReuse(topology, (ptr) => wordsAt.get(ptr)!, () => Number.POSITIVE_INFINITY);
+    const { reuse, wordsAt } = unheldReuse();
     // 3,000 free blocks of 1,100 words, each followed by a live one (no merging), then one of 4,000.
     const SMALL = 3000, GAP = 16;
     let bump = 16; // offset 0 means no version
@@ -186,10 +193,7 @@ describe('property version reuse', () => {
   });
 
   it('a block freed after its free neighbours joins them, before and after it, whatever the order', () => {
-    let sequence = 0;
-    const topology = { retireSequence: () => ++sequence, oldestReadSequence: () => Number.POSITIVE_INFINITY } as unknown as Topology;
-    const wordsAt = new Map<number, number>();
-    const reuse = new VersionReuse(topology, (ptr) => wordsAt.get(ptr)!, () => Number.POSITIVE_INFINITY);
+    const { reuse, wordsAt } = unheldReuse();
     // Five neighbours of 100 words from offset 16, freed one batch at a time: 1, 0, 3, 2 (which
     // joins both its neighbours), 4; then one block of 500 words is all the free space.
     const at = (i: number) => 16 + i * 400;
@@ -259,7 +263,7 @@ describe('property version reuse', () => {
       }
     }
     const at = store.committedEpoch(), nodes = new Uint32Array(store.shared.nodes);
-    const spans = [...expected.keys()].map((id) => [nodes[id * 5 + 4]!, nodes[id * 5 + 4]! + versionBytes(store, id)] as const).sort((a, b) => a[0] - b[0]);
+    const spans = [...expected.keys()].map((id) => [nodes[id * NODE_WORDS + N_PROPS]!, nodes[id * NODE_WORDS + N_PROPS]! + versionBytes(store, id)] as const).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i]![0], 'versions overlap').toBeGreaterThanOrEqual(spans[i - 1]![1]);
     expect(spans.at(-1)![1]).toBeLessThanOrEqual(store.propertyHeapBytes());
     for (const [id, v] of expected) expect(store.nodeRecord(id, at).values).toEqual(v.values);
@@ -332,7 +336,7 @@ describe('property version reuse', () => {
       for (let t = 0; t < times; t++) {
         for (let n = 0; n < 40; n++) {
           store.setNodeRecord(n, rec(`${round}${n}`.padEnd(20, '.')));
-          taken.push(new Uint32Array(store.shared.nodes)[n * 5 + 4]!);
+          taken.push(new Uint32Array(store.shared.nodes)[n * NODE_WORDS + N_PROPS]!);
         }
       }
       store.commit();
@@ -359,7 +363,7 @@ describe('property version reuse', () => {
     const taken: number[] = [];
     for (let n = 1; n < 40; n++) {
       store.setNodeRecord(n, rec(`b${n}`.padEnd(20, '.')));
-      taken.push(new Uint32Array(store.shared.nodes)[n * 5 + 4]!);
+      taken.push(new Uint32Array(store.shared.nodes)[n * NODE_WORDS + N_PROPS]!);
       expect(store.nodeRecord(n, pending).values).toEqual([`b${n}`.padEnd(20, '.')]);
     }
     store.commit();
@@ -385,8 +389,8 @@ describe('property version reuse', () => {
     // Every live node has a version of its own.
     const nodes = new Uint32Array(store.shared.nodes), seen = new Set<number>();
     for (let n = 0; n < store.nodeSlots(); n++) {
-      expect(seen.has(nodes[n * 5 + 4]!), `node ${n}'s version`).toBe(false);
-      seen.add(nodes[n * 5 + 4]!);
+      expect(seen.has(nodes[n * NODE_WORDS + N_PROPS]!), `node ${n}'s version`).toBe(false);
+      seen.add(nodes[n * NODE_WORDS + N_PROPS]!);
     }
     const replica = Store.create();
     for (const batch of log) replica.applyRedo(batch);

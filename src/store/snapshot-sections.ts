@@ -31,7 +31,7 @@ import { sharedBuffer } from './growable.js';
 import {
   EDGE_WORDS, E_CREATED, E_DELETED, E_DST, E_LABEL, E_PROPS, E_SRC, HEAP_HEADER_BYTES, META_BYTES,
   M_EDGE_SLOTS, M_EPOCH, M_HEAP_USED, M_NODE_SLOTS, M_VISIBLE, NODE_WORDS, N_CREATED, N_DELETED, N_LABEL,
-  N_LABEL_SINCE, N_PROPS, Store, versionWordsOf, type StoreCut, type StoreShared,
+  N_LABEL_SINCE, N_PROPS, Store, V_EPOCH, V_LABEL, V_LENGTH, V_PREV, versionWordsOf, type StoreCut, type StoreShared,
 } from './store.js';
 import {
   ADJ_WORDS, A_CREATED, A_DELETED, A_EDGE, A_LABEL, A_NEIGHBOR, CHUNKS, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, CHUNK_WORDS,
@@ -60,8 +60,6 @@ export type SnapshotSectionName = (typeof snapshotSectionNames)[number] | (typeo
 
 const NODE_ROW_BYTES = NODE_WORDS * 4;
 const EDGE_ROW_BYTES = EDGE_WORDS * 4;
-// A property version's header words (store.ts appendVersion).
-const V_PREV = 0, V_EPOCH = 1, V_LABEL = 2, V_LENGTH = 3;
 /** Smallest chunk size accepted: the meta section in one chunk (and so a row, an entry). */
 const CHUNK_BYTES_MIN = META_BYTES;
 

@@ -75,6 +75,8 @@ export const M_HEAP_RECLAIMABLE = 5;
 /** Bytes of the meta buffer (the words above, the rest reserved). */
 export const META_BYTES = 64;
 export const HEAP_HEADER_BYTES = 16;
+/** A property version's header words (appendVersion): the older version, its batch's epoch, label, record bytes. */
+export const V_PREV = 0, V_EPOCH = 1, V_LABEL = 2, V_LENGTH = 3;
 /** Words a property version of `byteLength` record bytes takes: its header and the bytes, padded to a word. */
 export const versionWordsOf = (byteLength: number): number => HEAP_HEADER_BYTES / 4 + ((byteLength + 3) >>> 2);
 /** Slot of a heap offset in the record cache: the top bits of a multiplicative hash. */
@@ -261,7 +263,7 @@ export class Store {
     this.heapWords = new Uint32Array(shared.heap, 0, shared.heap.byteLength >>> 2);
     this.names = new Dictionary(shared.names);
     this.versionReuse = grower
-      ? new VersionReuse(this.topology, (ptr) => versionWordsOf(this.heapWords[(ptr >>> 2) + 3]!), () => this.oldestHeldCut())
+      ? new VersionReuse(this.topology, (ptr) => versionWordsOf(this.heapWords[(ptr >>> 2) + V_LENGTH]!), () => this.oldestHeldCut())
       : null;
     // A loaded store's heap holds no reclaimable space (a snapshot keeps visible versions only).
     if (grower) this.meta[M_HEAP_RECLAIMABLE] = 0;
@@ -512,11 +514,11 @@ export class Store {
    * (the header behind a pointer is written before the pointer is published).
    */
   private versionAt(ptr: number, at: number): number {
-    for (; ptr !== 0; ptr = this.heapWords[ptr >>> 2]!) {
+    for (; ptr !== 0; ptr = this.heapWords[(ptr >>> 2) + V_PREV]!) {
       // Versions newer than this reader's views (written after beginRead) may lie beyond
       // them, anywhere in the chain: a version in reused space points to one appended later.
       if (ptr + HEAP_HEADER_BYTES > this.heap.length) this.syncViews();
-      if (this.heapWords[(ptr >>> 2) + 1]! <= at) break;
+      if (this.heapWords[(ptr >>> 2) + V_EPOCH]! <= at) break;
     }
     return ptr;
   }
@@ -528,7 +530,7 @@ export class Store {
     if (this.nodes[base + N_LABEL_SINCE]! <= at) return label;
     // Relabelled after `at` (or by a batch that rolled back): the label of the version visible then.
     const ptr = this.versionAt(Atomics.load(this.nodes, base + N_PROPS), at);
-    return this.heapWords[(ptr >>> 2) + 2]!;
+    return this.heapWords[(ptr >>> 2) + V_LABEL]!;
   }
 
   edgeLabel(slot: number): number {
@@ -602,7 +604,7 @@ export class Store {
    * (the header may fit the views while the record bytes do not yet: a read would cut them).
    */
   private recordLength(ptr: number): number {
-    const length = this.heapWords[(ptr >>> 2) + 3]!;
+    const length = this.heapWords[(ptr >>> 2) + V_LENGTH]!;
     if (ptr + HEAP_HEADER_BYTES + length > this.heap.length) this.syncViews();
     return length;
   }
@@ -612,7 +614,7 @@ export class Store {
     const ptr = this.versionAt(newest, at);
     if (ptr === 0) return emptyRecord;
     const slot = Math.imul(ptr, 0x9e3779b1) >>> RECORD_CACHE_SHIFT;
-    const epoch = this.heapWords[(ptr >>> 2) + 1]!;
+    const epoch = this.heapWords[(ptr >>> 2) + V_EPOCH]!;
     if (this.recordCacheAt[slot] === ptr && this.recordCacheEpochs[slot] === epoch) return this.recordCacheRecords[slot]!;
     const length = this.recordLength(ptr);
     // In place: decodeRecordInPlace copies out of shared memory before it hands a record
@@ -688,7 +690,7 @@ export class Store {
     Atomics.store(this.meta, M_EPOCH, this.pending);
     if (this.publishOnCommit) Atomics.store(this.meta, M_VISIBLE, this.pending);
     this.versionReuse!.committed(this.pending, this.visibleEpoch());
-    Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
+    this.showReclaimable();
     // Its redo (if one was taken) carried every name up to here.
     this.namesLogged = this.names.size();
     this.pending = 0;
@@ -704,6 +706,11 @@ export class Store {
     if (epoch > this.visibleEpoch()) Atomics.store(this.meta, M_VISIBLE, epoch);
     this.versionReuse!.published(epoch);
     // What the published batches superseded is retired now: reclaimable.
+    this.showReclaimable();
+  }
+
+  /** Publish the heap's reclaimable bytes (propertyHeapReclaimableBytes) after the writer retired versions. */
+  private showReclaimable(): void {
     Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
   }
 
@@ -741,7 +748,7 @@ export class Store {
       }
     }
     this.versionReuse!.rolledBack(this.meta[M_HEAP_USED]!, this.pending);
-    Atomics.store(this.meta, M_HEAP_RECLAIMABLE, this.versionReuse!.reclaimableBytes());
+    this.showReclaimable();
     // This thread may have cached a version of the batch, whose space a batch of the same
     // epoch may reuse: offset and epoch would no longer name one version.
     this.clearRecordCache();
@@ -816,10 +823,10 @@ export class Store {
     const w = ptr >>> 2;
     // The last word's padding as in fresh heap: reused space holds an older version's bytes.
     this.heapWords[w + words - 1] = 0;
-    this.heapWords[w] = prev;
-    this.heapWords[w + 1] = this.pending;
-    this.heapWords[w + 2] = label;
-    this.heapWords[w + 3] = bytes.byteLength;
+    this.heapWords[w + V_PREV] = prev;
+    this.heapWords[w + V_EPOCH] = this.pending;
+    this.heapWords[w + V_LABEL] = label;
+    this.heapWords[w + V_LENGTH] = bytes.byteLength;
     this.heap.set(bytes, ptr + HEAP_HEADER_BYTES);
     return ptr;
   }

@@ -24,10 +24,10 @@
 // doubling); a version larger than SIZED_WORDS_MAX, or one no sized block fits, takes the
 // first block that fits from its own class up, looking at no more than LARGE_MISSES_MAX
 // blocks too small for it in a class, so a take's cost is bounded whatever the free
-// space holds. (Size
-// classes for small blocks fragmented: records of varied sizes left half of an update
-// round's versions unusable; one list of large blocks, scanned for the first fit, cost a
-// scan of thousands of blocks per update once records of 4-32 KiB grew and shrank.)
+// space holds. (Size classes for small blocks fragmented: records of varied sizes left
+// half of an update round's versions unusable; one list of large blocks, scanned for the
+// first fit, cost a scan of thousands of blocks per update once records of 4-32 KiB grew
+// and shrank.)
 //
 // Free blocks merge with their free neighbours, so records that grow find room in what
 // their smaller versions left. The writer keeps every free block's start and words in one
@@ -182,7 +182,7 @@ export class VersionReuse {
       // From the end, so that stale entries are dropped as they come up.
       for (let i = list.length - 1; i >= 0; i--) {
         const at = list[i]!, size = this.freeAt.get(at);
-        const listedHere = size !== undefined && size > SIZED_WORDS_MAX && largeClassOf(size) === c;
+        const listedHere = size !== undefined && largeListOf(size) === c;
         if (listedHere && size !== words && size < words + HEADER_WORDS) {
           if (++misses >= LARGE_MISSES_MAX) break; // on to the next class
           continue;
@@ -190,7 +190,7 @@ export class VersionReuse {
         list[i] = list[list.length - 1]!;
         list.length--;
         this.listed--;
-        if (list.length === 0) this.largeNonEmpty[c >>> 5]! &= ~(1 << (c & 31));
+        if (list.length === 0) clearBit(this.largeNonEmpty, c);
         if (listedHere) return this.split(at, words);
       }
     }
@@ -215,7 +215,7 @@ export class VersionReuse {
         break;
       }
     }
-    if (list.length === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
+    if (list.length === 0) clearBit(this.sizedNonEmpty, size);
     return ptr;
   }
 
@@ -255,11 +255,11 @@ export class VersionReuse {
     this.listed++;
     if (words <= SIZED_WORDS_MAX) {
       this.sized[words]!.push(ptr);
-      this.sizedNonEmpty[words >>> 5]! |= 1 << (words & 31);
+      setBit(this.sizedNonEmpty, words);
     } else {
       const c = largeClassOf(words);
       this.large[c]!.push(ptr);
-      this.largeNonEmpty[c >>> 5]! |= 1 << (c & 31);
+      setBit(this.largeNonEmpty, c);
     }
     if (this.listed > 2 * this.freeAt.size + SWEEP_SLACK) this.sweep();
   }
@@ -267,33 +267,25 @@ export class VersionReuse {
   /** Drop the list entries that no longer name a free block of their list (and repeats). */
   private sweep(): void {
     const seen = new Set<number>();
-    const keep = (list: number[], sized: boolean, sizeOrClass: number): number => {
-      let kept = 0;
-      for (const at of list) {
-        const words = this.freeAt.get(at);
-        if (words === undefined || (sized ? words !== sizeOrClass : words <= SIZED_WORDS_MAX || largeClassOf(words) !== sizeOrClass) || seen.has(at)) continue;
-        seen.add(at);
-        list[kept++] = at;
+    const sweepLists = (lists: number[][], nonEmpty: Uint32Array, listOf: (words: number) => number): number => {
+      let listed = 0;
+      for (let l = 0; l < lists.length; l++) {
+        const list = lists[l]!;
+        if (list.length === 0) continue;
+        let kept = 0;
+        for (const at of list) {
+          const words = this.freeAt.get(at);
+          if (words === undefined || listOf(words) !== l || seen.has(at)) continue;
+          seen.add(at);
+          list[kept++] = at;
+        }
+        list.length = kept;
+        if (kept === 0) clearBit(nonEmpty, l);
+        listed += kept;
       }
-      list.length = kept;
-      return kept;
+      return listed;
     };
-    let listed = 0;
-    for (let c = 0; c < LARGE_CLASSES; c++) {
-      const list = this.large[c]!;
-      if (list.length === 0) continue;
-      const kept = keep(list, false, c);
-      if (kept === 0) this.largeNonEmpty[c >>> 5]! &= ~(1 << (c & 31));
-      listed += kept;
-    }
-    for (let size = 0; size <= SIZED_WORDS_MAX; size++) {
-      const list = this.sized[size]!;
-      if (list.length === 0) continue;
-      const kept = keep(list, true, size);
-      if (kept === 0) this.sizedNonEmpty[size >>> 5]! &= ~(1 << (size & 31));
-      listed += kept;
-    }
-    this.listed = listed;
+    this.listed = sweepLists(this.sized, this.sizedNonEmpty, sizedListOf) + sweepLists(this.large, this.largeNonEmpty, largeListOf);
   }
 
   /** Move retired blocks that no running read and no held cut can reach to the free lists. */
@@ -304,10 +296,10 @@ export class VersionReuse {
     const retired = this.retired;
     let i = this.retiredHead;
     // In retire order: sequences ascend; a cut that holds one epoch may hold later ones too.
-    for (; i < retired.length; i += 4) if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
-    for (let j = this.retiredHead; j < i; j += 4) {
-      this.addFree(retired[j]!, retired[j + 1]!);
-      this.retiredWords -= retired[j + 1]!;
+    for (; i < retired.length; i += 4) {
+      if (retired[i + 2]! >= oldestRead || retired[i + 3]! > oldestCut) break;
+      this.addFree(retired[i]!, retired[i + 1]!);
+      this.retiredWords -= retired[i + 1]!;
     }
     if (i === retired.length) {
       retired.length = 0;
@@ -325,6 +317,16 @@ export class VersionReuse {
   reclaimableBytes(): number {
     return this.freeBytes + this.retiredWords * 4;
   }
+}
+
+/** The exact-size list a free block of `words` words belongs in, or -1 (a large one). */
+function sizedListOf(words: number): number {
+  return words <= SIZED_WORDS_MAX ? words : -1;
+}
+
+/** The size-class list a free block of `words` words belongs in, or -1 (a sized one). */
+function largeListOf(words: number): number {
+  return words > SIZED_WORDS_MAX ? largeClassOf(words) : -1;
 }
 
 /** The size class of a free block of more than SIZED_WORDS_MAX words. */
@@ -346,4 +348,12 @@ function nextSetBit(bits: Uint32Array, from: number, last: number): number {
     if (++i >= bits.length) return -1;
     word = bits[i]!;
   }
+}
+
+function setBit(bits: Uint32Array, bit: number): void {
+  bits[bit >>> 5]! |= 1 << (bit & 31);
+}
+
+function clearBit(bits: Uint32Array, bit: number): void {
+  bits[bit >>> 5]! &= ~(1 << (bit & 31));
 }
