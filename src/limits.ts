@@ -288,6 +288,15 @@ export const limits = {
   // bounded by the per-query memory budget, 128 MiB of estimates, ~300 MiB of heap).
   /** Old-generation MB of each reader-pool thread: the dictionary, caches and ~3 query budgets. */
   readerThreadHeapMbMax: 1536,
+  /**
+   * A reader thread that dies is replaced by Piscina, but only until one replacement fails
+   * while loading; from then on Piscina replaces no thread of that pool again. The reader
+   * pool then starts a whole new pool of threads itself, first after this many ms, and
+   * doubles the delay after each start that fails (reader-pool.ts, "Threads that are gone").
+   */
+  readerRestartDelayMsMin: 1000,
+  /** The longest delay between two such starts (ms). */
+  readerRestartDelayMsMax: 30_000,
   /** Old-generation MB of the writer thread: as a reader, plus WAL frames and decoded write bodies. */
   writerThreadHeapMbMax: 2048,
   /**

@@ -386,6 +386,59 @@ describe('a reader thread that dies', () => {
     }
   });
 
+  it('threads whose replacements fail to load: reads are answered 503 at once, and a new pool is started (with backoff) once threads load again', async () => {
+    const store = Store.create();
+    const label = freshLabel();
+    executeRequest(store, addNode(label), noFlags, 'writer');
+    const pool = await ReaderPool.start({
+      shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
+      limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 50, readerRestartDelayMsMax: 200 },
+    });
+    const ask = (body: string): Promise<Answered> => {
+      const j = job(body);
+      pool.submit(j.job);
+      return j.answer;
+    };
+    const until = async (what: string, done: () => boolean): Promise<void> => {
+      for (let i = 0; i < 500 && !done(); i++) await sleep(20);
+      expect(done(), what).toBe(true);
+    };
+    const marker = process.env['SVCDB_TEST_READER_CRASH'];
+    try {
+      process.env['SVCDB_TEST_READER_CRASH'] = 'short'; // threads started from now on fail to load
+      expect((await ask(crashRead)).status).toBe(500);
+      // Piscina's replacement fails to load, and Piscina then replaces no thread of that pool.
+      await until('the replacement failed', () => pool.threadsAlive === 0);
+      const started = Date.now();
+      const refused = await ask(countLabel(label));
+      expect(Date.now() - started, 'answered at once, not at the 30 s deadline').toBeLessThan(5_000);
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.body)).toEqual({
+        error: 'server_overloaded',
+        msg: 'server overloaded: no reader thread is running (new ones are being started; the server log says why they stopped); retry later',
+      });
+      // The pool's own starts fail the same way, and are tried again.
+      await until('two starts failed', () => pool.restarts.failures >= 2);
+      expect(pool.restarts.lastFailure).toMatch(/reader threads failed to start: SVCDB_TEST_READER_CRASH must be at least 16 characters/);
+      process.env['SVCDB_TEST_READER_CRASH'] = marker; // threads load again
+      await until('a new pool started', () => pool.restarts.done === 1);
+      expect(pool.restarts).toEqual({ done: 1, failures: 0, lastFailure: null });
+      expect(pool.threadsAlive).toBe(1);
+      expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
+      // The new pool replaces a thread that dies as a fresh pool does.
+      expect((await ask(crashRead)).status).toBe(500);
+      expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
+      expect(pool.restarts.done).toBe(1);
+      expect(pool.tasksInFlight).toBe(0);
+      const log = stderr.join('');
+      expect(log).toMatch(/svcdb: 1 of 1 reader threads are gone and not replaced; starting a new pool of 1/);
+      expect(log).toMatch(/svcdb: reader threads failed to start: SVCDB_TEST_READER_CRASH must be at least 16 characters \(start 2 in a row to fail; the next is tried later\)/);
+    } finally {
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      await pool.close();
+    }
+  }, 30_000);
+
   it('closing the pool while replacement threads still load their code ends the threads, not the process', async () => {
     // The fixture closes pools at random moments of their replacements' load for 10 s; with
     // the threads loading their code through require(), it died within that on 6 runs of 6.

@@ -51,7 +51,8 @@ import { Topology } from '../store/topology.js';
 import {
   bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, READER_LOADED, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
-import { QueueBound } from './queue-bound.js';
+import { QueueBound, shed } from './queue-bound.js';
+import { SvcError } from '../protocol/errors.js';
 import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import type { ReaderWorkerData } from './reader-worker.js';
 
@@ -89,15 +90,81 @@ export interface ReaderPoolOptions {
   /** Give up if the threads are not up after this long. */
   startTimeoutMs?: number;
   /** Lower bounds than limits.ts (tests). */
-  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax' | 'deadlineAnswerGraceMs'>;
+  limits?: LimitOverrides<'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax' | 'deadlineAnswerGraceMs' | 'readerRestartDelayMsMin' | 'readerRestartDelayMsMax'>;
 }
 
 const START_TIMEOUT_MS_DEFAULT = 30_000;
 
+type ThreadPool = Piscina<SwappableReadTask, ReadTaskResult>;
+
+/**
+ * A Piscina pool of options.threads reader threads attached to `shared`; resolves once
+ * every thread has loaded and attached, rejects with the first failure (`what`: its cause)
+ * after destroying the pool.
+ */
+function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string): Promise<ThreadPool> {
+  const workerData: ReaderWorkerData = {
+    shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
+  };
+  const pool: ThreadPool = new Piscina<SwappableReadTask, ReadTaskResult>({
+    // Not reader-worker.js itself: see reader-worker-entry.cts.
+    filename: new URL('./reader-worker-entry.cjs', import.meta.url).href,
+    minThreads: options.threads,
+    maxThreads: options.threads,
+    // Fixed size: never retire an idle thread (it would re-attach on the next burst).
+    idleTimeout: Number.POSITIVE_INFINITY,
+    // A second task goes to a thread only as the pool's one spare costly request (hasRoom):
+    // it waits in the thread's port, so the thread starts it the moment the first ends.
+    concurrentTasksPerWorker: 2,
+    resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
+    workerData,
+  });
+  const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT;
+  return new Promise((resolve, reject) => {
+    let loaded = 0;
+    const fail = (err: Error): void => {
+      cleanup();
+      // The other threads may fail the same way meanwhile: their errors are this one's.
+      pool.on('error', () => undefined);
+      void pool.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(() => {
+      fail(new Error(`${what}: ${options.threads - loaded} of ${options.threads} threads did not start within ${startTimeoutMs} ms`));
+    }, startTimeoutMs);
+    // Each thread posts READER_LOADED once reader-worker.js is loaded and attached (Piscina
+    // reports its first threads as created before that; a thread whose code fails to load
+    // ends with the error: onError).
+    const onLoaded = (message: unknown): void => {
+      if (message !== READER_LOADED) return;
+      loaded++;
+      if (loaded < options.threads) return;
+      cleanup();
+      resolve(pool);
+    };
+    const onError = (err: unknown): void => fail(new Error(`${what}: ${describeError(err)}`));
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      pool.off('message', onLoaded);
+      pool.off('error', onError);
+    };
+    pool.on('message', onLoaded);
+    pool.on('error', onError);
+  });
+}
+
 export class ReaderPool implements QuerySink {
   readonly threads: number;
   readonly dispatch: ReadDispatch;
-  private readonly pool: Piscina<SwappableReadTask, ReadTaskResult>;
+  /** The threads tasks go to (replaced as a whole by startNewThreads). */
+  private pool: ThreadPool;
+  /** Pools replaced by a new one, finishing their tasks: their threads' reader slots are still theirs. */
+  private readonly retiring = new Set<ThreadPool>();
+  /** What starting a new pool needs, and how the last starts went (restartIfGone). */
+  private readonly startOptions: ReaderPoolOptions;
+  private readonly restartDelayMsMin: number;
+  private readonly restartDelayMsMax: number;
+  private readonly restart = { timer: null as NodeJS.Timeout | null, starting: false, failures: 0, done: 0, lastFailure: null as string | null };
   private readonly forward: QuerySink;
   /** Complete requests waiting for an idle thread. */
   private queue: QueryJob[] = [];
@@ -121,8 +188,11 @@ export class ReaderPool implements QuerySink {
   private generation = 0;
   private current: StoreShared;
 
-  private constructor(pool: Piscina<SwappableReadTask, ReadTaskResult>, options: ReaderPoolOptions) {
+  private constructor(pool: ThreadPool, options: ReaderPoolOptions) {
     this.pool = pool;
+    this.startOptions = options;
+    this.restartDelayMsMin = options.limits?.readerRestartDelayMsMin ?? limits.readerRestartDelayMsMin;
+    this.restartDelayMsMax = options.limits?.readerRestartDelayMsMax ?? limits.readerRestartDelayMsMax;
     this.threads = options.threads;
     this.dispatch = options.dispatch;
     this.forward = options.forward;
@@ -134,67 +204,87 @@ export class ReaderPool implements QuerySink {
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
     this.overdue = new OverdueAnswers(options.queryTimeoutMs, options.limits?.deadlineAnswerGraceMs);
+    this.watch(pool);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
-  static start(options: ReaderPoolOptions): Promise<ReaderPool> {
+  static async start(options: ReaderPoolOptions): Promise<ReaderPool> {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
-      return Promise.reject(new Error(`reader threads must be a positive integer, got ${options.threads}`));
+      throw new Error(`reader threads must be a positive integer, got ${options.threads}`);
     }
-    const workerData: ReaderWorkerData = {
-      shared: options.shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
-    };
-    const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
-      // Not reader-worker.js itself: see reader-worker-entry.cts.
-      filename: new URL('./reader-worker-entry.cjs', import.meta.url).href,
-      minThreads: options.threads,
-      maxThreads: options.threads,
-      // Fixed size: never retire an idle thread (it would re-attach on the next burst).
-      idleTimeout: Number.POSITIVE_INFINITY,
-      // A second task goes to a thread only as the pool's one spare costly request (hasRoom):
-      // it waits in the thread's port, so the thread starts it the moment the first ends.
-      concurrentTasksPerWorker: 2,
-      resourceLimits: { maxOldGenerationSizeMb: options.limits?.readerThreadHeapMbMax ?? limits.readerThreadHeapMbMax, maxYoungGenerationSizeMb: limits.workerThreadYoungGenerationMb },
-      workerData,
+    const pool = await launchThreads(options, options.shared, 'reader pool failed to start');
+    return new ReaderPool(pool, options);
+  }
+
+  /** Listen to a pool's threads: deaths between tasks, replacements, threads gone. */
+  private watch(pool: ThreadPool): void {
+    pool.on('error', (err: unknown) => {
+      // A thread died between tasks (a death during a task rejects the task instead).
+      process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
     });
-    const reader = new ReaderPool(pool, options);
-    return new Promise((resolve, reject) => {
-      let created = 0;
-      const fail = (err: Error): void => {
-        cleanup();
-        // The other threads may fail the same way meanwhile: their errors are this one's.
-        pool.on('error', () => undefined);
-        void pool.destroy();
-        reject(err);
-      };
-      const timer = setTimeout(() => {
-        fail(new Error(`reader pool: ${options.threads - created} of ${options.threads} threads did not start within ${options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT} ms`));
-      }, options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT);
-      // Each thread posts READER_LOADED once reader-worker.js is loaded and attached (Piscina
-      // reports its first threads as created before that; a thread whose code fails to load
-      // ends with the error: onError).
-      const onLoaded = (message: unknown): void => {
-        if (message !== READER_LOADED) return;
-        created++;
-        if (created < options.threads) return;
-        cleanup();
-        pool.on('error', (err: unknown) => {
-          // A thread died between tasks (a death during a task rejects the task instead).
-          process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
-        });
-        // A replacement starts once Piscina has dropped the dead thread: free the dead one's slot.
-        pool.on('workerCreate', () => reader.freeDeadReaderSlots());
-        resolve(reader);
-      };
-      const onError = (err: unknown): void => fail(new Error(`reader pool failed to start: ${describeError(err)}`));
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        pool.off('message', onLoaded);
-        pool.off('error', onError);
-      };
-      pool.on('message', onLoaded);
-      pool.on('error', onError);
+    // A replacement starts once Piscina has dropped the dead thread: free the dead one's slot.
+    pool.on('workerCreate', () => this.freeDeadReaderSlots());
+    // Piscina starts a replacement right after it drops a thread, if it still does.
+    pool.on('workerDestroy', () => setImmediate(() => this.restartIfGone()));
+  }
+
+  /**
+   * Threads that are gone: Piscina replaces a thread that dies only until one replacement
+   * fails while loading (its code, or the install check of build-identity.ts); from then on
+   * that pool replaces none, and once its last thread died every read would wait in it
+   * until its deadline. So when the pool has fewer threads than it should, a whole new pool
+   * is started here, after limits.readerRestartDelayMsMin and twice as long after each
+   * start that fails, up to limits.readerRestartDelayMsMax. The new pool takes every task
+   * from its start on; the old one finishes the tasks it has, then closes. While no thread
+   * is alive at all, reads are answered 503 server_overloaded at once (run()).
+   */
+  private restartIfGone(): void {
+    if (this.closed || this.restart.timer !== null || this.restart.starting || this.pool.threads.length >= this.threads) return;
+    const delayMs = Math.min(this.restartDelayMsMax, this.restartDelayMsMin * 2 ** this.restart.failures);
+    this.restart.timer = setTimeout(() => {
+      this.restart.timer = null;
+      void this.startNewThreads();
+    }, delayMs);
+  }
+
+  private async startNewThreads(): Promise<void> {
+    const alive = this.pool.threads.length;
+    if (this.closed || alive >= this.threads) return;
+    this.restart.starting = true;
+    process.stderr.write(`svcdb: ${this.threads - alive} of ${this.threads} reader threads are gone and not replaced; starting a new pool of ${this.threads}\n`);
+    let fresh: ThreadPool;
+    try {
+      fresh = await launchThreads(this.startOptions, this.current, 'reader threads failed to start');
+    } catch (err) {
+      this.restart.starting = false;
+      this.restart.failures++;
+      this.restart.lastFailure = describeError(err);
+      process.stderr.write(`svcdb: ${this.restart.lastFailure} (start ${this.restart.failures} in a row to fail; the next is tried later)\n`);
+      this.restartIfGone();
+      return;
+    }
+    this.restart.starting = false;
+    if (this.closed) {
+      await fresh.destroy();
+      return;
+    }
+    const old = this.pool;
+    this.pool = fresh;
+    this.watch(fresh);
+    this.restart.failures = 0;
+    this.restart.lastFailure = null;
+    this.restart.done++;
+    this.retiring.add(old);
+    void old.close().finally(() => {
+      this.retiring.delete(old);
+      this.freeDeadReaderSlots();
     });
+    this.pump();
+  }
+
+  /** Whole pools started because threads were gone (restartIfGone), and the last start's failure. */
+  get restarts(): { done: number; failures: number; lastFailure: string | null } {
+    return { done: this.restart.done, failures: this.restart.failures, lastFailure: this.restart.lastFailure };
   }
 
   /** Requests waiting for a thread. */
@@ -301,6 +391,7 @@ export class ReaderPool implements QuerySink {
   freeDeadReaderSlots(): void {
     if (this.readerSlots.size === 0) return;
     const alive = new Set(this.pool.threads.map((worker) => worker.threadId));
+    for (const pool of this.retiring) for (const worker of pool.threads) alive.add(worker.threadId);
     for (const [thread, slot] of this.readerSlots) {
       if (alive.has(thread)) continue;
       Topology.attach(this.current.topology).freeDeadReaderSlot(slot);
@@ -313,12 +404,13 @@ export class ReaderPool implements QuerySink {
     if (this.closed) return;
     this.closed = true;
     this.overdueTimer.close();
+    if (this.restart.timer !== null) clearTimeout(this.restart.timer);
     const waiting = [...this.retries, ...this.queue];
     this.retries = [];
     this.queue = [];
     this.queueBound.clear();
     for (const job of waiting) failJob(job, 'server is shutting down');
-    await this.pool.destroy();
+    await Promise.all([this.pool, ...this.retiring].map((pool) => pool.destroy()));
   }
 
   /** Send waiting requests while a thread is idle: retries alone, then batches from the FIFO. */
@@ -371,6 +463,13 @@ export class ReaderPool implements QuerySink {
   }
 
   private run(jobs: QueryJob[]): void {
+    if (this.pool.threads.length === 0) {
+      // Every thread is gone and Piscina starts none (restartIfGone): a task would wait in
+      // its queue until the deadline. Answer now; nothing of the request ran.
+      const err = new SvcError('server_overloaded', 'server overloaded: no reader thread is running (new ones are being started; the server log says why they stopped); retry later');
+      for (const job of jobs) shed(job, err);
+      return;
+    }
     const count = jobs.length;
     const bodies = new Array<Uint8Array>(count);
     const flags = new Uint8Array(count);
