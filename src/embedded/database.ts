@@ -2,7 +2,7 @@
 // thread, without HTTP. Answers are exactly what the server would send.
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { defaultExecOptions, executeRequest, execOptions, explainRequest, type ExplainedSource, type QueryBounds, type RequestFlags } from '../exec/request.js';
+import { defaultExecOptions, executeRequest, execOptions, explainRequest, noFlags, type ExplainedSource, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
 import { Committer } from '../durability/durable.js';
@@ -66,6 +66,10 @@ export interface QueryOptions {
   headers?: Record<string, string>;
 }
 
+/** What a query without options is given (checked by identity: nothing to validate). */
+const NO_OPTIONS: QueryOptions = Object.freeze({});
+const ROUTING_OPTIONS = ['warm', 'requireWriter', 'tenantId', 'headers'] as const;
+
 /** JSON text of a request object; bigint values become exact integer tokens. */
 export function requestText(request: unknown): string {
   if (typeof request === 'string') return request;
@@ -115,19 +119,22 @@ export class Database {
   }
 
   /** Status and exact response text, as the server would send them. */
-  async queryRaw(request: unknown, options: QueryOptions = {}): Promise<{ status: number; body: string }> {
+  async queryRaw(request: unknown, options: QueryOptions = NO_OPTIONS): Promise<{ status: number; body: string }> {
     const backing = this.backing;
     if (backing === null) throw new SvcError('database_closed', 'database is closed');
-    for (const key of ['warm', 'requireWriter', 'tenantId', 'headers'] as const) {
-      if (options[key] !== undefined) {
-        throw new SvcError('invalid_request', `invalid request: \`${key}\` is a gateway/routing option and is not valid for an embedded database`);
+    if (options !== NO_OPTIONS) {
+      for (const key of ROUTING_OPTIONS) {
+        if (options[key] !== undefined) {
+          throw new SvcError('invalid_request', `invalid request: \`${key}\` is a gateway/routing option and is not valid for an embedded database`);
+        }
       }
     }
-    const flags: RequestFlags = { warm: null, requireWriter: null, awaitDurable: options.awaitDurable ?? null };
+    const flags: RequestFlags = options.awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable: options.awaitDurable };
     const queryTimeoutMs = options.timeoutMs ?? this.bounds.queryTimeoutMs;
-    const exec = execOptions({ queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
     const body = requestText(request);
-    if (backing.kind === 'writer') return backing.committer.execute(body, flags, queryTimeoutMs);
+    // The committer holds this handle's bounds: given no timeout, it reuses its options object.
+    if (backing.kind === 'writer') return backing.committer.execute(body, flags, options.timeoutMs);
+    const exec = execOptions({ queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
     if (backing.kind === 'follower') {
       await backing.follower.refresh();
       return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
@@ -156,7 +163,7 @@ export class Database {
   }
 
   /** Parsed response object; failures throw SvcError with the answer's code, message and status (parseAnswer). */
-  async query(request: unknown, options: QueryOptions = {}): Promise<Record<string, unknown>> {
+  async query(request: unknown, options: QueryOptions = NO_OPTIONS): Promise<Record<string, unknown>> {
     const { status, body } = await this.queryRaw(request, options);
     const parsed = parseAnswer(body) as Record<string, unknown>;
     if (status !== 200) throw new SvcError(parsed['error'] as never, String(parsed['msg']), status);
