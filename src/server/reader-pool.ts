@@ -493,14 +493,15 @@ export class ReaderPool implements QuerySink {
     this.running.add(running);
     this.overdueTimer.armBy(answerByMs);
     const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
-    this.pool.run(task, { transferList }).then(
+    const pool = this.pool;
+    pool.run(task, { transferList }).then(
       (result) => {
         this.running.delete(running);
         this.complete(jobs, result);
       },
       (err: unknown) => {
         this.running.delete(running);
-        this.failed(jobs, err);
+        this.failed(jobs, err, pool !== this.pool);
       },
     );
   }
@@ -533,9 +534,11 @@ export class ReaderPool implements QuerySink {
   /**
    * The task rejected: its thread died (Piscina starts a replacement) or the task threw.
    * A batch's requests are each retried alone; a request that failed alone gets a 500
-   * that says nothing of the cause (the log has it).
+   * that says nothing of the cause (the log has it). A task of a pool replaced since it
+   * was sent (startNewThreads) is retried too: it may have waited in that pool's queue for
+   * a thread that never came, and closing the pool failed it.
    */
-  private failed(jobs: QueryJob[], err: unknown): void {
+  private failed(jobs: QueryJob[], err: unknown, replacedPool: boolean): void {
     this.busy--;
     this.freeDeadReaderSlots();
     if (this.closed) {
@@ -543,11 +546,12 @@ export class ReaderPool implements QuerySink {
       return;
     }
     const detail = describeError(err);
-    if (jobs.length === 1) {
+    if (jobs.length === 1 && !replacedPool) {
       process.stderr.write(`svcdb: reader thread failed running one request alone (answered 500 internal_error): ${detail}\n`);
       failJob(jobs[0]!, 'a reader thread failed while running this request; see the server log');
     } else {
-      process.stderr.write(`svcdb: reader thread failed running a batch of ${jobs.length} requests (each is retried alone): ${detail}\n`);
+      const what = jobs.length === 1 ? 'one request of a pool since replaced' : `a batch of ${jobs.length} requests`;
+      process.stderr.write(`svcdb: reader thread failed running ${what} (each is retried alone): ${detail}\n`);
       for (const job of jobs) this.retries.push(job);
     }
     this.pump();
