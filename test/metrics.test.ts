@@ -58,6 +58,8 @@ describe('GET /metrics', () => {
         expect(durations).toBe(writes + reads + bad);
         expect(sample(m.text, 'svc_ready')).toBe(1);
         expect(sample(m.text, 'svc_reader_queue_requests')).toBe(0);
+        expect(sample(m.text, 'svc_reader_threads')).toBe(1);
+        expect(m.text).toMatch(/^svc_reader_pool_restarts_total 0$/m);
         expect(sample(m.text, 'svc_writer_pending_requests')).toBe(0);
         expect(sample(m.text, 'svc_reads_answered_overdue_total')).toBe(0);
         expect(sample(m.text, 'svc_writer_requests_answered_overdue_total')).toBe(0);

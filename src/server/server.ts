@@ -241,6 +241,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       [
         sampledJson('gauge', 'svc_reader_queue_requests', 'Requests waiting for a reader thread', startedPool.queued),
         sampledJson('gauge', 'svc_reader_tasks_in_flight', 'Read tasks handed to reader threads and not answered yet', startedPool.tasksInFlight),
+        sampledJson('gauge', 'svc_reader_threads', 'Reader threads alive or starting (--readers when all is well)', startedPool.threadsAlive),
+        sampledJson('counter', 'svc_reader_pool_restarts_total', 'New sets of reader threads started because threads were gone and not replaced', startedPool.restarts.done),
         sampledJson('counter', 'svc_reads_answered_overdue_total', 'Reads the reader pool answered query_deadline_exceeded itself, past their deadline + grace', startedPool.answeredOverdue),
         sampledJson('gauge', 'svc_writer_pending_requests', 'Requests sent to the writer thread and not answered yet', startedWriter.pendingRequests),
         sampledJson('counter', 'svc_writer_requests_answered_overdue_total', 'Writer requests answered query_deadline_exceeded before they started, past their deadline + grace (they never run)', startedWriter.answeredOverdue),
