@@ -406,9 +406,19 @@ describe('a reader thread that dies', () => {
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
     try {
       process.env['SVCDB_TEST_READER_CRASH'] = 'short'; // threads started from now on fail to load
-      expect((await ask(crashRead)).status).toBe(500);
+      // A read sent the moment the killer is answered waits in Piscina's queue for the
+      // replacement, which then fails to load: it must not wait there until its deadline.
+      let early: Promise<Answered> | null = null;
+      const killed = await ask(crashRead).then((answer) => {
+        early = ask(countLabel(label));
+        return answer;
+      });
+      expect(killed.status).toBe(500);
       // Piscina's replacement fails to load, and Piscina then replaces no thread of that pool.
       await until('the replacement failed', () => pool.threadsAlive === 0);
+      const earlyAnswer = await early!;
+      expect(earlyAnswer.status, earlyAnswer.body).toBe(503);
+      expect(pool.tasksInFlight, 'no task is left waiting for a thread').toBe(0);
       const started = Date.now();
       const refused = await ask(countLabel(label));
       expect(Date.now() - started, 'answered at once, not at the 30 s deadline').toBeLessThan(5_000);
@@ -436,6 +446,43 @@ describe('a reader thread that dies', () => {
     } finally {
       process.env['SVCDB_TEST_READER_CRASH'] = marker;
       await pool.close();
+    }
+  }, 30_000);
+
+  it('a new pool started beside threads that are still running reads lets those reads finish', async () => {
+    const store = Store.create();
+    const label = freshLabel();
+    executeRequest(store, addNode(label), noFlags, 'writer');
+    const stall = `stall-${process.pid}-${Date.now()}-reader`;
+    const marker = process.env['SVCDB_TEST_READER_CRASH'];
+    process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`; // read by each thread as it starts
+    let pool: ReaderPool | null = null;
+    try {
+      pool = await ReaderPool.start({
+        shared: store.shared, threads: 3, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
+        limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 400, readerRestartDelayMsMax: 400 },
+      });
+      const ask = (body: string): Promise<Answered> => {
+        const j = job(body);
+        pool!.submit(j.job);
+        return j.answer;
+      };
+      process.env['SVCDB_TEST_READER_CRASH'] = 'short';
+      expect((await ask(crashRead)).status).toBe(500);
+      for (let i = 0; i < 400 && pool.threadsAlive > 2; i++) await sleep(5);
+      expect(pool.threadsAlive, 'the replacement failed to load; two threads are left').toBe(2);
+      process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool (in 400 ms) loads
+      // Two 1.5 s reads on the two threads left, running when the new pool takes over.
+      const stalled = [ask(countLabel(`${stall}-1`)), sleep(300).then(() => ask(countLabel(`${stall}-2`)))];
+      expect(await Promise.all(stalled)).toEqual([{ status: 200, body: '{"c":0}' }, { status: 200, body: '{"c":0}' }]);
+      expect(pool.restarts.done).toBe(1);
+      expect(pool.threadsAlive).toBe(3);
+      expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
+      expect(pool.tasksInFlight).toBe(0);
+    } finally {
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      delete process.env['SVCDB_TEST_READER_STALL'];
+      await pool?.close();
     }
   }, 30_000);
 

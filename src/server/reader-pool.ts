@@ -97,12 +97,18 @@ const START_TIMEOUT_MS_DEFAULT = 30_000;
 
 type ThreadPool = Piscina<SwappableReadTask, ReadTaskResult>;
 
+/** Reader threads being started: `loaded` settles as launchThreads says; cancel() ends them. */
+interface Launch {
+  readonly loaded: Promise<ThreadPool>;
+  cancel(): Promise<void>;
+}
+
 /**
- * A Piscina pool of options.threads reader threads attached to `shared`; resolves once
- * every thread has loaded and attached, rejects with the first failure (`what`: its cause)
- * after destroying the pool.
+ * A Piscina pool of options.threads reader threads attached to `shared`: `loaded` resolves
+ * once every thread has loaded and attached, and rejects with the first failure (`what`:
+ * its cause) after destroying the pool.
  */
-function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string): Promise<ThreadPool> {
+function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string): Launch {
   const workerData: ReaderWorkerData = {
     shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
   };
@@ -120,17 +126,18 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
     workerData,
   });
   const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT;
-  return new Promise((resolve, reject) => {
+  let fail: (err: Error) => Promise<void> = async () => undefined;
+  const loaded = new Promise<ThreadPool>((resolve, reject) => {
     let loaded = 0;
-    const fail = (err: Error): void => {
+    fail = (err: Error): Promise<void> => {
       cleanup();
       // The other threads may fail the same way meanwhile: their errors are this one's.
       pool.on('error', () => undefined);
-      void pool.destroy();
       reject(err);
+      return pool.destroy();
     };
     const timer = setTimeout(() => {
-      fail(new Error(`${what}: ${options.threads - loaded} of ${options.threads} threads did not start within ${startTimeoutMs} ms`));
+      void fail(new Error(`${what}: ${options.threads - loaded} of ${options.threads} threads did not start within ${startTimeoutMs} ms`));
     }, startTimeoutMs);
     // Each thread posts READER_LOADED once reader-worker.js is loaded and attached (Piscina
     // reports its first threads as created before that; a thread whose code fails to load
@@ -142,7 +149,7 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
       cleanup();
       resolve(pool);
     };
-    const onError = (err: unknown): void => fail(new Error(`${what}: ${describeError(err)}`));
+    const onError = (err: unknown): void => void fail(new Error(`${what}: ${describeError(err)}`));
     const cleanup = (): void => {
       clearTimeout(timer);
       pool.off('message', onLoaded);
@@ -151,20 +158,35 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
     pool.on('message', onLoaded);
     pool.on('error', onError);
   });
+  return { loaded, cancel: () => fail(new Error(`${what}: cancelled`)) };
+}
+
+/** A Piscina pool of reader threads, and what the reader pool keeps of it. */
+interface Threads {
+  readonly pool: ThreadPool;
+  /** Tasks sent to it and not settled yet. */
+  tasks: number;
+  /**
+   * Once replaced by a new pool: the IDs its threads had then. Destroying a pool drops its
+   * threads from `pool.threads` before they exit, so until its destroy() settled (it waits
+   * for their exit) those threads count as alive: their reader slots stay theirs.
+   */
+  retiredThreadIds: number[] | null;
+  destroyed: boolean;
 }
 
 export class ReaderPool implements QuerySink {
   readonly threads: number;
   readonly dispatch: ReadDispatch;
-  /** The threads tasks go to (replaced as a whole by startNewThreads). */
-  private pool: ThreadPool;
-  /** Pools replaced by a new one, finishing their tasks: their threads' reader slots are still theirs. */
-  private readonly retiring = new Set<ThreadPool>();
+  /** The threads tasks go to (replaced as a whole by startNewThreads); null: every thread is gone. */
+  private active: Threads | null;
+  /** Pools replaced or given up, destroyed once their tasks settled (retire). */
+  private readonly retiring = new Set<Threads>();
   /** What starting a new pool needs, and how the last starts went (restartIfGone). */
   private readonly startOptions: ReaderPoolOptions;
   private readonly restartDelayMsMin: number;
   private readonly restartDelayMsMax: number;
-  private readonly restart = { timer: null as NodeJS.Timeout | null, starting: false, failures: 0, done: 0, lastFailure: null as string | null };
+  private readonly restart = { timer: null as NodeJS.Timeout | null, launch: null as Launch | null, failures: 0, done: 0, lastFailure: null as string | null };
   private readonly forward: QuerySink;
   /** Complete requests waiting for an idle thread. */
   private queue: QueryJob[] = [];
@@ -189,7 +211,7 @@ export class ReaderPool implements QuerySink {
   private current: StoreShared;
 
   private constructor(pool: ThreadPool, options: ReaderPoolOptions) {
-    this.pool = pool;
+    this.active = { pool, tasks: 0, retiredThreadIds: null, destroyed: false };
     this.startOptions = options;
     this.restartDelayMsMin = options.limits?.readerRestartDelayMsMin ?? limits.readerRestartDelayMsMin;
     this.restartDelayMsMax = options.limits?.readerRestartDelayMsMax ?? limits.readerRestartDelayMsMax;
@@ -212,7 +234,7 @@ export class ReaderPool implements QuerySink {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       throw new Error(`reader threads must be a positive integer, got ${options.threads}`);
     }
-    const pool = await launchThreads(options, options.shared, 'reader pool failed to start');
+    const pool = await launchThreads(options, options.shared, 'reader pool failed to start').loaded;
     return new ReaderPool(pool, options);
   }
 
@@ -225,7 +247,9 @@ export class ReaderPool implements QuerySink {
     // A replacement starts once Piscina has dropped the dead thread: free the dead one's slot.
     pool.on('workerCreate', () => this.freeDeadReaderSlots());
     // Piscina starts a replacement right after it drops a thread, if it still does.
-    pool.on('workerDestroy', () => setImmediate(() => this.restartIfGone()));
+    pool.on('workerDestroy', () => setImmediate(() => {
+      if (this.active?.pool === pool) this.restartIfGone();
+    }));
   }
 
   /**
@@ -235,11 +259,19 @@ export class ReaderPool implements QuerySink {
    * until its deadline. So when the pool has fewer threads than it should, a whole new pool
    * is started here, after limits.readerRestartDelayMsMin and twice as long after each
    * start that fails, up to limits.readerRestartDelayMsMax. The new pool takes every task
-   * from its start on; the old one finishes the tasks it has, then closes. While no thread
-   * is alive at all, reads are answered 503 server_overloaded at once (run()).
+   * from its start on; the old one is destroyed once its tasks settled. A pool left with no
+   * thread is given up at once: tasks waiting in its queue for a thread that will never
+   * come are failed, so retried (their bodies never left), and reads are answered 503
+   * server_overloaded at once until the new pool is up (run()).
    */
   private restartIfGone(): void {
-    if (this.closed || this.restart.timer !== null || this.restart.starting || this.pool.threads.length >= this.threads) return;
+    const active = this.active;
+    if (this.closed || (active !== null && active.pool.threads.length >= this.threads)) return;
+    if (active !== null && active.pool.threads.length === 0) {
+      this.active = null;
+      this.retire(active);
+    }
+    if (this.restart.timer !== null || this.restart.launch !== null) return;
     const delayMs = Math.min(this.restartDelayMsMax, this.restartDelayMsMin * 2 ** this.restart.failures);
     this.restart.timer = setTimeout(() => {
       this.restart.timer = null;
@@ -248,38 +280,56 @@ export class ReaderPool implements QuerySink {
   }
 
   private async startNewThreads(): Promise<void> {
-    const alive = this.pool.threads.length;
+    const alive = this.threadsAlive;
     if (this.closed || alive >= this.threads) return;
-    this.restart.starting = true;
     process.stderr.write(`svcdb: ${this.threads - alive} of ${this.threads} reader threads are gone and not replaced; starting a new pool of ${this.threads}\n`);
+    const launch = launchThreads(this.startOptions, this.current, 'reader threads failed to start');
+    this.restart.launch = launch;
     let fresh: ThreadPool;
     try {
-      fresh = await launchThreads(this.startOptions, this.current, 'reader threads failed to start');
+      fresh = await launch.loaded;
     } catch (err) {
-      this.restart.starting = false;
+      this.restart.launch = null;
+      if (this.closed) return;
       this.restart.failures++;
       this.restart.lastFailure = describeError(err);
       process.stderr.write(`svcdb: ${this.restart.lastFailure} (start ${this.restart.failures} in a row to fail; the next is tried later)\n`);
       this.restartIfGone();
       return;
     }
-    this.restart.starting = false;
+    this.restart.launch = null;
     if (this.closed) {
       await fresh.destroy();
       return;
     }
-    const old = this.pool;
-    this.pool = fresh;
+    const old = this.active;
+    this.active = { pool: fresh, tasks: 0, retiredThreadIds: null, destroyed: false };
     this.watch(fresh);
     this.restart.failures = 0;
     this.restart.lastFailure = null;
     this.restart.done++;
-    this.retiring.add(old);
-    void old.close().finally(() => {
-      this.retiring.delete(old);
+    if (old !== null) this.retire(old);
+    this.pump();
+  }
+
+  /**
+   * A pool tasks no longer go to: destroyed once its tasks settled (not Piscina's close(),
+   * which can end threads with tasks still running). A pool without threads is destroyed
+   * now: its tasks are waiting in its queue, and destroying fails them.
+   */
+  private retire(threads: Threads): void {
+    threads.retiredThreadIds = threads.pool.threads.map((worker) => worker.threadId);
+    this.retiring.add(threads);
+    if (threads.tasks === 0 || threads.retiredThreadIds.length === 0) this.destroyRetired(threads);
+  }
+
+  private destroyRetired(threads: Threads): void {
+    if (threads.destroyed) return;
+    threads.destroyed = true;
+    void threads.pool.destroy().finally(() => {
+      this.retiring.delete(threads);
       this.freeDeadReaderSlots();
     });
-    this.pump();
   }
 
   /** Whole pools started because threads were gone (restartIfGone), and the last start's failure. */
@@ -299,7 +349,7 @@ export class ReaderPool implements QuerySink {
 
   /** Threads alive or starting (Piscina replaces one that died). */
   get threadsAlive(): number {
-    return this.pool.threads.length;
+    return this.active === null ? 0 : this.active.pool.threads.length;
   }
 
   submit(job: QueryJob): void {
@@ -390,8 +440,12 @@ export class ReaderPool implements QuerySink {
    */
   freeDeadReaderSlots(): void {
     if (this.readerSlots.size === 0) return;
-    const alive = new Set(this.pool.threads.map((worker) => worker.threadId));
-    for (const pool of this.retiring) for (const worker of pool.threads) alive.add(worker.threadId);
+    const alive = new Set<number>();
+    for (const threads of [this.active, ...this.retiring]) {
+      if (threads === null) continue;
+      for (const worker of threads.pool.threads) alive.add(worker.threadId);
+      for (const id of threads.retiredThreadIds ?? []) alive.add(id);
+    }
     for (const [thread, slot] of this.readerSlots) {
       if (alive.has(thread)) continue;
       Topology.attach(this.current.topology).freeDeadReaderSlot(slot);
@@ -405,12 +459,14 @@ export class ReaderPool implements QuerySink {
     this.closed = true;
     this.overdueTimer.close();
     if (this.restart.timer !== null) clearTimeout(this.restart.timer);
+    const launch = this.restart.launch;
     const waiting = [...this.retries, ...this.queue];
     this.retries = [];
     this.queue = [];
     this.queueBound.clear();
     for (const job of waiting) failJob(job, 'server is shutting down');
-    await Promise.all([this.pool, ...this.retiring].map((pool) => pool.destroy()));
+    const pools = [this.active, ...this.retiring].flatMap((threads) => (threads === null ? [] : [threads.pool]));
+    await Promise.all([...pools.map((pool) => pool.destroy()), launch?.cancel()]);
   }
 
   /** Send waiting requests while a thread is idle: retries alone, then batches from the FIFO. */
@@ -463,7 +519,8 @@ export class ReaderPool implements QuerySink {
   }
 
   private run(jobs: QueryJob[]): void {
-    if (this.pool.threads.length === 0) {
+    const active = this.active;
+    if (active === null) {
       // Every thread is gone and Piscina starts none (restartIfGone): a task would wait in
       // its queue until the deadline. Answer now; nothing of the request ran.
       const err = new SvcError('server_overloaded', 'server overloaded: no reader thread is running (new ones are being started; the server log says why they stopped); retry later');
@@ -493,25 +550,35 @@ export class ReaderPool implements QuerySink {
     this.running.add(running);
     this.overdueTimer.armBy(answerByMs);
     const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
-    const pool = this.pool;
-    pool.run(task, { transferList }).then(
+    const generation = this.generation;
+    active.tasks++;
+    active.pool.run(task, { transferList }).then(
       (result) => {
+        this.settled(active);
         this.running.delete(running);
-        this.complete(jobs, result);
+        this.complete(jobs, result, generation);
       },
       (err: unknown) => {
+        this.settled(active);
         this.running.delete(running);
-        this.failed(jobs, err, pool !== this.pool);
+        this.failed(jobs, err, active !== this.active);
       },
     );
   }
 
-  private complete(jobs: QueryJob[], result: ReadTaskResult): void {
+  /** A task of `threads` settled: the last one of a retired pool lets it be destroyed. */
+  private settled(threads: Threads): void {
+    threads.tasks--;
+    if (threads.tasks === 0 && threads.retiredThreadIds !== null) this.destroyRetired(threads);
+  }
+
+  private complete(jobs: QueryJob[], result: ReadTaskResult, generation: number): void {
     this.busy--;
     // Refill the idle thread before writing answers, so it works while we write.
     this.pump();
     const { index, bytes, returned } = result;
-    if (result.readerSlot >= 0) this.readerSlots.set(result.threadId, result.readerSlot);
+    // A slot in the store of now only: one in a store swapped out since is of no concern.
+    if (result.readerSlot >= 0 && generation === this.generation) this.readerSlots.set(result.threadId, result.readerSlot);
     assert.equal(index.length, 2 * jobs.length, 'reader task answered a different number of requests');
     let start = 0;
     let nextReturned = 0;
@@ -546,11 +613,13 @@ export class ReaderPool implements QuerySink {
       return;
     }
     const detail = describeError(err);
-    if (jobs.length === 1 && !replacedPool) {
+    // A request alone moved its body to the thread; one that never left the queue of a pool
+    // replaced or given up since still has it, and is retried.
+    if (jobs.length === 1 && !(replacedPool && jobs[0]!.body.byteLength > 0)) {
       process.stderr.write(`svcdb: reader thread failed running one request alone (answered 500 internal_error): ${detail}\n`);
       failJob(jobs[0]!, 'a reader thread failed while running this request; see the server log');
     } else {
-      const what = jobs.length === 1 ? 'one request of a pool since replaced' : `a batch of ${jobs.length} requests`;
+      const what = jobs.length === 1 ? 'one request of a pool given up or replaced since' : `a batch of ${jobs.length} requests`;
       process.stderr.write(`svcdb: reader thread failed running ${what} (each is retried alone): ${detail}\n`);
       for (const job of jobs) this.retries.push(job);
     }
