@@ -99,6 +99,16 @@ describe('lone surrogates and invalid UTF-8 over HTTP: the same answer on every 
         expect([answer.status, answer.error]).toEqual([400, 'invalid_query_json']);
         expect(answer.msg).toBe(`invalid query JSON: invalid UTF-8 at line 1 column ${at + 1}`);
       }
+      // A leading byte order mark is no JSON whitespace: rejected at every size and path (a
+      // text decoder strips it unless told not to, and small bodies are decoded to text).
+      const countAll = JSON.stringify(read([q('c', count(nodes('all')))], ['c']));
+      const bom = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(countAll)]);
+      const bomPadded = new Uint8Array([...bom, ...new Uint8Array(5000).fill(0x20)]);
+      const bomWrite = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(JSON.stringify(write([q('x', addN('L'))], [])))]);
+      for (const [body, headers] of [[bom, {}], [bomPadded, {}], [bom, { 'x-svc-require-writer': 'true' }], [bomWrite, {}]] as const) {
+        const answer = await post(body, headers);
+        expect([answer.status, answer.error, answer.msg]).toEqual([400, 'invalid_query_json', 'invalid query JSON: expected value at line 1 column 1']);
+      }
       const counted = await fetch(`${server.url}/v2/query`, { method: 'POST', body: JSON.stringify(read([q('c', count(nodes('all')))], ['c'])) });
       expect(await counted.json()).toEqual({ c: 0 });
     } finally {
@@ -190,5 +200,53 @@ describe('record codec: -0 round trip', () => {
     expect(Object.is((decoded[5] as Map<string, Value>).get('z'), -0)).toBe(true);
     expect(Object.is(decoded[6], 0)).toBe(true);
     expect((decoded[7] as StringArray).items).toEqual(['-0']);
+  });
+});
+
+describe('numbers and date-times at the edges of what a token may say', () => {
+  const countAll = (extra: Record<string, unknown>) => read([q('c', count(nodes('all')))], ['c'], extra);
+
+  it('an integer token past the range of a double is out of range, as 1e400 is, wherever a number can stand', async () => {
+    const db = await openDatabase();
+    const huge = `1${'0'.repeat(400)}`;
+    const bodies = [
+      text(write([q('x', addN('L', [['f', { value: { f64: 'NEG_ZERO' } }]]))], []), huge),
+      text(write([q('x', addN('L', [['f', { value: { f64_array: [1, 'NEG_ZERO'] } }]]))], []), `-${huge}`),
+      text(countAll({ parameters: { p: 'NEG_ZERO' } }), huge),
+      text(countAll({ parameters: { p: 'NEG_ZERO' }, parameter_types: { p: 'f64' } }), huge),
+    ];
+    for (const body of bodies) {
+      const { status, body: answer } = await db.queryRaw(body);
+      expect(status).toBe(400);
+      expect(JSON.parse(answer)).toMatchObject({ error: 'invalid_query_json', msg: expect.stringMatching(/^invalid query JSON: number out of range at line 1 column \d+$/) });
+    }
+    // The largest integer a double holds (309 digits) is still a number.
+    const largest = BigInt(Number.MAX_VALUE).toString();
+    expect(largest).toHaveLength(309);
+    expect((await db.queryRaw(text(write([q('x', addN('L', [['f', { value: { f64: 'NEG_ZERO' } }]]))], ['x']), largest))).status).toBe(200);
+    expect(await db.query(read([q('v', { values: { input: nodes('all'), properties: ['f'] } })], ['v']))).toEqual({ v: [{ f: Number.MAX_VALUE }] });
+  });
+
+  it('typed date_time parameters: RFC 3339 ranges, the offset included, and leap days of every year', async () => {
+    const db = await openDatabase();
+    const typed = (t: string) => db.queryRaw(JSON.stringify(countAll({ parameters: { t }, parameter_types: { t: 'date_time' } })));
+    for (const t of ['2025-03-01T08:00:00+23:59', '2025-03-01T08:00:00-00:00', '0000-02-29T00:00:00Z', '2000-02-29T12:00:00.5Z', '2024-02-29 00:00:00z', '1999-12-31T23:59:60Z']) {
+      expect((await typed(t)).status, t).toBe(200);
+    }
+    for (const t of ['2025-03-01T08:00:00+24:00', '2025-03-01T08:00:00+00:60', '2025-03-01T08:00:00+99:99', '1900-02-29T00:00:00Z', '0100-02-29T00:00:00Z', '2025-13-01T00:00:00Z', '2025-04-31T00:00:00Z']) {
+      const { status, body } = await typed(t);
+      expect([status, JSON.parse(body)], t).toEqual([400, { error: 'invalid_query_json', msg: "invalid query JSON: parameter 't' expected DATE_TIME, but received string" }]);
+    }
+  });
+
+  it('var_min_size takes any non-negative integer token; past every row count it holds for none', async () => {
+    const db = await openDatabase();
+    await db.queryRaw(write([q('x', addN('L'))], []));
+    const request = (size: string) => text(read([q('x', nodes('all')), q('y', count(nodes('all')), { var_min_size: ['x', 'NEG_ZERO'] })], ['y']), size);
+    expect(await db.query(request('1'))).toEqual({ y: 1 });
+    const skipped = await db.query(request('2')); // one node: the entry is skipped
+    expect(skipped).not.toEqual({ y: 1 });
+    for (const size of ['9007199254740993', '18446744073709551615']) expect(await db.query(request(size))).toEqual(skipped);
+    expect(JSON.parse((await db.queryRaw(request('18446744073709551616'))).body)).toMatchObject({ error: 'invalid_query_json' });
   });
 });

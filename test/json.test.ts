@@ -100,8 +100,18 @@ describe('parseJson: scalars and numbers', () => {
     expect(parseJson('-9223372036854775808')).toBe(-9223372036854775808n);
     expect(parseJson('18446744073709551617')).toBe(18446744073709551617n);
     expect(parseJson('-123456789012345678901234567890123456789')).toBe(-123456789012345678901234567890123456789n);
-    const long = '7'.repeat(5000);
-    expect(parseJson(long)).toBe(BigInt(long));
+    // Up to a double's range: the 309 digits of the largest finite double.
+    const largest = BigInt(Number.MAX_VALUE).toString();
+    expect(parseJson(largest)).toBe(BigInt(largest));
+    expect(parseJson(`-${largest}`)).toBe(-BigInt(largest));
+  });
+
+  it('rejects integer tokens past the range of a double, as it rejects 1e400', () => {
+    rejects(`${'7'.repeat(5000)}`, /^invalid query JSON: number out of range at line 1 column 1$/);
+    rejects(`[1, -1${'0'.repeat(400)}]`, /number out of range at line 1 column 5$/);
+    // 2^1024 rounds to infinity; the largest double plus a little below half an ulp does not.
+    rejects((1n << 1024n).toString(), /number out of range/);
+    expect(parseJson((BigInt(Number.MAX_VALUE) + (1n << 969n)).toString())).toBe(BigInt(Number.MAX_VALUE) + (1n << 969n));
   });
 
   it('keeps the integer token -0 apart from 0 (a bigint has no sign)', () => {

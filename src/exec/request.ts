@@ -123,7 +123,9 @@ interface CachedPlan {
 }
 /** null: a shape whose integers are not all element IDs (its bodies are keyed on their text). */
 const planCache = new Map<string, CachedPlan | null>();
-const textDecoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading BOM stays in the text, and the parser rejects it (json.ts) as it does
+// in bodies too large to cache, which it reads as bytes.
+const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
 function cacheText(body: Uint8Array | string): string | null {

@@ -347,7 +347,8 @@ const MISDIRECTED_STATUS = 421;
 /** At most one log line per backend this often about misdirected answers (a stale route repeats per request). */
 const MISDIRECTED_LOG_INTERVAL_MS = 1000;
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading BOM stays, and the outer decode rejects it as the backend would.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A body with nothing (yet, or any more); shared, never written (Buffer.alloc(0) costs ~0.2 us each). */
 const EMPTY_BODY: Buffer = Buffer.alloc(0);
 

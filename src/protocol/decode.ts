@@ -13,6 +13,8 @@ import { NegativeZeroInteger, parseJson, type JsonObject, type JsonValue } from 
 import { DateTime, F32, I64_MAX, I64_MIN, StringArray, type Value } from './value.js';
 
 const U64_MAX = (1n << 64n) - 1n;
+const VAR_MIN_SIZE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+const bigMin = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
 // ---------------------------------------------------------------- small readers
 
@@ -530,7 +532,9 @@ function decodeCondition(v: JsonValue | undefined, what: string): Condition {
       if (items.length !== 2) throw jsonError(`${what}.var_min_size: expected [name, size]`);
       return {
         kind: 'var_min_size', name: expectString(items[0], `${what}.var_min_size[0]`),
-        size: Number(expectInt(items[1], `${what}.var_min_size[1]`, 0n, (1n << 53n) - 1n)),
+        // Any u64 (envelope.md §4.3); past 2^53 - 1 no variable holds that many rows, and the
+        // cap keeps the size an exact number.
+        size: Number(bigMin(expectInt(items[1], `${what}.var_min_size[1]`, 0n, U64_MAX), VAR_MIN_SIZE_MAX)),
       };
     }
     default:
@@ -616,14 +620,20 @@ function decodeParamType(v: JsonValue | undefined, what: string): ParamType {
   throw jsonError(`${what}: unknown parameter type \`${tag}\``);
 }
 
-const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
+/** RFC 3339 §5.6 with its ranges (§5.7): the offset's hours 00-23 and minutes 00-59 too. */
 function isRfc3339(s: string): boolean {
   const m = rfc3339.exec(s);
   if (!m) return false;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
-  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
-  return month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth && hour! <= 23 && minute! <= 59 && second! <= 60;
+  const offsetHour = m[7] === undefined ? 0 : Number(m[7]), offsetMinute = m[8] === undefined ? 0 : Number(m[8]);
+  if (month! < 1 || month! > 12) return false;
+  // Gregorian leap years, year 0000 included (Date.UTC would read years 0-99 as 1900-1999).
+  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0);
+  const daysInMonth = month === 2 && leap ? 29 : DAYS_IN_MONTH[month! - 1]!;
+  return day! >= 1 && day! <= daysInMonth && hour! <= 23 && minute! <= 59 && second! <= 60 && offsetHour <= 23 && offsetMinute <= 59;
 }
 
 const typeLabel = (t: ParamType): string => (typeof t === 'string' ? t.toUpperCase() : `ARRAY<${typeLabel(t.array)}>`);

@@ -406,6 +406,9 @@ function readNumber(s: string, i: number): bigint | number | NegativeZeroInteger
     const digits = i - start - (negative ? 1 : 0);
     if (negative && int === 0 && digits === 1) return NEGATIVE_ZERO_INTEGER;
     if (digits <= 15) return BigInt(negative ? -int : int);
+    // Past a double's range an integer token is no number any type can hold: the reference
+    // (serde_json) rejects it as it rejects 1e400.
+    if (digits > 308 && !Number.isFinite(Number(s.slice(start, i)))) fail('number out of range', start);
     return BigInt(s.slice(start, i));
   }
   const v = Number(s.slice(start, i));

@@ -22,7 +22,8 @@ import { currentView } from '../index/view.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
-const decoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading BOM stays in the text, where the parser rejects it (json.ts).
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** The start of a large body, for its request_type: a character cut at the end is harmless there. */
 const prefixDecoder = new TextDecoder('utf-8');
 
