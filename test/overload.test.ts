@@ -486,6 +486,54 @@ describe('a reader thread that dies', () => {
     }
   }, 30_000);
 
+  it('a replaced pool whose last thread dies fails the reads still waiting in its queue, and they are run by the new pool', async () => {
+    const store = Store.create();
+    const label = freshLabel();
+    executeRequest(store, addNode(label), noFlags, 'writer');
+    const stall = `stall-${process.pid}-${Date.now()}-queued`;
+    const marker = process.env['SVCDB_TEST_READER_CRASH'];
+    process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`;
+    let pool: ReaderPool | null = null;
+    try {
+      pool = await ReaderPool.start({
+        shared: store.shared, threads: 3, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
+        limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 300, readerRestartDelayMsMax: 300 },
+      });
+      const ask = (body: string): Promise<Answered> => {
+        const j = job(body);
+        pool!.submit(j.job);
+        return j.answer;
+      };
+      process.env['SVCDB_TEST_READER_CRASH'] = 'short';
+      expect((await Promise.all([ask(crashRead), ask(crashRead)])).map((a) => a.status)).toEqual([500, 500]);
+      for (let i = 0; i < 400 && pool.threadsAlive > 1; i++) await sleep(5);
+      expect(pool.threadsAlive, 'two replacements failed to load; one thread is left').toBe(1);
+      // One thread takes two tasks (one in its port); the third waits in Piscina's queue
+      // (the thread Piscina starts for it fails to load).
+      const stalled = ask(countLabel(`${stall}-1`));
+      const inPort = ask(countLabel(label));
+      const queued = ask(countLabel(label));
+      process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool loads
+      for (let i = 0; i < 200 && pool.restarts.done === 0; i++) await sleep(10);
+      expect(pool.restarts.done, 'the new pool took over while the old thread still runs').toBe(1);
+      // The replaced pool's last thread dies: Piscina replaces none there.
+      const retiring = (pool as unknown as { retiring: Set<{ pool: { threads: { terminate(): Promise<number> }[] } }> }).retiring;
+      expect(retiring.size).toBe(1);
+      for (const threads of retiring) await Promise.all(threads.pool.threads.map((thread) => thread.terminate()));
+      expect((await stalled).status, 'its body went to the thread that died: not retried').toBe(500);
+      expect((await inPort).status).toBe(500);
+      expect(await queued, 'never left the queue: retried on the new pool').toEqual({ status: 200, body: '{"c":1}' });
+      for (let i = 0; i < 100 && (pool.tasksInFlight > 0 || retiring.size > 0); i++) await sleep(10);
+      expect(pool.tasksInFlight).toBe(0);
+      expect(retiring.size, 'the replaced pool was destroyed').toBe(0);
+      expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
+    } finally {
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      delete process.env['SVCDB_TEST_READER_STALL'];
+      await pool?.close();
+    }
+  }, 30_000);
+
   it('closing the pool while replacement threads still load their code ends the threads, not the process', async () => {
     // The fixture closes pools at random moments of their replacements' load for 10 s; with
     // the threads loading their code through require(), it died within that on 6 runs of 6.

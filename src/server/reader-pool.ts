@@ -248,7 +248,14 @@ export class ReaderPool implements QuerySink {
     pool.on('workerCreate', () => this.freeDeadReaderSlots());
     // Piscina starts a replacement right after it drops a thread, if it still does.
     pool.on('workerDestroy', () => setImmediate(() => {
-      if (this.active?.pool === pool) this.restartIfGone();
+      if (this.active?.pool === pool) {
+        this.restartIfGone();
+        return;
+      }
+      // A retired pool that lost its last thread (it replaces none): what waits in its queue
+      // would never run; destroying it fails those tasks, which are then retried.
+      if (pool.threads.length > 0) return;
+      for (const threads of this.retiring) if (threads.pool === pool) this.destroyRetired(threads);
     }));
   }
 
