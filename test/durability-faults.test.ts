@@ -353,6 +353,31 @@ describe('failing storage', () => {
   });
 });
 
+describe('the log left by snapshots that failed', () => {
+  it('counts toward the next snapshot whole after a restart, not only its newest segment', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
+    // Each attempt starts a new segment before it writes the snapshot, as a crash mid-way would leave them.
+    snapshotFaults.failWrites = 1000;
+    for (let i = 0; i < 40; i++) await db.query(addOne(i));
+    await db.close().catch(() => undefined); // its stop snapshot fails too
+    snapshotFaults.failWrites = 0;
+    const segments = walFiles(dir);
+    expect(segments.length, 'several segments, no snapshot').toBeGreaterThan(2);
+    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-'))).toEqual([]);
+    const sizes = segments.map((f) => statSync(f).size);
+    const total = sizes.reduce((a, b) => a + b, 0), newest = sizes.at(-1)!;
+    // A threshold the whole log passes and the newest segment with another write does not.
+    const again = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: total });
+    expect(newest + 200, 'the newest segment alone stays below it').toBeLessThan(total);
+    await again.query(addOne(40));
+    for (let i = 0; i < 100 && !dataFiles(dir).some((f) => f.startsWith('snapshot-')); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-')), 'the first write after the restart snapshots').toHaveLength(1);
+    expect(await values(again)).toEqual(Array.from({ length: 41 }, (_, i) => i));
+    await again.close();
+  });
+});
+
 describe('a snapshot thread started after an upgrade in place', () => {
   it('refuses to write a snapshot when the installed files changed since the start, and the log keeps every write', async () => {
     const dir = tempDir();

@@ -72,6 +72,12 @@ interface Recovered {
   report: RecoveryReport;
   /** The last segment and where its good frames end (the writer continues or rotates). */
   tail: { file: string; firstEpoch: number; end: number; lastEpoch: number; tornBytes: number } | null;
+  /**
+   * Bytes of the segments replayed (all of each, up to its good end): the log the next
+   * snapshot would cover. Not only the last segment's: snapshots that failed or were cut
+   * short by a crash each leave a segment behind.
+   */
+  walBytes: number;
 }
 
 /**
@@ -113,6 +119,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
   // What the files' names and intact parts show was committed once (for svc repair's count).
   let newestEpochSeen = Math.max(mustReach, store.committedEpoch(), ...segments.map((s) => s.firstEpoch - 1));
   let tail: Recovered['tail'] = null;
+  let walBytes = 0;
   for (let i = 0; i < segments.length && damage === null; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
@@ -130,6 +137,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
       replayed++;
     });
     newestEpochSeen = Math.max(newestEpochSeen, scan.lastEpoch);
+    walBytes += scan.end;
     if (scan.ending === 'corrupt') {
       damage = scan.problem!;
       if (salvage) newestEpochSeen = Math.max(newestEpochSeen, newestIntactEpoch(segment.file, scan.end + 1));
@@ -149,7 +157,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
     snapshotEpoch, replayedBatches: replayed, truncatedBytes: tail?.tornBytes ?? 0, epoch: store.committedEpoch(),
     ...(warnings.length > 0 ? { warnings } : {}),
   };
-  return { store, report, tail, damage, newestEpochSeen };
+  return { store, report, tail, walBytes, damage, newestEpochSeen };
 }
 
 export interface RepairReport {
@@ -228,7 +236,7 @@ export class DiskWriter implements DurableStorage {
       this.fence(new SvcError('writer_fenced_commit_outcome_unknown', `writer fenced: lost the writer lock on ${dir}: ${err.message}`));
     });
     try {
-      const { store, report, tail } = recover(dir);
+      const { store, report, tail, walBytes } = recover(dir);
       for (const warning of report.warnings ?? []) process.stderr.write(`svcdb: recovery: ${warning}\n`);
       if (tail !== null && tail.tornBytes > 0) {
         // The one thing recovery may drop: the last frame of the last segment, cut short.
@@ -249,7 +257,7 @@ export class DiskWriter implements DurableStorage {
       }
       this.loggedEpoch = this.durableEpoch = epoch;
       this.lastSnapshotEpoch = report.snapshotEpoch;
-      this.walBytesSinceSnapshot = tail?.end ?? 0;
+      this.walBytesSinceSnapshot = walBytes;
       this.cleanStaleTemps();
     } catch (err) {
       this.releaseLock();
