@@ -184,6 +184,7 @@ describe('svc sync', () => {
     const text = readFileSync(join(dir, 'svc.toml'), 'utf8');
     expect(text.startsWith('# my project\n[project]\nname = "cloudy"\n\n[local.dev]\nport = 6969\n\n[enterprise.prod]\n')).toBe(true);
     expect(text).toContain('# trailing comment of prod');
+    expect(text, 'an unchanged value keeps its line and comment').toContain(`gateway_url = "${base}/gw" # the gateway\n`);
     expect(text).toContain('[enterprise.other]\ngateway_url = "https://other.example.com"\n');
     const config = parse(text) as { enterprise: Record<string, Record<string, unknown>> };
     expect(config.enterprise.prod).toEqual({
@@ -214,6 +215,11 @@ describe('svc sync', () => {
     expect(local.stderr).toContain('`svc sync` refreshes cloud instances');
     const missing = await svc(dir, ['sync', 'nowhere']);
     expect(missing.stderr).toContain('no [enterprise.nowhere] table');
+    // Unreachable: the hint does not send the user back to the command that failed.
+    const down = await svc(dir, ['sync', 'staging', '--gateway-url', `http://127.0.0.1:${await freePort()}`]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('cannot reach the gateway of cloud instance "staging"');
+    expect(down.stderr).not.toContain('run `svc sync');
   });
 });
 

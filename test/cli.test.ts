@@ -1,7 +1,7 @@
 // `svc init local`, `svc start/status/stop` and `svc query` against a real local
 // instance, all through the built CLI (npm test builds first).
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { parse } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -210,6 +210,41 @@ describe('a local instance: start, query, status, stop', () => {
     });
   });
 
+  it('the --json examples of `svc query --help` and of AGENTS.md run as shown', async () => {
+    const help = (await svc(dir, ['query', '--help'])).stdout + readFileSync(join(dir, 'AGENTS.md'), 'utf8');
+    const examples = [...help.matchAll(/--json '([^']+)'/g)].map((m) => m[1]!);
+    expect(examples.length).toBeGreaterThanOrEqual(3);
+    for (const body of examples) {
+      const wait = body.includes('"request_type":"write"') ? ['--wait'] : [];
+      const r = await svc(dir, ['query', 'dev', ...wait, '--compact', '--json', body]);
+      expect(r.code, `${body}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, body).not.toMatch(/fail|error/i);
+    }
+  });
+
+  it('a pid file naming another instance\'s server (a copied project) or another program is stale: neither is stopped', async () => {
+    const pid = Number(readFileSync(join(dir, '.svc', 'dev.pid'), 'utf8'));
+    // A copy of this project on another port carries this instance's pid file.
+    const copy = tempDir('copied');
+    expect((await svc(copy, ['init', 'local', '--port', String(await freePort())])).code).toBe(0);
+    writeFileSync(join(copy, '.svc', 'dev.pid'), `${pid}\n`);
+    writeFileSync(join(copy, '.svc', 'dev.json'), readFileSync(join(dir, '.svc', 'dev.json')));
+    expect(JSON.parse((await svc(copy, ['status', 'dev', '--json'])).stdout)).toMatchObject({ status: 'stopped', note: expect.stringContaining('stale pid file') });
+    const stop = await svc(copy, ['stop', 'dev']);
+    expect([stop.code, stop.stdout]).toEqual([0, `dev is not running (removed a stale pid file for pid ${pid})\n`]);
+    expect(JSON.parse((await svc(dir, ['status', 'dev', '--json'])).stdout)).toMatchObject({ status: 'running', pid });
+    // Another program whose command line has "serve" in it.
+    const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', 'serve'], { stdio: 'ignore' });
+    try {
+      writeFileSync(join(copy, '.svc', 'dev.pid'), `${other.pid}\n`);
+      expect((await svc(copy, ['stop', 'dev'])).stdout).toContain('removed a stale pid file');
+      expect(other.exitCode, 'not signalled').toBeNull();
+      expect(other.signalCode).toBeNull();
+    } finally {
+      other.kill();
+    }
+  });
+
   it('stop ends the instance; a second stop exits 0; status then reports stopped; query cannot reach it', async () => {
     const stopped = await svc(dir, ['stop', 'dev']);
     expect(stopped.code).toBe(0);
@@ -317,6 +352,29 @@ describe('svc start options', () => {
     } finally {
       await svc(dir, ['stop', 'dev']);
     }
+  });
+
+  it('refuses an empty host or state_dir, and says in one line what is wrong with a state_dir that is a file', async () => {
+    const dir = tempDir('paths');
+    const port = await freePort();
+    expect((await svc(dir, ['init', 'local', '--port', String(port)])).code).toBe(0);
+    const config = join(dir, 'svc.toml');
+    const original = readFileSync(config, 'utf8');
+    const withLine = (key: 'host' | 'state_dir', value: string) => writeFileSync(config, original.replace(new RegExp(`^${key} = .*$`, 'm'), `${key} = ${value}`));
+    withLine('host', '""');
+    const host = await svc(dir, ['start', 'dev']);
+    expect([host.code, host.stderr]).toEqual([1, `svc start: ${config}: [local.dev] host must not be empty (leave it out for the default)\n`]);
+    withLine('state_dir', '" "');
+    expect((await svc(dir, ['status', 'dev'])).stderr).toContain('state_dir must not be empty');
+    writeFileSync(join(dir, 'afile'), 'not a directory\n');
+    withLine('state_dir', '"afile"');
+    const start = await svc(dir, ['start', 'dev']);
+    expect(start.code).toBe(1);
+    expect(start.stderr).toMatch(/^svc start: E[A-Z]+: [^\n]*afile[^\n]*\n$/);
+    const stop = await svc(dir, ['stop', 'dev']);
+    expect([stop.code, stop.stdout]).toEqual([0, 'dev is not running\n']);
+    const serve = await svc(dir, ['serve', '--host', '', '--port', '0']);
+    expect([serve.code, serve.stderr.trim()]).toEqual([1, 'svc serve: --host must not be empty (default 127.0.0.1)']);
   });
 
   it('reports a port that something else already uses, and config errors with the file and key', async () => {

@@ -169,6 +169,8 @@ export function cloudHeaders(settings: CloudSettings, apiKey: string | null): Re
   return headers;
 }
 
-export function cloudHint(name: string, configPath: string): string {
-  return `Check gateway_url in [enterprise.${name}] of ${configPath} and your network, or run \`svc sync ${name}\` to refresh the gateway settings.`;
+/** What to check when the gateway cannot be reached; `syncing`: the hint of svc sync itself. */
+export function cloudHint(name: string, configPath: string, syncing = false): string {
+  const check = `Check gateway_url in [enterprise.${name}] of ${configPath} and your network`;
+  return syncing ? `${check}.` : `${check}, or run \`svc sync ${name}\` to refresh the gateway settings.`;
 }

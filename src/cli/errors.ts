@@ -24,6 +24,11 @@ export function action<A extends unknown[]>(command: string, run: (...args: A) =
       if (err instanceof CliError) {
         process.stderr.write(err.bare ? `${err.message}\n` : `svc ${command}: ${err.message}\n`);
         process.exitCode = err.exitCode;
+      } else if (isFileSystemError(err)) {
+        // A path that is not what svc expects (state_dir naming a file, a pid file that is a
+        // directory, no permission): the system's message names the path and what failed.
+        process.stderr.write(`svc ${command}: ${err.message}\n`);
+        process.exitCode = 1;
       } else {
         const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
         process.stderr.write(`svc ${command}: unexpected error: ${text}\n`);
@@ -31,6 +36,11 @@ export function action<A extends unknown[]>(command: string, run: (...args: A) =
       }
     }
   };
+}
+
+function isFileSystemError(err: unknown): err is NodeJS.ErrnoException {
+  const e = err as NodeJS.ErrnoException;
+  return err instanceof Error && typeof e.code === 'string' && typeof e.syscall === 'string' && typeof e.path === 'string';
 }
 
 /** The message of an unknown thrown value. */

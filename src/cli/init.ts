@@ -6,6 +6,7 @@ import { basename, join, relative, resolve } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { action, CliError } from './errors.js';
 import { checkInstanceName, configFileName, defaultInstanceName, defaultPort, defaultStateDir } from './project.js';
+import { COUNT_NODES_REQUEST } from './query.js';
 
 interface InitOptions {
   name: string;
@@ -151,7 +152,7 @@ The log is \`.svc/${instance}.log\`.
 
 \`\`\`sh
 svc query ${instance} --file examples/request.json         # a JSON request file
-svc query ${instance} --json '{"request_type":"read","query":{"read":{"entries":[],"returns":[]}}}'
+svc query ${instance} --json '${COUNT_NODES_REQUEST}'
 svc query ${instance} -e "readBatch().varAs('n', g().n().count()).returning(['n'])"
 svc query ${instance} --ts-file queries/report.ts          # a file whose default export is a batch
 \`\`\`

@@ -6,9 +6,11 @@
 //   <state_dir>/<name>.log     the server's stdout and stderr (appended per start)
 //   <state_dir>/data/<name>/   disk storage
 //
-// A pid file can outlive its process (kill -9, reboot) and the pid can be reused by an
-// unrelated process, so "running" means: the process exists, is not a zombie, and (where
-// /proc exists) its command line is `... serve ...`. Anything else is a stale pid file.
+// A pid file can outlive its process (kill -9, reboot), the pid can be reused by an
+// unrelated process, and a copied project carries another project's pid file, so
+// "running" means: the process exists, is not a zombie, and (where /proc exists) its
+// command line is `... cli/main.js serve --started-by <this pid file> ...` (a server
+// started by a svc from before that flag: without it). Anything else is a stale pid file.
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { processState } from '../durability/process-alive.js';
@@ -52,7 +54,7 @@ export function inspect(instance: LocalInstance): Liveness {
   const paths = statePaths(instance);
   const pid = readPid(paths.pid);
   if (pid === null) return { status: 'stopped', stalePid: null };
-  if (!isServerProcess(pid)) return { status: 'stopped', stalePid: pid };
+  if (!isServerProcess(pid, paths.pid)) return { status: 'stopped', stalePid: pid };
   return { status: 'running', pid, state: readState(paths.state, pid) };
 }
 
@@ -65,8 +67,14 @@ export function writeRunFiles(instance: LocalInstance, state: RunState): void {
 
 export function removeRunFiles(instance: LocalInstance): void {
   const paths = statePaths(instance);
-  rmSync(paths.pid, { force: true });
-  rmSync(paths.state, { force: true });
+  for (const file of [paths.pid, paths.state]) {
+    try {
+      rmSync(file, { force: true });
+    } catch (err) {
+      // state_dir is a file: nothing can be under it.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') throw err;
+    }
+  }
 }
 
 function writeAtomic(path: string, text: string): void {
@@ -92,8 +100,8 @@ function readState(path: string, pid: number): RunState | null {
   }
 }
 
-/** The process exists, is not a zombie, and (with /proc) runs `serve`. */
-export function isServerProcess(pid: number): boolean {
+/** The process exists, is not a zombie, and (with /proc) runs `serve` started for `pidFile`. */
+export function isServerProcess(pid: number, pidFile: string): boolean {
   if (!processExists(pid)) return false;
   const proc = `/proc/${pid}`;
   if (!existsSync('/proc/self/stat')) return true; // no /proc: trust the signal probe
@@ -102,7 +110,11 @@ export function isServerProcess(pid: number): boolean {
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
     if (state === 'Z' || state === 'X') return false; // exited, not yet reaped by its new parent
     const argv = readFileSync(`${proc}/cmdline`, 'utf8').split('\0');
-    return argv.includes('serve');
+    // `<node> <...>/cli/main.js serve ...`: svc's own entry runs serve.
+    const serve = argv.indexOf('serve');
+    if (serve < 1 || !/[\\/]cli[\\/]main\.js$/.test(argv[serve - 1]!)) return false;
+    const startedBy = argv.indexOf('--started-by');
+    return startedBy < 0 || argv[startedBy + 1] === pidFile;
   } catch {
     return false; // vanished between the probes
   }

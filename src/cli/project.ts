@@ -146,10 +146,10 @@ export function parseProject(root: string, configPath: string, text: string): Pr
     local.set(instance, {
       kind: 'local',
       name: instance,
-      host: optionalString(table.host, 'host', at) ?? defaultHost,
+      host: nonEmpty(optionalString(table.host, 'host', at), 'host', at) ?? defaultHost,
       port: optionalInteger(table.port, 'port', at, 1, 65535) ?? defaultPort,
       storage,
-      stateDir: resolve(root, optionalString(table.state_dir, 'state_dir', at) ?? defaultStateDir),
+      stateDir: resolve(root, nonEmpty(optionalString(table.state_dir, 'state_dir', at), 'state_dir', at) ?? defaultStateDir),
       readers: optionalInteger(table.readers, 'readers', at, 1, 256),
       queryTimeoutMs: optionalInteger(table.query_timeout_ms, 'query_timeout_ms', at, 1, 86_400_000),
       queryMemoryMb: optionalInteger(table.query_memory_mb, 'query_memory_mb', at, 1, 65_536),
@@ -237,6 +237,12 @@ function checkKeys(table: TomlTableWithoutBigInt, known: readonly string[], at: 
 function optionalString(value: TomlValueWithoutBigInt | undefined, key: string, at: string): string | null {
   if (value === undefined) return null;
   if (typeof value !== 'string') throw new CliError(`${at} ${key} must be a string`);
+  return value;
+}
+
+/** An empty host would bind every interface; an empty state_dir is the project root itself. */
+function nonEmpty(value: string | null, key: string, at: string): string | null {
+  if (value !== null && value.trim() === '') throw new CliError(`${at} ${key} must not be empty (leave it out for the default)`);
   return value;
 }
 

@@ -23,6 +23,9 @@ import { portOption } from './init.js';
 import { integerOption } from './options.js';
 import { requestFromExpression, requestFromTsFile } from './ts-eval.js';
 
+/** The JSON request the help texts (and AGENTS.md of `svc init`) show: the number of nodes. */
+export const COUNT_NODES_REQUEST = '{"request_type":"read","query":{"read":{"entries":[{"query":{"name":"n","root":{"count":{"input":{"nodes":{"reference":"all"}}}}}}],"returns":["n"]}}}';
+
 interface QueryOptions extends CloudFlags {
   file?: string;
   json?: string;
@@ -76,7 +79,7 @@ Exactly one of --file, --json, -e/--ts, --ts-file is required.
 
 Examples:
   svc query dev --file examples/request.json
-  svc query dev --json '{"request_type":"read","query":{"read":{"entries":[],"returns":[]}}}'
+  svc query dev --json '${COUNT_NODES_REQUEST}'
   svc query dev -e "readBatch().varAs('n', g().nWithLabel('User').count()).returning(['n'])"
   svc query dev -e "writeBatch().varAs('ann', g().addN('User', { name: 'Ann' })).returning(['ann'])"
   svc query dev -e "readBatch().varAs('u', g().nWithLabel('User', P.eq('name', param('name'))).valueMap()).returning(['u'])" --params '{"name":"Ann"}'

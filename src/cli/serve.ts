@@ -95,6 +95,9 @@ export function registerServe(program: Command): void {
       integerOption('slow-query-ms', 0, 86_400_000), SLOW_QUERY_MS_DEFAULT)
     .option('--database-id <id>', 'serve only this database: refuse (421 misdirected_request) queries whose x-svc-tenant-id names another; '
       + 'requests without the header are answered (the cloud provisioning sets it)', databaseIdOption)
+    // Set by `svc start`: the pid file that names this process. Not used here; it is how
+    // svc status / stop tell their server from another program (instance-state.ts).
+    .addOption(new Option('--started-by <pid-file>', 'the pid file of svc start that names this server').hideHelp())
     .action(async (options: ServeOptions) => {
       await serve(options);
     });
@@ -105,6 +108,8 @@ async function serve(options: ServeOptions): Promise<void> {
   const problem = uwsNativeProblem();
   if (problem !== null) fail(problem);
 
+  // uWS reads an empty host as "every interface, any port".
+  if (options.host.trim() === '') fail('--host must not be empty (default 127.0.0.1)');
   if (options.disk !== undefined && options.storageUri !== undefined) fail('use --disk or --storage-uri, not both');
   if (options.storageUri === undefined && (options.s3EndpointUrl ?? options.s3Region ?? options.cacheDir) !== undefined) {
     fail('--s3-endpoint-url, --s3-region and --cache-dir need --storage-uri');

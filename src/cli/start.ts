@@ -77,7 +77,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
 
   mkdirSync(instance.stateDir, { recursive: true });
   if (storage === 'disk') mkdirSync(paths.data, { recursive: true });
-  const args = [mainPath, 'serve', '--host', instance.host, '--port', String(instance.port)];
+  const args = [mainPath, 'serve', '--started-by', paths.pid, '--host', instance.host, '--port', String(instance.port)];
   if (storage === 'disk') args.push('--disk', paths.data);
   if (instance.readers !== null) args.push('--readers', String(instance.readers));
   if (instance.queryTimeoutMs !== null) args.push('--query-timeout-ms', String(instance.queryTimeoutMs));

@@ -56,7 +56,7 @@ async function sync(name: string, options: SyncOptions): Promise<void> {
   try {
     response = await httpRequest(url, { headers: { accept: 'application/json', ...cloudHeaders(settings, apiKey) }, timeoutMs: options.timeoutMs });
   } catch (err) {
-    if (err instanceof Unreachable) throw new CliError(`cannot reach the gateway of cloud instance "${name}" at ${url} (${err.reason}).\nHint: ${cloudHint(name, project.configPath)}`);
+    if (err instanceof Unreachable) throw new CliError(`cannot reach the gateway of cloud instance "${name}" at ${url} (${err.reason}).\nHint: ${cloudHint(name, project.configPath, true)}`);
     throw err;
   }
   if (response.status < 200 || response.status > 299) {
@@ -74,7 +74,9 @@ async function sync(name: string, options: SyncOptions): Promise<void> {
     return { key, value, note: before === null ? 'added' : before === value ? 'unchanged' : `was ${JSON.stringify(before)}` };
   });
   const text = readFileSync(project.configPath, 'utf8');
-  const edited = setTableKeys(text, ['enterprise', name], updates);
+  // Values that did not change keep their lines (and comments) as they are.
+  const changed = updates.filter(([key, value]) => current[key] !== value);
+  const edited = changed.length === 0 ? text : setTableKeys(text, ['enterprise', name], changed);
   verify(project.root, project.configPath, edited, name, updates);
 
   const verb = options.dryRun === true ? 'Would update' : 'Updated';
