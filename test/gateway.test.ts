@@ -896,6 +896,39 @@ describe('bounded memory', () => {
     }
   });
 
+  it('an answer a client does not read yet stays counted until the socket took it, and is released when the client leaves', async () => {
+    const size = 8 * MiB; // far more than a socket's buffers
+    const big = await bigAnswerServer(size);
+    try {
+      cp.addDatabase({ id: 'db_slowread', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_slowread').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * MiB });
+      const body = countNodesBody('X');
+      const request = `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nx-svc-tenant-id: db_slowread\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      for (const ending of ['reads it late', 'leaves'] as const) {
+        const socket = connect(g.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.pause();
+        socket.write(request);
+        await eventually(() => g.bufferedBytes().responses > 0, `${ending}: the answer is held while the client does not read`);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(g.bufferedBytes().responses, ending).toBeGreaterThan(0);
+        if (ending === 'leaves') {
+          socket.destroy();
+        } else {
+          let received = 0;
+          socket.on('data', (d: Buffer) => { received += d.length; });
+          socket.resume();
+          await eventually(() => received >= size, 'the whole answer arrives once the client reads');
+          socket.destroy();
+        }
+        await eventually(() => g.bufferedBytes().responses === 0, `${ending}: released`);
+      }
+    } finally {
+      big.close();
+    }
+  });
+
   it('warming keeps no backend answer body: a large warm read fits a small budget', async () => {
     const big = await bigAnswerServer(256 * 1024);
     try {

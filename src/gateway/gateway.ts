@@ -21,7 +21,7 @@ import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from
 import { apiKeyPattern } from '../cloud/secrets.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
-import { assertNativeUws, statusLine, uws } from '../server/uws.js';
+import { assertNativeUws, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -515,9 +515,15 @@ class GatewayRequest {
     return new Promise((resolve) => { this.bodyWaiter = resolve; });
   }
 
+  /** Runs once the answer is written whole, or the client left before: releases what it held. */
+  answerWritten: (() => void) | null = null;
+
   onAborted(): void {
     this.aborted = true;
     this.discardBody();
+    const written = this.answerWritten;
+    this.answerWritten = null;
+    written?.();
   }
 
   /** Keep no more of the body (answered already, or the client left); later chunks are dropped. */
@@ -1024,6 +1030,11 @@ class GatewayServer {
     if (error !== null) status = error.status;
     else if (answer === 'warmed') status = 204;
     else status = answer!.status;
+    // The answer's bytes count against the response bound until the socket took them all
+    // (endAsTheSocketDrains): a client that does not read holds its answer, not uWS.
+    const heldBytes = request.responseBytes;
+    request.responseBytes = 0;
+    let writtenNow = true;
     if (!request.aborted) {
       const res = request.res;
       res.cork(() => {
@@ -1037,13 +1048,19 @@ class GatewayServer {
         } else {
           res.writeHeader('Content-Type', answer!.contentType);
           if (answer!.retryAfter !== null) res.writeHeader('Retry-After', answer!.retryAfter);
-          res.end(answer!.body, this.closing);
+          if (this.closing) res.end(answer!.body, true);
+          else {
+            const release = (): void => {
+              request.answerWritten = null;
+              this.responseBudget.give(heldBytes);
+            };
+            writtenNow = endAsTheSocketDrains(res, answer!.body, release);
+            if (!writtenNow) request.answerWritten = release;
+          }
         }
       });
     }
-    // uWS copied the answer (or the client left): the gateway holds none of it any more.
-    this.responseBudget.give(request.responseBytes);
-    request.responseBytes = 0;
+    if (writtenNow) this.responseBudget.give(heldBytes);
     const ms = performance.now() - request.startedMs;
     this.metrics.record(request.requestType, status, error?.code ?? null, request.aborted, ms / 1000);
     if (this.accessLog) {

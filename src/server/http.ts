@@ -11,6 +11,12 @@
 //   and must not be touched after the abort.
 // - Writes outside the handler's synchronous part are corked (one syscall per answer).
 // - uWS has no body-size option: the bytes are counted in onData.
+// - Query answers are written with tryEnd, never end: end() buffers whatever the socket
+//   does not take, and a client that sends requests but never reads its answers grew the
+//   server by every answer (GBs in minutes). tryEnd writes what the socket takes; the rest
+//   stays this answer's, sent as the socket drains (onWritable), and uWS reads no further
+//   request on the connection meanwhile. A client that stops reading holds one answer
+//   until the idle timeout closes its connection.
 import assert from 'node:assert/strict';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, type LimitOverrides } from '../limits.js';
@@ -23,7 +29,7 @@ import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
-import { statusLine, uws } from './uws.js';
+import { endAsTheSocketDrains, statusLine, uws } from './uws.js';
 
 /**
  * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
@@ -238,7 +244,9 @@ class PendingQuery implements QueryJob, QueryResponder {
       res.cork(() => {
         res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
         if (retryAfterSeconds !== undefined) res.writeHeader('Retry-After', String(retryAfterSeconds));
-        res.end(body, close);
+        // Closing: the connection ends after this answer, so what uWS buffers is bounded.
+        if (close) res.end(body, true);
+        else endAsTheSocketDrains(res, body);
       });
     }
     this.logFinished(status, body);

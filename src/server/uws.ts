@@ -6,8 +6,30 @@
 // differs in details (notes/packages.md). The server refuses to run on it.
 import { STATUS_CODES } from 'node:http';
 import uwsModule from 'uWebSockets.js';
+import type { HttpResponse } from 'uWebSockets.js';
 
 export const uws = uwsModule;
+
+/**
+ * Ends `res` with `body` as the socket takes it: tryEnd writes what the socket accepts
+ * now, and the rest goes on each writable event; uWS buffers none of it (end() would
+ * buffer it all) and reads no further request on the connection until it is written.
+ * True when all of it was written now; otherwise `written` runs once the rest was. `res`
+ * must have an onAborted handler (a client that stops reading is closed by the idle
+ * timeout, and then the rest is never written).
+ */
+export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | string, written?: () => void): boolean {
+  const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  if (res.tryEnd(body, total)[1]) return true;
+  // Offsets are in bytes of the body: keep it as bytes from here on.
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  res.onWritable((offset) => {
+    const [ok, done] = res.tryEnd(bytes.subarray(offset), total);
+    if (done) written?.();
+    return ok;
+  });
+  return false;
+}
 
 const statusLines = new Map<number, string>();
 /** The status line uWS writeStatus() takes ("200 OK" etc.), built once per status. */
