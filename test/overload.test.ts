@@ -4,6 +4,7 @@
 // that dies answers what it never started as failed and what it started as uncertain.
 // Servers run in-process from dist/ (`npm test` builds first) so bounds can be lowered.
 import { execFile } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -248,6 +249,40 @@ describe('the HTTP front end', () => {
         front2.closeAllSockets();
       }
     } finally {
+      front.stopAccepting();
+      front.closeAllSockets();
+    }
+  });
+
+  it('reserves a body\'s announced length as it arrives: connections that announce large bodies and trickle hold little', async () => {
+    // Answers with the body's length and a checksum, so a grown buffer is checked byte for byte.
+    const sum: QuerySink = { submit: (job: QueryJob) => {
+      let hash = 0;
+      for (const byte of job.body) hash = (hash * 31 + byte) >>> 0;
+      job.responder.respond(200, `{"bytes":${job.body.byteLength},"hash":${hash}}`);
+    } };
+    const front = new HttpFrontEnd({ mode: 'writer', limits: { receivingBodyBytesMax: 10 * 1024 * 1024 } });
+    const port = await front.listen('127.0.0.1', 0);
+    const url = `http://127.0.0.1:${port}`;
+    front.attach({ readers: sum, writer: sum });
+    const tricklers: Socket[] = [];
+    try {
+      // Two connections announce 4 MiB each and send a byte: 8 MiB held if reserved up front.
+      for (let i = 0; i < 2; i++) {
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n `);
+        tricklers.push(socket);
+      }
+      await sleep(300);
+      const honest = new Uint8Array(3 * 1024 * 1024).map((_, i) => 0x20 + (i % 90));
+      let hash = 0;
+      for (const byte of honest) hash = (hash * 31 + byte) >>> 0;
+      const answer = await post(url, honest);
+      expect(answer.status, answer.text).toBe(200);
+      expect(answer.text).toBe(`{"bytes":${honest.byteLength},"hash":${hash}}`);
+    } finally {
+      for (const socket of tricklers) socket.destroy();
       front.stopAccepting();
       front.closeAllSockets();
     }

@@ -50,7 +50,10 @@ export interface QueryRoutes {
 
 const JSON_TYPE = 'application/json';
 const MISDIRECTED_STATUS_LINE = statusLine(421);
-/** Body allocation when the length is not announced (chunked upload); grows by doubling. */
+/**
+ * First body allocation of a body that does not arrive in one piece (chunked, or an
+ * announced length still arriving); grows by doubling, up to the announced length if any.
+ */
 const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
 
 
@@ -202,8 +205,11 @@ class PendingQuery implements QueryJob, QueryResponder {
     const buffer = this.buffer;
     if (buffer !== null && total <= buffer.byteLength) return buffer;
     let capacity: number;
-    if (buffer === null && this.expected >= total) capacity = this.expected; // Content-Length: exact
-    else if (buffer === null && isLast) capacity = total; // whole body in one chunk
+    if (buffer === null && isLast) capacity = total; // whole body in one chunk
+    // Content-Length: grow toward it as bytes arrive, not all at once. Reserving the announced
+    // length up front let a few connections that announce 16 MiB and send a byte now and then
+    // hold the whole receiving bound, shedding every honest body (a probe: 400 B/s did it).
+    else if (this.expected >= total) capacity = Math.min(this.expected, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
     else capacity = Math.min(limits.bodyBytesMax, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
     const refused = this.front.reserveReceiving(this, capacity);
     if (refused !== null) {
