@@ -56,6 +56,12 @@ export const limits = {
   indexCatalogBytesMax: 64 * 1024 * 1024,
   /** Request body bytes (envelope.md §1); over it: 400 invalid_request_body. */
   bodyBytesMax: 16 * 1024 * 1024,
+  /**
+   * Request body bytes `POST /v2/explain` takes; larger: 400 invalid_request_body. Explain
+   * decodes and plans on the HTTP thread that received it (~60 us per KiB): 256 KiB is ~15 ms,
+   * while a 15 MB body held a thread 0.9 s and stalled its other clients.
+   */
+  explainBodyBytesMax: 256 * 1024,
   /** JSON nesting depth of a request; deeper: 400 invalid_query_json. */
   jsonDepthMax: 1024,
   // One SharedArrayBuffer holds at most 4 GiB on Node 20, which bounds the columns below.

@@ -120,6 +120,13 @@ describe('POST /v2/explain and svc query --explain / --wait', () => {
     const second = await post(server.url, '/v2/query', byEmail('bob@x'));
     expect(second).toEqual(first);
     expect(JSON.parse(first.text)).toEqual({ r: [1] });
+    // It runs on the thread that received it: bodies over 256 KiB are refused, not planned.
+    const padded = (bytes: number) => JSON.stringify(byEmail('bob@x')) + ' '.repeat(bytes - JSON.stringify(byEmail('bob@x')).length);
+    expect((await post(server.url, '/v2/explain', padded(256 * 1024))).status).toBe(200);
+    const large = await post(server.url, '/v2/explain', padded(256 * 1024 + 1));
+    expect([large.status, JSON.parse(large.text)]).toEqual([400, {
+      error: 'invalid_request_body', msg: `failed to read request body: explain takes bodies up to 262144 bytes (it runs on the thread that receives it); this one has ${256 * 1024 + 1}`,
+    }]);
     // Only POST.
     const get = await fetch(`${server.url}/v2/explain`);
     expect(get.status).toBe(405);

@@ -490,7 +490,9 @@ export class HttpFrontEnd {
       job.route = 'explain';
       const explainer = this.explainer;
       if (explainer === null) job.fail(new SvcError('internal_error', 'internal error: this server has no explain handler'));
-      else {
+      else if (job.body.byteLength > limits.explainBodyBytesMax) {
+        job.fail(bodyError(`explain takes bodies up to ${limits.explainBodyBytesMax} bytes (it runs on the thread that receives it); this one has ${job.body.byteLength}`));
+      } else {
         const answer = explainer(job.body);
         job.respond(answer.status, answer.body);
       }
