@@ -218,6 +218,24 @@ describe('Client over HTTP', () => {
       answer(conflict, json(200, {}));
       await expect(client.query(write, { retry: false })).rejects.toMatchObject({ status: 409 });
       expect(seen).toHaveLength(2);
+      // A 409 that may have committed is never sent again (errors.md §7), nor the gateway's
+      // answer to a write that ran.
+      answer(json(409, { error: 'writer_fenced_commit_outcome_unknown', msg: 'writer fenced' }), json(200, {}));
+      await expect(client.query(write)).rejects.toMatchObject({ status: 409, code: 'writer_fenced_commit_outcome_unknown' });
+      expect(seen).toHaveLength(3);
+      answer(json(502, { error: 'write_outcome_unknown', msg: 'x' }), json(200, {}));
+      await expect(client.query(write)).rejects.toMatchObject({ status: 502 });
+      expect(seen).toHaveLength(4);
+    });
+
+    it('takes Retry-After as an HTTP date too', async () => {
+      const shed: Reply = { ...json(503, { error: 'server_overloaded', msg: 'shed' }), headers: { 'Retry-After': new Date(Date.now() + 1500).toUTCString() } };
+      answer(shed, json(200, { a: [] }));
+      const started = performance.now();
+      await new Client({ baseUrl, retry: { attempts: 2, baseDelayMs: 1 } }).query(write);
+      // An HTTP date has whole seconds: at least ~0.5 s of the 1.5 s is left.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(450);
+      expect(seen).toHaveLength(2);
     });
 
     it('retries 503 server_overloaded (shed before running) after its Retry-After, but no other 503', async () => {

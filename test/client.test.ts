@@ -567,6 +567,14 @@ describe('parameters (envelope.md §3)', () => {
     });
   });
 
+  it('-0 keeps its sign on the wire: the integer token -0, read as -0.0 where a float is read', () => {
+    expect(f64(-0).json).toStrictEqual({ f64: -0 });
+    const text = readBatch().varAs('x', g().n().count()).withParams({ z: -0 }).toJSON();
+    expect(text).toContain('"parameters":{"z":-0}');
+    expect(JSON.stringify(V.array([f64(-0)]).json)).toBe('{"array":[{"f64":0}]}'); // JSON.stringify itself drops it
+    expect(readBatch().varAs('x', g().n().where(P.eq('s', f64(-0))).count()).toJSON()).toContain('{"f64":-0}');
+  });
+
   it('typed with no declarations still switches to typed mode (parameter_types {})', () => {
     const request = readBatch(defineParams({})).varAs('n', g().n().count()).toRequest();
     expect(request.parameters).toStrictEqual({});
@@ -590,6 +598,11 @@ describe('parameters (envelope.md §3)', () => {
     expect(() => b.toRequest({ ...ok, n: 2n ** 63n })).toThrow(/out of range/);
     expect(() => b.toRequest({ ...ok, f: 1e39 })).toThrow(/f32 range/);
     expect(() => b.toRequest({ ...ok, d: 'yesterday' })).toThrow(/'d' expects a date-time/);
+    // RFC 3339: a four-digit year, and an offset (without one, Date reads local time).
+    expect(() => b.toRequest({ ...ok, d: new Date(Date.UTC(10000, 0, 1)) })).toThrow(/'d' expects a date-time in the years 0000-9999/);
+    expect(() => b.toRequest({ ...ok, d: -62198755200001 })).toThrow(/years 0000-9999/);
+    expect(() => b.toRequest({ ...ok, d: '2025-03-01T08:00' })).toThrow(/'d' expects a date-time with its offset/);
+    expect(() => b.toRequest({ ...ok, d: '2025-03-01T08:00:00-05:30' })).not.toThrow();
     expect(() => b.toRequest({ ...ok, row: { id: 1, extra: 2 } as never })).toThrow(/undeclared member 'extra'/);
     expect(() => b.toRequest({ n: 1, f: 1.5, d: 0 } as never)).toThrow(/missing: \[row\]/);
     expect(() => b.toRequest({ ...ok, z: 1 } as never)).toThrow(/undeclared: \[z\]/);

@@ -891,6 +891,10 @@ describe('bounded memory', () => {
       expect(whole.status).toBe(200);
       expect(whole.text.length).toBe(256 * 1024);
       expect(roomy.bufferedBytes().responses).toBe(0);
+      // A write has run by then: not server_overloaded, which clients retry.
+      const write = await post(g, addNode('X'), auth(key, 'db_big'));
+      expect([write.status, errorOf(write).error], write.text).toEqual([502, 'write_outcome_unknown']);
+      await eventually(() => g.bufferedBytes().responses === 0, 'released after the write too');
     } finally {
       big.close();
     }

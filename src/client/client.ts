@@ -8,12 +8,16 @@
 // `authHeader` (default `Authorization`) as `Bearer <key>` or raw; `x-svc-tenant-id` when a
 // tenant is set; `x-svc-warm: true` / `x-svc-require-writer: true` when asked;
 // `x-svc-await-durable: true|false` only when given. Only status 200 is success. With a
-// retry policy (opt-in), 409 answers are retried, and so is `503 server_overloaded` (the
-// server shed the request before running any of it), waiting at least its Retry-After.
+// retry policy (opt-in), `409 transaction_conflict` answers are retried, and so is `503
+// server_overloaded` (the server shed the request before running any of it), waiting at
+// least its Retry-After.
 
 import { isPlainObject, parseResponseJson, writeJson, type WireObject } from './json.js';
 import { SvcClientError, errorFromResponse } from './errors.js';
 import type { WireRequest } from './batch.js';
+
+/** The longest Retry-After honoured (a far date would stall the caller). */
+const RETRY_AFTER_MS_MAX = 60_000;
 
 export interface RetryOptions {
   /** Maximum number of attempts in total, including the first (≥ 1). */
@@ -80,7 +84,7 @@ interface Answer {
   status: number;
   statusText: string;
   body: string;
-  /** Retry-After in milliseconds, when the answer carried one in whole seconds. */
+  /** Retry-After in milliseconds (from seconds or an HTTP date; at most RETRY_AFTER_MS_MAX). */
   retryAfterMs?: number;
 }
 
@@ -127,7 +131,11 @@ class HttpTransport implements Transport {
     }
     const retryAfter = res.headers?.get('retry-after') ?? null;
     const answer: Answer = { status: res.status, statusText: res.statusText, body: text };
-    if (retryAfter !== null && /^\d{1,6}$/.test(retryAfter)) answer.retryAfterMs = Number(retryAfter) * 1000;
+    if (retryAfter !== null) {
+      // Seconds, or an HTTP date (RFC 9110 §10.2.3).
+      const at = /^\d{1,6}$/.test(retryAfter) ? Date.now() + Number(retryAfter) * 1000 : Date.parse(retryAfter);
+      if (!Number.isNaN(at)) answer.retryAfterMs = Math.min(Math.max(0, at - Date.now()), RETRY_AFTER_MS_MAX);
+    }
     return answer;
   }
 
@@ -230,7 +238,9 @@ export class Client {
       const answer = await this.transport.send(body, options);
       if (answer.status === 200) return parseSuccess(answer.body) as T;
       const err = errorFromResponse(answer.status, answer.body, answer.statusText);
-      const retryable = answer.status === 409 || (answer.status === 503 && err.code === 'server_overloaded');
+      // Only answers that say nothing ran: a conflict rolled back, or a request shed before it
+      // ran. Not any 409: writer_fenced_commit_outcome_unknown may have committed.
+      const retryable = (answer.status === 409 && err.code === 'transaction_conflict') || (answer.status === 503 && err.code === 'server_overloaded');
       if (!retryable || attempt >= attempts) throw err;
       await sleep(Math.max(backoffDelayMs(attempt, policy!), answer.retryAfterMs ?? 0));
     }

@@ -79,7 +79,8 @@ function writeScalar(v: unknown): string {
     case 'bigint': return v.toString();
     case 'number':
       if (!Number.isFinite(v)) throw new TypeError(`cannot write ${v} as JSON: numbers must be finite`);
-      return JSON.stringify(v);
+      // JSON.stringify drops the sign of -0; the integer token -0 keeps it where a float is read.
+      return Object.is(v, -0) ? '-0' : JSON.stringify(v);
     case 'object':
       if (v === null) return 'null';
       throw new TypeError(`cannot write a ${v.constructor?.name ?? 'non-plain object'} as JSON`);

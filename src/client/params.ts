@@ -98,8 +98,15 @@ function refuse(path: string, expected: string, v: unknown): never {
 
 /** ISO-8601 UTC with milliseconds (`2025-03-01T07:00:00.000Z`). */
 function isoDateTime(v: unknown, path: string): string {
+  // A string must say its offset: without one, Date reads a time of day as local time.
+  if (typeof v === 'string' && !/[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$/.test(v)) {
+    refuse(path, 'a date-time with its offset (e.g. 2025-03-01T08:00:00Z)', v);
+  }
   const d = v instanceof Date ? v : typeof v === 'string' || typeof v === 'number' ? new Date(v) : undefined;
   if (d === undefined || Number.isNaN(d.getTime())) refuse(path, 'a date-time (Date, ISO string or epoch milliseconds)', v);
+  // RFC 3339 has four-digit years: toISOString writes others as +010000 or -000001.
+  const year = d!.getUTCFullYear();
+  if (year < 0 || year > 9999) refuse(path, 'a date-time in the years 0000-9999', v);
   return d!.toISOString();
 }
 

@@ -18,7 +18,8 @@ export type GatewayErrorCode =
   | 'rate_limit_unavailable' // 503: Redis could not decide in time; fails closed
   | 'control_plane_unavailable' // 503: the key/route/allowance store could not answer
   | 'database_unavailable' // 503: no eligible backend (writer or ready reader)
-  | 'server_overloaded' // 503: the gateway holds too many body or answer bytes
+  | 'server_overloaded' // 503: the gateway holds too many body or answer bytes (nothing ran, or a read)
+  | 'write_outcome_unknown' // 502: the backend answered a write the gateway could not take: it may have been applied
   | 'internal_error' // 500: a gateway bug (the detail is in the gateway log)
   | 'not_found'; // 404: no such endpoint
 
@@ -37,6 +38,7 @@ const statusOfCode: Readonly<Record<GatewayErrorCode, number>> = {
   control_plane_unavailable: 503,
   database_unavailable: 503,
   server_overloaded: 503,
+  write_outcome_unknown: 502,
   internal_error: 500,
   not_found: 404,
 };

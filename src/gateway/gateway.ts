@@ -685,8 +685,11 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
       // Settled first: abort() calls onError at once, which would count it as a failed backend.
       if (this.settle()) {
         this.releaseHeld();
-        this.reject(new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'
-          + (this.request.requestType === 'write' ? ' (the write may or may not have been applied)' : '')));
+        // A read can be sent again; a write has run on the backend, so no code that says
+        // "retry" fits it (server_overloaded promises nothing ran).
+        this.reject(this.request.requestType === 'write'
+          ? new GatewayError('write_outcome_unknown', 'the gateway holds too many backend answer bytes to take this write\'s answer; the write may have been applied: check before sending it again')
+          : new GatewayError('server_overloaded', 'the gateway holds too many backend answer bytes to take this answer; retry later'));
       }
       this.abort?.(new Error('gateway response budget'));
       return true;
