@@ -12,6 +12,7 @@ import { snapshotFaults } from '../src/durability/snapshot.js';
 import { walFaults } from '../src/durability/wal.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { tempDirs } from './helpers/temp-dirs.js';
+import { eventually } from './helpers/eventually.js';
 
 const tempDir = tempDirs('faults');
 afterEach(() => {
@@ -24,6 +25,15 @@ const countAll = read([q('c', count(nodes('all')))], ['c']);
 const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
 const dataFiles = (dir: string) => readdirSync(dir).filter((f) => /^(wal|snapshot)-/.test(f)).sort();
 const walFiles = (dir: string) => dataFiles(dir).filter((f) => f.startsWith('wal-')).map((f) => join(dir, f));
+const snapshotNames = (dir: string) => dataFiles(dir).filter((f) => f.startsWith('snapshot-'));
+
+/** A disk database (a snapshot due every 300 WAL bytes) given writes 0..n-1 while every snapshot fails. */
+async function writeWhileSnapshotsFail(dir: string, n: number): Promise<Database> {
+  const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
+  snapshotFaults.failWrites = 1000;
+  for (let i = 0; i < n; i++) await db.query(addOne(i));
+  return db;
+}
 
 /** The files a crash would leave: the data files, without the lock (its holder is gone). */
 function crashCopy(dir: string): string {
@@ -147,7 +157,7 @@ describe('WAL damage', () => {
     await opened.close();
     // Without the newest snapshot the segment is needed, and a later segment proves its end
     // is damage, not a torn tail.
-    const snaps = dataFiles(copy).filter((f) => f.startsWith('snapshot-'));
+    const snaps = snapshotNames(copy);
     rmSync(join(copy, snaps.at(-1)!));
     const before = hashes(copy);
     const err = await openFails(copy);
@@ -223,14 +233,14 @@ describe('snapshot damage', () => {
     for (let i = 0; i < n; i++) await db.query(addOne(i));
     await db.close(); // the stop's snapshot is the newest generation, the last periodic one the older
     const copy = crashCopy(dir);
-    expect(dataFiles(copy).filter((f) => f.startsWith('snapshot-')).length).toBe(2);
+    expect(snapshotNames(copy).length).toBe(2);
     return copy;
   }
 
   it('a damaged newest snapshot is gone around through the previous one and the WAL, losing nothing', async () => {
     for (const offset of [3, 9, 20, 40, 200, -10]) {
       const dir = await twoGenerations(40);
-      const newest = join(dir, dataFiles(dir).filter((f) => f.startsWith('snapshot-')).at(-1)!);
+      const newest = join(dir, snapshotNames(dir).at(-1)!);
       const bytes = readFileSync(newest);
       bytes[offset < 0 ? bytes.length + offset : offset] ^= 0x10;
       writeFileSync(newest, bytes);
@@ -242,7 +252,7 @@ describe('snapshot damage', () => {
 
   it('when no older generation reaches its epoch, a damaged snapshot is refused with every file intact', async () => {
     const dir = await twoGenerations(40);
-    const snaps = dataFiles(dir).filter((f) => f.startsWith('snapshot-'));
+    const snaps = snapshotNames(dir);
     // Without the older snapshot's WAL, nothing reaches the newest snapshot's epoch.
     for (const wal of walFiles(dir)) rmSync(wal);
     const newest = join(dir, snaps.at(-1)!);
@@ -337,9 +347,7 @@ describe('failing storage', () => {
 
   it('a failed snapshot is retried with backoff, not on every commit, and a failed stop snapshot is reported', async () => {
     const dir = tempDir();
-    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
-    snapshotFaults.failWrites = 1000;
-    for (let i = 0; i < 40; i++) await db.query(addOne(i));
+    const db = await writeWhileSnapshotsFail(dir, 40);
     // 40 commits past the threshold, but retries wait out their backoff.
     expect(1000 - snapshotFaults.failWrites).toBeLessThan(10);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
@@ -356,23 +364,21 @@ describe('failing storage', () => {
 describe('the log left by snapshots that failed', () => {
   it('counts toward the next snapshot whole after a restart, not only its newest segment', async () => {
     const dir = tempDir();
-    const db = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: 300 });
     // Each attempt starts a new segment before it writes the snapshot, as a crash mid-way would leave them.
-    snapshotFaults.failWrites = 1000;
-    for (let i = 0; i < 40; i++) await db.query(addOne(i));
+    const db = await writeWhileSnapshotsFail(dir, 40);
     await db.close().catch(() => undefined); // its stop snapshot fails too
     snapshotFaults.failWrites = 0;
     const segments = walFiles(dir);
     expect(segments.length, 'several segments, no snapshot').toBeGreaterThan(2);
-    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-'))).toEqual([]);
+    expect(snapshotNames(dir)).toEqual([]);
     const sizes = segments.map((f) => statSync(f).size);
     const total = sizes.reduce((a, b) => a + b, 0), newest = sizes.at(-1)!;
     // A threshold the whole log passes and the newest segment with another write does not.
     const again = await openDatabase({ storage: 'disk', path: dir, snapshotWalBytes: total });
     expect(newest + 200, 'the newest segment alone stays below it').toBeLessThan(total);
     await again.query(addOne(40));
-    for (let i = 0; i < 100 && !dataFiles(dir).some((f) => f.startsWith('snapshot-')); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-')), 'the first write after the restart snapshots').toHaveLength(1);
+    await eventually(() => snapshotNames(dir).length > 0, 'a snapshot is written', { timeoutMs: 2_000, intervalMs: 20 });
+    expect(snapshotNames(dir), 'the first write after the restart snapshots').toHaveLength(1);
     expect(await values(again)).toEqual(Array.from({ length: 41 }, (_, i) => i));
     await again.close();
   });
@@ -385,7 +391,7 @@ describe('a snapshot thread started after an upgrade in place', () => {
     // The snapshot thread starts on the first snapshot; by then the install was replaced.
     snapshotFaults.buildIdentity = 'an install replaced since';
     for (let i = 0; i < 20; i++) await db.query(addOne(i));
-    expect(dataFiles(dir).filter((f) => f.startsWith('snapshot-')), 'no snapshot written').toEqual([]);
+    expect(snapshotNames(dir), 'no snapshot written').toEqual([]);
     const err = await db.close().then(() => null, (e: unknown) => e);
     expect((err as SvcError).code).toBe('storage_error');
     expect((err as SvcError).msg).toMatch(/snapshot at stop failed.*snapshot thread: svcdb's installed files changed since this server started/);

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { HttpFrontEnd } from '../dist/src/server/http.js';
 import { ReaderPool } from '../dist/src/server/reader-pool.js';
 import { answeredJob } from './helpers/jobs.js';
+import { eventually } from './helpers/eventually.js';
 import { WriterThread } from '../dist/src/server/writer.js';
 import { startServer, type RunningServer, type ServerOptions } from '../dist/src/server/server.js';
 import { Committer, MemoryStorage } from '../dist/src/durability/durable.js';
@@ -421,23 +422,29 @@ describe('a reader thread that dies', () => {
     }
   });
 
-  it('threads whose replacements fail to load: reads are answered 503 at once, and a new pool is started (with backoff) once threads load again', async () => {
+  /**
+   * A store with one node of a fresh label and a pool of `threads` readers on it (each reads
+   * the environment of its start: SVCDB_TEST_READER_CRASH / _STALL), a thread killed by the
+   * crash marker dying fast; `ask` answers a body through the pool.
+   */
+  async function poolOnOneNode(threads: number, readerRestartDelayMsMin: number, readerRestartDelayMsMax = readerRestartDelayMsMin): Promise<{ pool: ReaderPool; label: string; ask(body: string): Promise<Answered> }> {
     const store = Store.create();
     const label = freshLabel();
     executeRequest(store, addNode(label), noFlags, 'writer');
     const pool = await ReaderPool.start({
-      shared: store.shared, threads: 1, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
-      limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 50, readerRestartDelayMsMax: 200 },
+      shared: store.shared, threads, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
+      limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin, readerRestartDelayMsMax },
     });
     const ask = (body: string): Promise<Answered> => {
       const j = job(body);
       pool.submit(j.job);
       return j.answer;
     };
-    const until = async (what: string, done: () => boolean): Promise<void> => {
-      for (let i = 0; i < 500 && !done(); i++) await sleep(20);
-      expect(done(), what).toBe(true);
-    };
+    return { pool, label, ask };
+  }
+
+  it('threads whose replacements fail to load: reads are answered 503 at once, and a new pool is started (with backoff) once threads load again', async () => {
+    const { pool, label, ask } = await poolOnOneNode(1, 50, 200);
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
     try {
       process.env['SVCDB_TEST_READER_CRASH'] = 'short'; // threads started from now on fail to load
@@ -450,7 +457,7 @@ describe('a reader thread that dies', () => {
       });
       expect(killed.status).toBe(500);
       // Piscina's replacement fails to load, and Piscina then replaces no thread of that pool.
-      await until('the replacement failed', () => pool.threadsAlive === 0);
+      await eventually(() => pool.threadsAlive === 0, 'the replacement failed', { intervalMs: 20 });
       const earlyAnswer = await early!;
       expect(earlyAnswer.status, earlyAnswer.body).toBe(503);
       expect(pool.tasksInFlight, 'no task is left waiting for a thread').toBe(0);
@@ -463,10 +470,10 @@ describe('a reader thread that dies', () => {
         msg: 'server overloaded: no reader thread is running (new ones are being started; the server log says why they stopped); retry later',
       });
       // The pool's own starts fail the same way, and are tried again.
-      await until('two starts failed', () => pool.restarts.failures >= 2);
+      await eventually(() => pool.restarts.failures >= 2, 'two starts failed', { intervalMs: 20 });
       expect(pool.restarts.lastFailure).toMatch(/reader threads failed to start: SVCDB_TEST_READER_CRASH must be at least 16 characters/);
       process.env['SVCDB_TEST_READER_CRASH'] = marker; // threads load again
-      await until('a new pool started', () => pool.restarts.done === 1);
+      await eventually(() => pool.restarts.done === 1, 'a new pool started', { intervalMs: 20 });
       expect(pool.restarts).toEqual({ done: 1, failures: 0, lastFailure: null });
       expect(pool.threadsAlive).toBe(1);
       expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
@@ -485,26 +492,17 @@ describe('a reader thread that dies', () => {
   }, 30_000);
 
   it('a new pool started beside threads that are still running reads lets those reads finish', async () => {
-    const store = Store.create();
-    const label = freshLabel();
-    executeRequest(store, addNode(label), noFlags, 'writer');
     const stall = `stall-${process.pid}-${Date.now()}-reader`;
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
     process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`; // read by each thread as it starts
     let pool: ReaderPool | null = null;
     try {
-      pool = await ReaderPool.start({
-        shared: store.shared, threads: 3, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
-        limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 400, readerRestartDelayMsMax: 400 },
-      });
-      const ask = (body: string): Promise<Answered> => {
-        const j = job(body);
-        pool!.submit(j.job);
-        return j.answer;
-      };
+      const started = await poolOnOneNode(3, 400);
+      pool = started.pool;
+      const { label, ask } = started;
       process.env['SVCDB_TEST_READER_CRASH'] = 'short';
       expect((await ask(crashRead)).status).toBe(500);
-      for (let i = 0; i < 400 && pool.threadsAlive > 2; i++) await sleep(5);
+      await eventually(() => pool!.threadsAlive <= 2, 'the dead thread is dropped', { timeoutMs: 2_000, intervalMs: 5 });
       expect(pool.threadsAlive, 'the replacement failed to load; two threads are left').toBe(2);
       process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool (in 400 ms) loads
       // Two 1.5 s reads on the two threads left, running when the new pool takes over.
@@ -522,26 +520,17 @@ describe('a reader thread that dies', () => {
   }, 30_000);
 
   it('a replaced pool whose last thread dies fails the reads still waiting in its queue, and they are run by the new pool', async () => {
-    const store = Store.create();
-    const label = freshLabel();
-    executeRequest(store, addNode(label), noFlags, 'writer');
     const stall = `stall-${process.pid}-${Date.now()}-queued`;
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
     process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`;
     let pool: ReaderPool | null = null;
     try {
-      pool = await ReaderPool.start({
-        shared: store.shared, threads: 3, dispatch: 'coalesce', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward: { submit: () => undefined },
-        limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 300, readerRestartDelayMsMax: 300 },
-      });
-      const ask = (body: string): Promise<Answered> => {
-        const j = job(body);
-        pool!.submit(j.job);
-        return j.answer;
-      };
+      const started = await poolOnOneNode(3, 300);
+      pool = started.pool;
+      const { label, ask } = started;
       process.env['SVCDB_TEST_READER_CRASH'] = 'short';
       expect((await Promise.all([ask(crashRead), ask(crashRead)])).map((a) => a.status)).toEqual([500, 500]);
-      for (let i = 0; i < 400 && pool.threadsAlive > 1; i++) await sleep(5);
+      await eventually(() => pool!.threadsAlive <= 1, 'the dead threads are dropped', { timeoutMs: 2_000, intervalMs: 5 });
       expect(pool.threadsAlive, 'two replacements failed to load; one thread is left').toBe(1);
       // One thread takes two tasks (one in its port); the third waits in Piscina's queue
       // (the thread Piscina starts for it fails to load).
@@ -549,7 +538,7 @@ describe('a reader thread that dies', () => {
       const inPort = ask(countLabel(label));
       const queued = ask(countLabel(label));
       process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool loads
-      for (let i = 0; i < 200 && pool.restarts.done === 0; i++) await sleep(10);
+      await eventually(() => pool!.restarts.done > 0, 'the new pool is up', { timeoutMs: 2_000, intervalMs: 10 });
       expect(pool.restarts.done, 'the new pool took over while the old thread still runs').toBe(1);
       // The replaced pool's last thread dies: Piscina replaces none there.
       const retiring = (pool as unknown as { retiring: Set<{ pool: { threads: { terminate(): Promise<number> }[] } }> }).retiring;
@@ -558,7 +547,7 @@ describe('a reader thread that dies', () => {
       expect((await stalled).status, 'its body went to the thread that died: not retried').toBe(500);
       expect((await inPort).status).toBe(500);
       expect(await queued, 'never left the queue: retried on the new pool').toEqual({ status: 200, body: '{"c":1}' });
-      for (let i = 0; i < 100 && (pool.tasksInFlight > 0 || retiring.size > 0); i++) await sleep(10);
+      await eventually(() => pool!.tasksInFlight === 0 && retiring.size === 0, 'every task settled and the replaced pool destroyed', { timeoutMs: 1_000, intervalMs: 10 });
       expect(pool.tasksInFlight).toBe(0);
       expect(retiring.size, 'the replaced pool was destroyed').toBe(0);
       expect(await ask(countLabel(label))).toEqual({ status: 200, body: '{"c":1}' });
