@@ -130,11 +130,10 @@ export class Database {
       }
     }
     const flags: RequestFlags = options.awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable: options.awaitDurable };
-    const queryTimeoutMs = options.timeoutMs ?? this.bounds.queryTimeoutMs;
     const body = requestText(request);
     // The committer holds this handle's bounds: given no timeout, it reuses its options object.
     if (backing.kind === 'writer') return backing.committer.execute(body, flags, options.timeoutMs);
-    const exec = execOptions({ queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
+    const exec = execOptions({ queryTimeoutMs: options.timeoutMs ?? this.bounds.queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
     if (backing.kind === 'follower') {
       await backing.follower.refresh();
       return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));

@@ -3,7 +3,7 @@
 // the embedded handle. Never throws: failures become `{error, msg}` bodies.
 import type { Request } from '../protocol/ast.js';
 import { decodeParameterValues, decodeRequest, plainToValue } from '../protocol/decode.js';
-import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
+import { bodyText, NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
 import {
   bindIds, findIdSlots, hasAt, holeCount, holeEnd, holeInteger, holeStart, matchShape, probeText, shapeKey, shapePieces, type IdSlots,
@@ -123,16 +123,13 @@ interface CachedPlan {
 }
 /** null: a shape whose integers are not all element IDs (its bodies are keyed on their text). */
 const planCache = new Map<string, CachedPlan | null>();
-// ignoreBOM: a leading BOM stays in the text, and the parser rejects it (json.ts) as it does
-// in bodies too large to cache, which it reads as bytes.
-const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
 function cacheText(body: Uint8Array | string): string | null {
   if (body.length > limits.planCacheBodyBytesMax) return null;
   if (typeof body === 'string') return body;
   try {
-    return textDecoder.decode(body);
+    return bodyText(body);
   } catch {
     return null;
   }

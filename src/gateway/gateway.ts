@@ -21,6 +21,7 @@ import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from
 import { apiKeyPattern } from '../cloud/secrets.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
+import { bodyText } from '../protocol/json.js';
 import { assertNativeUws, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
@@ -347,8 +348,6 @@ const MISDIRECTED_STATUS = 421;
 /** At most one log line per backend this often about misdirected answers (a stale route repeats per request). */
 const MISDIRECTED_LOG_INTERVAL_MS = 1000;
 
-// ignoreBOM: a leading BOM stays, and the outer decode rejects it as the backend would.
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A body with nothing (yet, or any more); shared, never written (Buffer.alloc(0) costs ~0.2 us each). */
 const EMPTY_BODY: Buffer = Buffer.alloc(0);
 
@@ -359,7 +358,7 @@ const EMPTY_BODY: Buffer = Buffer.alloc(0);
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
   let doc: unknown;
   try {
-    doc = JSON.parse(utf8.decode(body));
+    doc = JSON.parse(bodyText(body));
   } catch (err) {
     throw new GatewayError('invalid_query_json', `invalid query JSON: ${(err as Error).message}`);
   }

@@ -61,10 +61,21 @@ export function parseJson(input: Uint8Array | Buffer | string, depthMax: number 
   }
 }
 
+/**
+ * A request body's bytes as the text the parser reads: invalid UTF-8 throws (the decoder's
+ * error), and a leading BOM is kept, so it is refused like any character that starts no
+ * value (a decoder skips it unless told not to). For every place that turns a body into text
+ * before parsing it (the plan cache, inline reads, the gateway's outer decode): a body
+ * is then the same text at every size and on every path.
+ */
+export function bodyText(bytes: Uint8Array): string {
+  // Views on shared memory are not accepted by every TextDecoder; copy those.
+  return utf8.decode((bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes)) as Uint8Array);
+}
+
 function decodeUtf8(bytes: Uint8Array | Buffer): string {
   try {
-    // Views on shared memory are not accepted by every TextDecoder; copy those.
-    return utf8.decode((bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes)) as Uint8Array);
+    return bodyText(bytes);
   } catch {
     const at = firstInvalidUtf8(bytes);
     let line = 1;

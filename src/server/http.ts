@@ -206,11 +206,14 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (buffer !== null && total <= buffer.byteLength) return buffer;
     let capacity: number;
     if (buffer === null && isLast) capacity = total; // whole body in one chunk
-    // Content-Length: grow toward it as bytes arrive, not all at once. Reserving the announced
-    // length up front let a few connections that announce 16 MiB and send a byte now and then
-    // hold the whole receiving bound, shedding every honest body (a probe: 400 B/s did it).
-    else if (this.expected >= total) capacity = Math.min(this.expected, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
-    else capacity = Math.min(limits.bodyBytesMax, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
+    else {
+      // Grow by doubling as bytes arrive, up to the Content-Length if announced. Reserving the
+      // announced length up front let a few connections that announce 16 MiB and send a byte
+      // now and then hold the whole receiving bound, shedding every honest body (a probe:
+      // 400 B/s did it).
+      const most = this.expected >= total ? this.expected : limits.bodyBytesMax;
+      capacity = Math.min(most, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
+    }
     const refused = this.front.reserveReceiving(this, capacity);
     if (refused !== null) {
       this.buffer = null;

@@ -18,12 +18,11 @@
 import { limits } from '../limits.js';
 import { executeRequest, execOptions, type ExecOptions } from '../exec/request.js';
 import { lastParametersSpan, leadingRequestType } from '../protocol/request-text.js';
+import { bodyText } from '../protocol/json.js';
 import { currentView } from '../index/view.js';
 import type { Store } from '../store/store.js';
 import type { QueryJob, QuerySink } from './job.js';
 
-// ignoreBOM: a leading BOM stays in the text, where the parser rejects it (json.ts).
-const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** The start of a large body, for its request_type: a character cut at the end is harmless there. */
 const prefixDecoder = new TextDecoder('utf-8');
 
@@ -83,7 +82,7 @@ export class InlineReads implements QuerySink {
 
   private text(body: Uint8Array): string | null {
     try {
-      return decoder.decode(body);
+      return bodyText(body);
     } catch {
       return null; // not UTF-8: submit() answers the decoder's error (or a reader, for a large body)
     }

@@ -211,7 +211,6 @@ export class ReaderPool implements QuerySink {
   private current: StoreShared;
 
   private constructor(pool: ThreadPool, options: ReaderPoolOptions) {
-    this.active = { pool, tasks: 0, retiredThreadIds: null, destroyed: false };
     this.startOptions = options;
     this.restartDelayMsMin = options.limits?.readerRestartDelayMsMin ?? limits.readerRestartDelayMsMin;
     this.restartDelayMsMax = options.limits?.readerRestartDelayMsMax ?? limits.readerRestartDelayMsMax;
@@ -226,7 +225,7 @@ export class ReaderPool implements QuerySink {
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
     this.overdue = new OverdueAnswers(options.queryTimeoutMs, options.limits?.deadlineAnswerGraceMs);
-    this.watch(pool);
+    this.active = this.watched(pool);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -238,8 +237,9 @@ export class ReaderPool implements QuerySink {
     return new ReaderPool(pool, options);
   }
 
-  /** Listen to a pool's threads: deaths between tasks, replacements, threads gone. */
-  private watch(pool: ThreadPool): void {
+  /** A pool's record, listening to its threads: deaths between tasks, replacements, threads gone. */
+  private watched(pool: ThreadPool): Threads {
+    const threads: Threads = { pool, tasks: 0, retiredThreadIds: null, destroyed: false };
     pool.on('error', (err: unknown) => {
       // A thread died between tasks (a death during a task rejects the task instead).
       process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
@@ -248,15 +248,12 @@ export class ReaderPool implements QuerySink {
     pool.on('workerCreate', () => this.freeDeadReaderSlots());
     // Piscina starts a replacement right after it drops a thread, if it still does.
     pool.on('workerDestroy', () => setImmediate(() => {
-      if (this.active?.pool === pool) {
-        this.restartIfGone();
-        return;
-      }
+      if (this.active === threads) this.restartIfGone();
       // A retired pool that lost its last thread (it replaces none): what waits in its queue
       // would never run; destroying it fails those tasks, which are then retried.
-      if (pool.threads.length > 0) return;
-      for (const threads of this.retiring) if (threads.pool === pool) this.destroyRetired(threads);
+      else if (threads.retiredThreadIds !== null && pool.threads.length === 0) this.destroyRetired(threads);
     }));
+    return threads;
   }
 
   /**
@@ -310,8 +307,7 @@ export class ReaderPool implements QuerySink {
       return;
     }
     const old = this.active;
-    this.active = { pool: fresh, tasks: 0, retiredThreadIds: null, destroyed: false };
-    this.watch(fresh);
+    this.active = this.watched(fresh);
     this.restart.failures = 0;
     this.restart.lastFailure = null;
     this.restart.done++;
@@ -556,8 +552,8 @@ export class ReaderPool implements QuerySink {
     const running: RunningTask = { jobs, answerByMs };
     this.running.add(running);
     this.overdueTimer.armBy(answerByMs);
-    const task: SwappableReadTask = this.generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation: this.generation, shared: this.current };
     const generation = this.generation;
+    const task: SwappableReadTask = generation === 0 ? { bodies, flags, receivedAtMs } : { bodies, flags, receivedAtMs, generation, shared: this.current };
     active.tasks++;
     active.pool.run(task, { transferList }).then(
       (result) => {

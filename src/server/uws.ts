@@ -5,8 +5,7 @@
 // it silently returns a pure-JS shim built on `ws` that is several times slower and
 // differs in details (notes/packages.md). The server refuses to run on it.
 import { STATUS_CODES } from 'node:http';
-import uwsModule from 'uWebSockets.js';
-import type { HttpResponse } from 'uWebSockets.js';
+import uwsModule, { type HttpResponse } from 'uWebSockets.js';
 
 export const uws = uwsModule;
 
