@@ -268,12 +268,13 @@ describe('svc gateway --threads 2', () => {
 });
 
 /** Send headers announcing `length` body bytes and one byte of it; resolves with the status line received within `waitMs`, or null. */
+/** Sends all of a body of `length` bytes but its last byte, and what the gateway answered within waitMs. */
 function stalledUpload(port: number, headers: Record<string, string>, length: number, waitMs: number): Promise<{ status: string | null; close(): void }> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     let received = '';
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-    socket.on('connect', () => socket.write(`POST /v2/query HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n${lines}Content-Length: ${length}\r\n\r\n{`));
+    socket.on('connect', () => socket.write(`POST /v2/query HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n${lines}Content-Length: ${length}\r\n\r\n{${' '.repeat(length - 2)}`));
     socket.on('data', (d: Buffer) => { received += d.toString('latin1'); });
     socket.on('error', () => undefined);
     setTimeout(() => {
@@ -296,7 +297,7 @@ describe('gateway threads as a library (built)', () => {
     try {
       // Ten connections: with a bound per thread, two bodies would be held as soon as both
       // threads got one (all ten on one thread: 1 in 512).
-      for (let i = 0; i < 10; i++) uploads.push(await stalledUpload(threads.port, auth(secret, databaseId), 2 * 1024 * 1024, i === 0 ? 300 : 50));
+      for (let i = 0; i < 10; i++) uploads.push(await stalledUpload(threads.port, auth(secret, databaseId), 2 * 1024 * 1024, i === 0 ? 300 : 150));
       const statuses = uploads.map((u) => u.status);
       expect(statuses.filter((s) => s === null), 'one body held, waiting for its bytes').toHaveLength(1);
       expect(statuses.filter((s) => s === '503'), 'the others refused at once').toHaveLength(9);

@@ -958,7 +958,9 @@ describe('bounded memory', () => {
     socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${2 * MiB}\r\n\r\n{"request_type":`);
     const trickle = setInterval(() => { if (!socket.destroyed) socket.write(' '); }, 50);
     try {
-      await eventually(() => g.bufferedBytes().requestBodies === 2 * MiB, 'the announced body is reserved');
+      // The bytes that arrived are counted, not the 2 MiB announced: connections that announce
+      // much and send little cannot hold the bound.
+      await eventually(() => g.bufferedBytes().requestBodies >= 16 && g.bufferedBytes().requestBodies < 1024, 'the bytes received are counted');
       await eventually(() => reply.startsWith('HTTP/1.1 '), 'the gateway answered', { timeoutMs: 5000 });
       const elapsed = performance.now() - started;
       expect(reply).toMatch(/^HTTP\/1\.1 408 /);

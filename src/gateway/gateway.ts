@@ -438,7 +438,7 @@ class GatewayRequest {
    * allocated at once), or a chunked body's bytes as they arrive.
    */
   reservedBytes = 0;
-  /** A chunked body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
+  /** The body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
   overloaded = false;
   /** Backend answer bytes of this request counted against the gateway's response bound. */
   responseBytes = 0;
@@ -471,8 +471,8 @@ class GatewayRequest {
   }
 
   /**
-   * `chunk` is valid only during this call: copy it. `reserve` counts a chunked body's bytes
-   * against the gateway's bound, false when they do not fit.
+   * `chunk` is valid only during this call: copy it. `reserve` counts the body's bytes as they
+   * arrive against the gateway's bound, false when they do not fit.
    */
   onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number, reserve: (bytes: number) => boolean): void {
     if (this.bodyComplete) return;
@@ -484,7 +484,7 @@ class GatewayRequest {
         this.tooLarge = true;
         this.fixed = null;
         this.chunks = null;
-      } else if (this.fixed === null && size > 0 && !reserve(size)) {
+      } else if (size > 0 && !reserve(size)) {
         this.overloaded = true;
         this.discardBody();
         return;
@@ -924,15 +924,11 @@ class GatewayServer {
     if (announced !== null && Number.isSafeInteger(announced) && announced > this.bodyBytesMax) {
       request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
     } else {
-      const expected = announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null;
-      // An announced body's buffer is allocated now; a chunked body is counted as it arrives.
-      const reserve = expected ?? 0;
-      if (!this.bodyBudget.tryTake(reserve)) {
-        this.finish(request, overloadedByBodies(), null);
-        return;
-      }
-      request.reservedBytes = reserve;
-      request.startBody(expected);
+      // Bodies count against the bound as their bytes arrive. An announced body's buffer is
+      // allocated now, not zeroed: only what arrives of it becomes resident. (Counting the
+      // announced length let one key's connections that announce 2 MiB and send a byte hold
+      // the whole bound: a probe's other database got 503 for a 34-byte read.)
+      request.startBody(announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null);
     }
     const reserveChunk = (bytes: number): boolean => {
       if (request.settled || !this.bodyBudget.tryTake(bytes)) return false;
