@@ -10,6 +10,7 @@ import { HEAP_HEADER_BYTES, M_HEAP_RECLAIMABLE, M_HEAP_USED, Store, type StoreCu
 import { ADJ_WORDS, A_CREATED, CHUNK_NODES, CHUNK_SHIFT, CHUNK_TABLE, DIR_IN, DIR_OUT, DIR_WORDS, NEVER, T_HEAP_USED } from '../src/store/topology.js';
 import { loadSections, optionalSectionNames, sectionsAt, snapshotSectionNames, StoreLoader, type SectionSource } from '../src/store/snapshot-sections.js';
 import { rng } from '../bench/seeded-random.js';
+import { limits } from '../src/limits.js';
 
 /** Every section a writer store exports: the required ones, then the index catalog. */
 // 'vectors' and 'texts' appear only with an active vector or text index (test/vector-index.test.ts, test/text-index.test.ts).
@@ -279,6 +280,15 @@ describe('sectionsAt: the store as of a cut, while the writer goes on', () => {
     const again = loadSections(sectionsAt(loaded.shared, loaded.cut()));
     expect(dump(again)).toBe(dump(store));
     expect(again.propertyHeapBytes()).toBeLessThan(loaded.propertyHeapBytes() + 200);
+  });
+
+  it('holds no topology reader slot for sections never read (a snapshot that failed before its topology section)', () => {
+    const store = Store.create();
+    apply(store, seedBatch);
+    for (let i = 0; i <= limits.topologyReaderSlotsMax; i++) sectionsAt(store.shared, store.cut());
+    // With every slot held, reads would go without one, and no superseded block be reused again.
+    expect(store.topology.oldestReadSequence()).not.toBe(-Infinity);
+    expect(store.topology.readsInProgress()).toBe(0);
   });
 
   it('cut() inside a write batch is internal_error; a cut ahead of the store is refused', () => {

@@ -528,7 +528,10 @@ export function sectionsAt(shared: StoreShared, cut: StoreCut, chunkBytes: numbe
       topologyWords += chunkBlockWords[k]! + CHUNK_WORDS;
     }
   } finally {
-    live.topology.endRead();
+    // Given back, not kept for the chunk pass: a snapshot that fails before its topology
+    // section never runs that pass, and each failure would hold a slot until none is left
+    // (then no superseded block is reused again). The pass takes one when it starts.
+    live.topology.releaseReaderSlot();
   }
   if (topologyWords > limits.topologyWordsMax) throw internal(`compacted topology of ${topologyWords} words exceeds the limit`);
   const heap = heapLayout(live);
