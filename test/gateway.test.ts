@@ -1052,7 +1052,10 @@ describe('logs', () => {
     await post(g, '{', auth(keyA, 'db_a'));
     await post(raw, body, { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_b' });
     await post(raw, body, { 'x-api-key': keyB, 'x-svc-tenant-id': 'db_a' });
-    await eventually(() => output.split('\n').filter((l) => l.includes('"msg":"query"')).length >= 9, 'nine access lines were written');
+    // A key in the tenant header (a database ID's characters): with a key (403), and swapped (401).
+    await post(g, body, { authorization: `Bearer ${keyA}`, 'x-svc-tenant-id': keyB });
+    await post(g, body, { authorization: 'Bearer db_a', 'x-svc-tenant-id': readKeyA });
+    await eventually(() => output.split('\n').filter((l) => l.includes('"msg":"query"')).length >= 11, 'eleven access lines were written');
     // The log is about the requests (so this test would notice an empty log)...
     expect(output).toContain('"status":403');
     expect(output).toContain('"error":"invalid_auth_header"');

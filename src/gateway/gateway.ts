@@ -19,6 +19,7 @@ import type { Dispatcher } from 'undici';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from '../cloud/control-plane.js';
 import { apiKeyPattern } from '../cloud/secrets.js';
+import { withoutApiKeys } from '../cloud/log.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { bodyText } from '../protocol/json.js';
@@ -907,7 +908,7 @@ class GatewayServer {
       const e = err as GatewayError;
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
       this.metrics.record(null, e.status, e.code, false, 0);
-      if (logHeaders !== null) this.log.info({ databaseId: headers.tenant ?? null, status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
+      if (logHeaders !== null) this.log.info({ databaseId: headers.tenant === undefined ? null : withoutApiKeys(headers.tenant), status: e.status, error: e.code, req: { headers: logHeaders } }, 'query');
       return;
     }
     const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.deadlines);
@@ -1002,7 +1003,7 @@ class GatewayServer {
       this.finish(request, null, answer);
     } catch (err) {
       if (err instanceof GatewayError) {
-        this.logCause(err, request.databaseId ?? request.tenantId);
+        this.logCause(err, request.databaseId ?? withoutApiKeys(request.tenantId));
         this.finish(request, err, null);
       } else {
         this.log.error({ err: (err as Error).message, stack: (err as Error).stack, databaseId: request.databaseId }, 'gateway bug while handling a query');
@@ -1063,7 +1064,7 @@ class GatewayServer {
     this.metrics.record(request.requestType, status, error?.code ?? null, request.aborted, ms / 1000);
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
-        databaseId: request.databaseId ?? request.tenantId, keyId: request.keyId, requestType: request.requestType,
+        databaseId: request.databaseId ?? withoutApiKeys(request.tenantId), keyId: request.keyId, requestType: request.requestType,
         status, backend: request.backendUrl, ms: Math.round(ms * 1000) / 1000,
       };
       if (error !== null) entry['error'] = error.code;
@@ -1326,7 +1327,7 @@ function loggedHeaders(req: HttpRequest, authHeaderLower: string): Record<string
   req.forEach((key, value) => {
     if (key in out) return;
     if (key === authHeaderLower) out[key] = '[redacted]';
-    else if (loggedHeaderNames.has(key)) out[key] = value;
+    else if (loggedHeaderNames.has(key)) out[key] = withoutApiKeys(value);
   });
   return out;
 }
