@@ -1067,6 +1067,24 @@ describe('logs', () => {
   });
 });
 
+describe('request framing', () => {
+  it('closes a connection whose Content-Length headers disagree, with no answer: a request hidden in the body is not served', async () => {
+    const socket = connect(gateway.port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => { received += d; });
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const timer = setTimeout(() => socket.destroy(), 2000);
+    const body = countNodesBody('Framing');
+    const hidden = `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const outer = `{}${hidden}`;
+    socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: 2\r\nContent-Length: ${outer.length}\r\n\r\n${outer}`);
+    await closed;
+    clearTimeout(timer);
+    expect(received).toBe('');
+  });
+});
+
 describe('logs of rejected requests', () => {
   it('show only allowlisted headers: a key in a header the gateway does not read never reaches the log', async () => {
     let output = '';

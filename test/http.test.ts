@@ -133,6 +133,44 @@ describe('HttpFrontEnd before the threads are up', () => {
   });
 });
 
+describe('HttpFrontEnd: request framing', () => {
+  /** Everything a raw connection received until the server closed it (or 1 s passed). */
+  function exchange(port: number, text: string): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      socket.setEncoding('utf8').on('data', (d: string) => { received += d; });
+      socket.on('error', () => undefined);
+      const timer = setTimeout(() => socket.destroy(), 1000);
+      socket.on('close', () => { clearTimeout(timer); resolve(received); });
+      socket.write(text);
+    });
+  }
+
+  it('closes a connection whose Content-Length headers disagree, running nothing: a request hidden in the body is not served', async () => {
+    const front = new HttpFrontEnd({ mode: 'writer' });
+    const port = await front.listen('127.0.0.1', 0);
+    const bodies: string[] = [];
+    const sink: QuerySink = { submit(job: QueryJob) { bodies.push(new TextDecoder().decode(job.body)); job.responder.respond(200, '{}'); } };
+    front.attach({ readers: sink, writer: sink });
+    try {
+      const hidden = 'POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"hidden"';
+      const outer = `{}${hidden}`;
+      // uWS frames by the first length; a proxy framing by the last would see one request.
+      expect(await exchange(port, `POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: ${outer.length}\r\n\r\n${outer}`)).toBe('');
+      expect(bodies).toEqual([]);
+      // The same length twice is one length.
+      const same = await exchange(port, 'POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+      expect(same).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(bodies).toEqual(['{}']);
+      expect(front.pending).toBe(0);
+    } finally {
+      front.stopAccepting();
+      front.closeAllSockets();
+    }
+  });
+});
+
 describe('svc serve: start-up', () => {
   it('prints exactly one start-up line naming the real port and reader count', async () => {
     const server = await spawnServer(['--readers', '1']);

@@ -558,6 +558,12 @@ interface CollectedHeaders {
   requireWriter: string | undefined;
   awaitDurable: string | undefined;
   contentLength: string | undefined;
+  /**
+   * Content-Length given twice with different values: uWS frames the body by the first, a
+   * proxy in front may frame it by the last, and the bytes between would be read as another
+   * request (request smuggling, RFC 9112 §6.3).
+   */
+  conflictingContentLength: boolean;
 }
 
 /**
@@ -565,14 +571,17 @@ interface CollectedHeaders {
  * and an empty execution header is present and invalid. The first occurrence counts.
  */
 function collectHeaders(req: HttpRequest, authHeaderLower: string): CollectedHeaders {
-  const seen: CollectedHeaders = { auth: undefined, tenant: undefined, warm: undefined, requireWriter: undefined, awaitDurable: undefined, contentLength: undefined };
+  const seen: CollectedHeaders = { auth: undefined, tenant: undefined, warm: undefined, requireWriter: undefined, awaitDurable: undefined, contentLength: undefined, conflictingContentLength: false };
   req.forEach((key, value) => {
     if (key === authHeaderLower) { if (seen.auth === undefined) seen.auth = value; }
     else if (key === HEADER_TENANT_ID) { if (seen.tenant === undefined) seen.tenant = value; }
     else if (key === HEADER_WARM) { if (seen.warm === undefined) seen.warm = value; }
     else if (key === HEADER_REQUIRE_WRITER) { if (seen.requireWriter === undefined) seen.requireWriter = value; }
     else if (key === HEADER_AWAIT_DURABLE) { if (seen.awaitDurable === undefined) seen.awaitDurable = value; }
-    else if (key === 'content-length') { if (seen.contentLength === undefined) seen.contentLength = value; }
+    else if (key === 'content-length') {
+      if (seen.contentLength === undefined) seen.contentLength = value;
+      else if (value !== seen.contentLength) seen.conflictingContentLength = true;
+    }
   });
   return seen;
 }
@@ -893,6 +902,12 @@ class GatewayServer {
 
   private onQuery(res: HttpResponse, req: HttpRequest): void {
     const headers = collectHeaders(req, this.authHeaderLower);
+    if (headers.conflictingContentLength) {
+      // Closed at once, without a status, as uWS closes other malformed framing: an answer
+      // ended with "close" still lets uWS parse the bytes after the first length as a request.
+      res.close();
+      return;
+    }
     const logHeaders = this.accessLog ? loggedHeaders(req, this.authHeaderLower) : null;
     let keyHash: string;
     try {

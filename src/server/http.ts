@@ -63,9 +63,21 @@ let seenRequireWriter: string | undefined;
 let seenAwaitDurable: string | undefined;
 /** x-svc-tenant-id: only a server bound to a database (FrontEndOptions.databaseId) reads it. */
 let seenTenantId: string | undefined;
+let seenContentLength: string | undefined;
+/**
+ * Content-Length given twice with different values. uWS frames the body by the first, a
+ * proxy in front may frame it by the last: the bytes between would be read as another
+ * request (request smuggling, RFC 9112 §6.3), so the connection is closed.
+ */
+let conflictingContentLength = false;
 
 function collectHeader(key: string, value: string): void {
   // uWS gives lowercase keys and keeps repeats; the first occurrence counts.
+  if (key === 'content-length') {
+    if (seenContentLength === undefined) seenContentLength = value;
+    else if (value !== seenContentLength) conflictingContentLength = true;
+    return;
+  }
   if (key.length < 10 || key.charCodeAt(0) !== 120 /* x */) return;
   if (key === HEADER_WARM) { if (seenWarm === undefined) seenWarm = value; }
   else if (key === HEADER_REQUIRE_WRITER) { if (seenRequireWriter === undefined) seenRequireWriter = value; }
@@ -82,7 +94,8 @@ function seenHeader(name: string): string | undefined {
 
 /** Stage 1, first half: the headers into the scratch slots above (one walk). */
 function collectHeaders(req: HttpRequest): void {
-  seenWarm = seenRequireWriter = seenAwaitDurable = seenTenantId = undefined;
+  seenWarm = seenRequireWriter = seenAwaitDurable = seenTenantId = seenContentLength = undefined;
+  conflictingContentLength = false;
   req.forEach(collectHeader);
 }
 
@@ -510,6 +523,13 @@ export class HttpFrontEnd {
   private onQuery(res: HttpResponse, req: HttpRequest, explain: boolean): void {
     let flags: RequestFlags;
     collectHeaders(req); // stage 1 precedes the body (envelope.md §6)
+    if (conflictingContentLength) {
+      // Closed at once, without a status (as uWS closes other malformed framing): an answer
+      // ended with "close" still lets uWS parse the bytes after the first length as a request
+      // before the connection closes, and a 400 sent first is lost with a close() (corked).
+      res.close();
+      return;
+    }
     // Before the execution headers: another database's request is not this server's to
     // judge at all. An absent header passes (local tools talk to backends directly).
     if (this.databaseId !== null && seenTenantId !== undefined && seenTenantId !== this.databaseId) {
@@ -523,7 +543,7 @@ export class HttpFrontEnd {
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e));
       return;
     }
-    const length = req.getHeader('content-length');
+    const length = seenContentLength ?? '';
     const expected = length === '' ? -1 : Number(length);
     if (expected > limits.bodyBytesMax) {
       // Announced too large: answer now, buffer nothing. uWS skips the unread body and
