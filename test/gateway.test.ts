@@ -446,6 +446,13 @@ describe('gateway error codes', () => {
     const sneaked = await post(gateway, disguised, auth(readKeyA, 'db_a', { 'x-svc-require-writer': 'true' }));
     expect(sneaked.status).toBe(400);
     expect((await post(writer.url, countNodesBody(label), {})).text).toBe('{"n":0}');
+    // The outer decode is the backend's JSON parser: a duplicated key is refused there, before
+    // the key's permission is judged (JSON.parse kept the last: 403) or a token is taken.
+    for (const duplicated of [disguised, countNodesBody(label).replace('{"request_type":"read"', '{"request_type":"read","request_type":"write"')]) {
+      const answer = await post(gateway, duplicated, auth(readKeyA, 'db_a'));
+      expect(answer.status, duplicated).toBe(400);
+      expect(errorOf(answer)).toMatchObject({ error: 'invalid_query_json', msg: expect.stringContaining('duplicate key "request_type"') });
+    }
     // A leading byte order mark is refused as the backend refuses it (docs/protocol-choices.md).
     for (const body of ['', 'not json', '[]', '{"request_type":"maybe"}', '{"query":{}}', '\xff', `\ufeff${countNodesBody(label)}`]) {
       const answer = await post(gateway, body, auth(keyA, 'db_a'));

@@ -22,7 +22,8 @@ import { apiKeyPattern } from '../cloud/secrets.js';
 import { withoutApiKeys } from '../cloud/log.js';
 import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
-import { bodyText } from '../protocol/json.js';
+import { parseJson, type JsonValue } from '../protocol/json.js';
+import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
@@ -353,22 +354,28 @@ const MISDIRECTED_LOG_INTERVAL_MS = 1000;
 const EMPTY_BODY: Buffer = Buffer.alloc(0);
 
 /**
- * The outer JSON decode (SPEC "Cloud request rate limit" 4): only enough to learn the
- * request type. The backend decodes the body again in full.
+ * The outer JSON decode (SPEC "Cloud request rate limit" 4): the backend's own JSON parser
+ * (so a body it would refuse as JSON, a duplicated key say, is refused here, before a token
+ * is taken), and the request type. The backend decodes the body again in full. JSON.parse
+ * was ~0.25 us cheaper per point lookup but kept the last of duplicated keys: a read key's
+ * `"request_type":"read","request_type":"write"` got 403 instead of 400.
  */
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
-  let doc: unknown;
+  let doc: JsonValue;
   try {
-    doc = JSON.parse(bodyText(body));
+    doc = parseJson(body);
   } catch (err) {
-    throw new GatewayError('invalid_query_json', `invalid query JSON: ${(err as Error).message}`);
+    if (err instanceof SvcError) throw new GatewayError('invalid_query_json', err.message);
+    throw err;
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+  if (!(doc instanceof Map)) {
     throw new GatewayError('invalid_query_json', 'invalid query JSON: the request must be a JSON object');
   }
-  const requestType = (doc as Record<string, unknown>)['request_type'];
+  const requestType = doc.get('request_type');
   if (requestType === 'read' || requestType === 'write') return requestType;
-  const shown = typeof requestType === 'string' ? JSON.stringify(requestType) : requestType === undefined ? 'nothing' : typeof requestType;
+  const shown = typeof requestType === 'string' ? JSON.stringify(requestType)
+    : requestType === undefined ? 'nothing'
+      : typeof requestType === 'bigint' ? 'number' : Array.isArray(requestType) ? 'array' : requestType instanceof Map ? 'object' : typeof requestType;
   throw new GatewayError('invalid_query_json', `invalid query JSON: request_type must be "read" or "write", got ${shown}`);
 }
 
