@@ -216,6 +216,26 @@ describe('routing', () => {
     expect(gone.status).toBe(503);
     expect(errorOf(gone).error).toBe('database_unavailable');
   });
+
+  it('tells a write that was not sent (503, safe to retry) from one sent to a writer that failed before answering (502 write_outcome_unknown)', async () => {
+    const refused = `http://127.0.0.1:${await freePort()}`;
+    cp.addDatabase({ id: 'db_refused', workspaceId: 'ws_a', writerUrl: refused, readerUrls: [], rateLimit: UNLIMITED });
+    const notSent = await post(gateway, addNode(freshLabel()), auth(cp.addKey('db_refused').secret, 'db_refused'));
+    expect(notSent.status).toBe(503);
+    expect(errorOf(notSent)).toMatchObject({ error: 'database_unavailable', msg: expect.stringContaining('the write was not sent') });
+    // A writer that takes the request and dies before answering.
+    const dying = createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => dying.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const port = (dying.address() as { port: number }).port;
+      cp.addDatabase({ id: 'db_dying', workspaceId: 'ws_a', writerUrl: `http://127.0.0.1:${port}`, readerUrls: [], rateLimit: UNLIMITED });
+      const lost = await post(gateway, addNode(freshLabel()), auth(cp.addKey('db_dying').secret, 'db_dying'));
+      expect(lost.status).toBe(502);
+      expect(errorOf(lost)).toMatchObject({ error: 'write_outcome_unknown', msg: expect.stringContaining('may have been applied') });
+    } finally {
+      dying.close();
+    }
+  });
 });
 
 describe('ejection of a reader that answers server faults', () => {
@@ -1089,6 +1109,28 @@ describe('request framing', () => {
     await closed;
     clearTimeout(timer);
     expect(received).toBe('');
+  });
+});
+
+describe('logs of requests whose client left', () => {
+  it('show no status and no error: the client was answered nothing', async () => {
+    let output = '';
+    const capture = new Writable({ write: (chunk: Buffer, _enc, done) => { output += chunk.toString(); done(); } });
+    const slow = new SlowControlPlane(300);
+    slow.addWorkspace('ws_slow', 'Growth');
+    slow.addDatabase({ id: 'db_slow', workspaceId: 'ws_slow', writerUrl: writer.url, readerUrls: [], rateLimit: UNLIMITED });
+    const key = slow.addKey('db_slow', 'read').secret;
+    const g = await gatewayWith({ controlPlane: slow, logDestination: capture, accessLog: true });
+    const socket = connect(g.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    const body = countNodesBody('Gone');
+    socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nx-svc-tenant-id: db_slow\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await eventually(() => slow.inFlight === 1, 'the key lookup started');
+    socket.destroy();
+    await eventually(() => output.includes('"msg":"query"'), 'the access line was written');
+    const line = JSON.parse(output.split('\n').find((l) => l.includes('"msg":"query"'))!) as Record<string, unknown>;
+    expect(line).toMatchObject({ status: null, aborted: true });
+    expect(line['error']).toBeUndefined();
   });
 });
 

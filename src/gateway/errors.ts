@@ -19,7 +19,7 @@ export type GatewayErrorCode =
   | 'control_plane_unavailable' // 503: the key/route/allowance store could not answer
   | 'database_unavailable' // 503: no eligible backend (writer or ready reader)
   | 'server_overloaded' // 503: the gateway holds too many body or answer bytes (nothing ran, or a read)
-  | 'write_outcome_unknown' // 502: the backend answered a write the gateway could not take: it may have been applied
+  | 'write_outcome_unknown' // 502: a write was sent and its answer is lost (the writer failed before answering, or the gateway could not take the answer): it may have been applied
   | 'internal_error' // 500: a gateway bug (the detail is in the gateway log)
   | 'not_found'; // 404: no such endpoint
 

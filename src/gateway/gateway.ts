@@ -1087,9 +1087,10 @@ class GatewayServer {
     if (this.accessLog) {
       const entry: Record<string, unknown> = {
         databaseId: request.databaseId ?? withoutApiKeys(request.tenantId), keyId: request.keyId, requestType: request.requestType,
-        status, backend: request.backendUrl, ms: Math.round(ms * 1000) / 1000,
+        // A client that left got no status (clientGone is how process() stops, not an answer).
+        status: request.aborted ? null : status, backend: request.backendUrl, ms: Math.round(ms * 1000) / 1000,
       };
-      if (error !== null) entry['error'] = error.code;
+      if (error !== null && error !== clientGone) entry['error'] = error.code;
       if (error !== null && status >= 400 && status < 404 && request.logHeaders !== null) entry['req'] = { headers: request.logHeaders };
       if (request.aborted) entry['aborted'] = true;
       this.log.info(entry, 'query');
@@ -1121,10 +1122,16 @@ class GatewayServer {
           throw new GatewayError('database_unavailable', `the writer of database ${route.id} is not at its recorded address; `
             + `the ${requestType} was not run; retry shortly (the route is being refreshed)`);
         }
-        if (err.down) this.backends.markFailing(writer, err.message);
-        throw new GatewayError('database_unavailable', requestType === 'write'
-          ? `the writer of database ${route.id} failed before answering; the write may or may not have been applied`
-          : `the writer of database ${route.id} failed before answering; retry later`);
+        if (err.down) {
+          // Nothing was sent (the connection was refused or never made): safe to retry.
+          this.backends.markFailing(writer, err.message);
+          throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unreachable; the ${requestType} was not sent; retry later`);
+        }
+        if (requestType === 'write') {
+          // Sent, and no answer: it may have run. 503 would promise it did not (clients retry it).
+          throw new GatewayError('write_outcome_unknown', `the writer of database ${route.id} failed before answering; the write may have been applied: check before sending it again`);
+        }
+        throw new GatewayError('database_unavailable', `the writer of database ${route.id} failed before answering; retry later`);
       }
     }
     return await this.read(request, route, deadline);
