@@ -81,6 +81,12 @@ describe('admin API authentication', () => {
     expect(await admin('POST', 'workspaces', { name: 'sneaky', plan: 'Idea' }, 'nope-nope-nope-nope-nope-nope')).toMatchObject({ status: 401 });
     expect((await store.listWorkspaces()).map((w) => w.name)).not.toContain('sneaky');
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
+    // The scheme is case-insensitive (RFC 9110), as at the gateway.
+    expect((await fetch(`${api.url}/admin/v1/workspaces`, { headers: { authorization: `bearer ${adminToken}` } })).status).toBe(200);
+  });
+
+  it('answers 400 to a malformed percent-encoding in the path (not 500)', async () => {
+    expect(await admin('GET', 'databases/%E0%A4%A')).toMatchObject({ status: 400, json: { error: 'invalid_request' } });
   });
 
   it('will not start with a missing or short token', async () => {

@@ -54,6 +54,15 @@ export interface RunningAdminApi {
   close(): Promise<void>;
 }
 
+/** A percent-decoded path segment; 400 for a malformed escape (decodeURIComponent throws). */
+function pathPart(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'invalid_request', `malformed percent-encoding in the path segment ${JSON.stringify(segment)}`);
+  }
+}
+
 class HttpError extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {
     super(message);
@@ -189,7 +198,8 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
   function authorize(req: IncomingMessage): void {
     const header = req.headers['authorization'];
     if (header === undefined || header === '') throw new HttpError(401, 'missing_admin_token', 'send Authorization: Bearer <admin token>');
-    const match = /^Bearer ([^\s]+)$/.exec(header);
+    // The scheme is case-insensitive (RFC 9110 §11.1), as the gateway reads it.
+    const match = /^Bearer ([^\s]+)$/i.exec(header);
     if (match === null) throw new HttpError(401, 'malformed_authorization', 'the Authorization header must be "Bearer <admin token>"');
     const given = createHash('sha256').update(match[1]!, 'utf8').digest();
     if (!timingSafeEqual(given, tokenDigest)) throw new HttpError(401, 'invalid_admin_token', 'the admin token is not valid');
@@ -334,7 +344,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
       } else {
         if (!url.pathname.startsWith('/admin/v1/')) throw new HttpError(404, 'not_found', `no route ${url.pathname}`);
         authorize(req);
-        const parts = url.pathname.slice('/admin/v1/'.length).split('/').filter((p) => p !== '').map(decodeURIComponent);
+        const parts = url.pathname.slice('/admin/v1/'.length).split('/').filter((p) => p !== '').map(pathPart);
         [status, body] = await route(method, parts, url.searchParams, req);
       }
     } catch (err) {
