@@ -244,6 +244,16 @@ describe('secondary index maintenance', () => {
       if (typeof bad.value === 'object' && bad.value !== null && 'f64' in bad.value) continue; // NaN has no JSON literal
       expect(await fails(db, people(1, () => [['age', bad]]))).toMatchObject({ status: 500, error: 'invalid_secondary_index_value' });
     }
+    // The key limit (limits.indexKeyBytesMax, 4,096) counts a string's UTF-8 bytes, on the
+    // unique (name), range (age) and generic (tags) indexes alike.
+    for (const property of ['name', 'age', 'tags']) {
+      await ok(db, people(1, () => [[property, str('a'.repeat(4096))]]));
+      await ok(db, people(1, () => [[property, str('é'.repeat(2048))]]));
+      const over = await fails(db, people(1, () => [[property, str(`${'é'.repeat(2048)}a`)]]));
+      expect(over, property).toMatchObject({ status: 500, error: 'invalid_secondary_index_value' });
+      expect(over.msg).toContain('secondary index value of 4097 bytes exceeds the index key limit of 4096 bytes');
+    }
+    await ok(db, people(1, () => [['tags', { value: { string_array: ['a'.repeat(2000), 'b'.repeat(2000)] } }]]));
     // Setting a value owned by another node, and relabelling into a conflict, fail too.
     expect(await fails(db, write([q(null, { set_property: { input: { nodes: { reference: { ids: [0] } } }, name: 'name', value: str('Bob') } })], []))).toMatchObject({ error: 'unique_constraint_violation' });
     // Removing and re-adding within one batch is fine.

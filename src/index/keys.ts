@@ -92,7 +92,15 @@ function hashString(h: Hasher, s: string): void {
   for (let i = 0; i < s.length; i++) h.word(s.charCodeAt(i));
 }
 
-/** Bytes of a key's canonical form, roughly: what limits.indexKeyBytesMax bounds. */
+/**
+ * UTF-8 bytes of `s`. Three per UTF-16 unit is an upper bound that needs no pass over the
+ * string: only a string that might pass the key limit by it is measured.
+ */
+function utf8Bytes(s: string): number {
+  return s.length * 3 <= limits.indexKeyBytesMax ? s.length * 3 : Buffer.byteLength(s, 'utf8');
+}
+
+/** Bytes of a key's canonical form (strings in UTF-8): what limits.indexKeyBytesMax bounds. */
 function checkSize(bytes: number, unique: boolean): void {
   if (bytes > limits.indexKeyBytesMax) {
     throw new SvcError('invalid_secondary_index_value', `secondary index value of ${bytes} bytes exceeds the index key limit of ${limits.indexKeyBytesMax} bytes${unique ? ' (unique index)' : ''}`);
@@ -111,7 +119,7 @@ export function equalityKey(v: Value, unique: boolean, out: IndexKey): IndexKey 
   switch (typeof v) {
     case 'boolean': h.word(EqTag.Bool); h.word(v ? 1 : 0); return h.finish(out);
     case 'bigint': case 'number': hashNumber(h, v); return h.finish(out);
-    case 'string': checkSize(v.length * 3, unique); h.word(EqTag.String); hashString(h, v); return h.finish(out);
+    case 'string': checkSize(utf8Bytes(v), unique); h.word(EqTag.String); hashString(h, v); return h.finish(out);
   }
   if (v === null) return null;
   if (v instanceof F32) { hashNumber(h, v.value); return h.finish(out); }
@@ -132,6 +140,10 @@ export function equalityKey(v: Value, unique: boolean, out: IndexKey): IndexKey 
   if (v instanceof StringArray) {
     let bytes = 0;
     for (const s of v.items) bytes += s.length * 3 + 4;
+    if (bytes > limits.indexKeyBytesMax) {
+      bytes = 0;
+      for (const s of v.items) bytes += Buffer.byteLength(s, 'utf8') + 4;
+    }
     checkSize(bytes, unique);
     h.word(EqTag.StringArray); h.word(v.items.length);
     for (const s of v.items) hashString(h, s);
@@ -210,7 +222,7 @@ export function rangeKey(v: Value, out: IndexKey): IndexKey {
     const what = v === null ? 'null' : typeof v === 'number' || v instanceof F32 ? 'NaN' : describe(v);
     throw new SvcError('invalid_secondary_index_value', `invalid secondary index value: a range index accepts numbers, date_times and strings, not ${what}`);
   }
-  if (typeof v === 'string') checkSize(v.length * 3, false);
+  if (typeof v === 'string') checkSize(utf8Bytes(v), false);
   return rangeKeyOf(v, out);
 }
 
