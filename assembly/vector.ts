@@ -115,19 +115,53 @@ export function norm(a: u32, dim: u32): f32 {
   return Mathf.sqrt(dot(a, a, dim));
 }
 
+/** (1 - clamp(cos, -1, 1)) / 2. */
 // @ts-ignore: decorator
-@inline function cosineFrom(d: f32, na: f32, nb: f32): f32 {
-  const denom = na * nb;
-  let cos: f32 = denom > 0 ? d / denom : 0;
-  if (cos != cos) cos = 0;
+@inline function cosineDistance(c: f32): f32 {
+  let cos = c;
   if (cos > 1) cos = 1;
   if (cos < -1) cos = -1;
   return (<f32>1 - cos) * <f32>0.5;
 }
 
+/**
+ * Norms in [2^-40, 2^63] take the single-precision path: the largest component's square is
+ * a normal f32, and the product of two norms and any dot product of the two stay finite.
+ */
+const COSINE_NORM_MIN: f32 = <f32>9.094947017729282e-13, COSINE_NORM_MAX: f32 = <f32>9.223372036854775808e18;
+
+// @ts-ignore: decorator
+@inline function cosineNormInRange(n: f32): bool {
+  return n >= COSINE_NORM_MIN && n <= COSINE_NORM_MAX;
+}
+
+/**
+ * Cosine distance of the vectors at words a and b with norms na and nb: in single precision
+ * when both norms are in range; else (squares past ~1.8e19 overflow in f32, below ~1e-19
+ * they vanish; cosine has no magnitude limit) in f64 (cosineWide).
+ */
+// @ts-ignore: decorator
+@inline function cosineAt(a: u32, na: f32, b: u32, nb: f32, dim: u32): f32 {
+  if (cosineNormInRange(na) && cosineNormInRange(nb)) return cosineDistance(dot(a, b, dim) / (na * nb));
+  return cosineWide(a, b, dim);
+}
+
+/** Cosine distance in f64, components in order, rounded to f32 once. */
+function cosineWide(a: u32, b: u32, dim: u32): f32 {
+  let d: f64 = 0, sa: f64 = 0, sb: f64 = 0;
+  for (let i: u32 = 0; i < dim; i++) {
+    const x = <f64>fword(a + i), y = <f64>fword(b + i);
+    d += x * y;
+    sa += x * x;
+    sb += y * y;
+  }
+  const denom = Math.sqrt(sa) * Math.sqrt(sb);
+  return cosineDistance(denom > 0 ? <f32>(d / denom) : 0);
+}
+
 /** The metric's distance between the vectors at words a and b (norms used by cosine only). */
 export function distance(metric: u32, a: u32, an: f32, b: u32, bn: f32, dim: u32): f32 {
-  if (metric == METRIC_COSINE) return cosineFrom(dot(a, b, dim), an, bn);
+  if (metric == METRIC_COSINE) return cosineAt(a, an, b, bn, dim);
   if (metric == METRIC_EUCLIDEAN) return squaredL2(a, b, dim);
   return manhattan(a, b, dim);
 }
@@ -335,7 +369,7 @@ function nextTag(s: u32): u32 {
 // a point's norm (the header's cache line) for a point it only measures.
 // @ts-ignore: decorator
 @inline function pointDistance<T>(q: u32, qn: f32, rec: u32, vec: u32, dim: u32): f32 {
-  if (sizeof<T>() == 1) return cosineFrom(dot(q, rec - vec, dim), qn, fword(rec + R_NORM));
+  if (sizeof<T>() == 1) return cosineAt(q, qn, rec - vec, fword(rec + R_NORM), dim);
   if (sizeof<T>() == 2) return squaredL2(q, rec - vec, dim);
   return manhattan(q, rec - vec, dim);
 }
@@ -589,8 +623,11 @@ let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0;
     const xs = <f64>fword(rec + R_SQUARES);
     return wSquares + xs - 2 * (estimate + error) - 2e-5 * (wSquares + xs) > <f64>worst;
   }
-  const denom = <f64>qn * <f64>fword(rec + R_NORM);
-  return denom > 0 && (1 - (estimate + error) / denom) * 0.5 - 1e-5 > <f64>worst;
+  // A pair that cosineAt measures in f64 is measured: the slack is that of the f32 path.
+  const xn = fword(rec + R_NORM);
+  if (!(cosineNormInRange(qn) && cosineNormInRange(xn))) return false;
+  const denom = <f64>qn * <f64>xn;
+  return (1 - (estimate + error) / denom) * 0.5 - 1e-5 > <f64>worst;
 }
 
 

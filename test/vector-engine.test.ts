@@ -72,8 +72,10 @@ describe('vector distance kernels', () => {
       const pairs = 200;
       const a = vm.allocateWords(dim * pairs), b = vm.allocateWords(dim * pairs);
       for (let i = 0; i < dim * pairs; i++) {
-        vm.f32[a + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4);
-        vm.f32[b + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4);
+        // One pair in 8 has components whose squares overflow or vanish in f32 (cosine in f64).
+        const wide = Math.floor(i / dim) % 8 === 7 ? 10 ** Math.floor(next() * 60 - 30) : 1;
+        vm.f32[a + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4) * wide;
+        vm.f32[b + i] = (next() - 0.5) * 10 ** Math.floor(next() * 8 - 4) * wide;
       }
       for (let metric = 0; metric < 3; metric++) {
         for (let i = 0; i < pairs; i++) {
@@ -124,6 +126,30 @@ describe('vector distance kernels', () => {
       expect(images[1]!.some((w) => w !== 0), metric).toBe(true);
       expect(Buffer.compare(images[1]!, images[3]!), `${metric}: int8 copies written by the kernels and by the twins differ`).toBe(0);
       expect(found[0], metric).toEqual(found[1]);
+    }
+  });
+
+  it('cosine is right where f32 squares overflow (components past ~1.8e19) or vanish (below ~1e-19), on the kernels and the twins alike', () => {
+    const cases: [number[], number[], number][] = [
+      [[1e30, 1, 1], [1, 0, 0], 0],
+      [[1e20, 0, 0], [1, 0, 0], 0],
+      [[3e19, 3e19, 0], [1, 0, 0], Math.fround((1 - Math.SQRT1_2) / 2)],
+      [[-1e38, 0, 0], [1e38, 0, 0], 1],
+      [[1e-30, 0, 0], [0, 1e-30, 0], 0.5],
+      [[1e-30, 1e-30, 0], [2, 0, 0], Math.fround((1 - Math.SQRT1_2) / 2)],
+      [[1e-40, 0, 0], [1e30, 0, 0], 0],
+    ];
+    const vm = VectorMemory.create();
+    const x = vm.allocateWords(3), y = vm.allocateWords(3);
+    for (const [a, b, expected] of cases) {
+      const arrays = [new Float32Array(a), new Float32Array(b)] as const;
+      expect(vectorDistance('cosine', ...arrays), `${a} vs ${b}`).toBeCloseTo(expected, 6);
+      vm.f32.set(arrays[0], x);
+      vm.f32.set(arrays[1], y);
+      const wasm = kernelsFor(vm, true), twin = kernelsFor(vm, false);
+      const nx = wasm.norm(x, 3), ny = wasm.norm(y, 3);
+      expect(wasm.distance(METRIC_COSINE, x, nx, y, ny, 3), `${a} vs ${b}`).toBe(vectorDistance('cosine', ...arrays));
+      expect(twin.distance(METRIC_COSINE, x, nx, y, ny, 3), `${a} vs ${b}`).toBe(vectorDistance('cosine', ...arrays));
     }
   });
 

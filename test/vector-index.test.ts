@@ -101,6 +101,23 @@ describe('vector index lifecycle and searches', () => {
     await db.close();
   });
 
+  it('ranks cosine neighbours whose components overflow or vanish in f32 by their true angle, in search and *_within', async () => {
+    const db = await openDatabase({ storage: 'memory' });
+    await build(db, vectorSpec({ label: 'Article', property: 'embedding', dimension: 3, metric: 'cosine' }));
+    // Cosine has no magnitude limit (§8.3), and only the zero vector has no direction.
+    const vectors = [[1e30, 1, 1], [1, 0, 0], [0, 1, 0], [1e20, 0, 0], [3e19, 3e19, 0], [1e-30, 1e-30, 0]];
+    await ok(db, write(vectors.map((v, i) => article(`v${i}`, f32(v))), []));
+    const found = await hits(db, f32([1, 0, 0]));
+    const diagonal = Math.fround((1 - Math.SQRT1_2) / 2);
+    expect(found.map((r) => r.$id)).toEqual([0, 1, 3, 4, 5, 2]);
+    expect(found.map((r) => r.$distance)).toEqual([0, 0, 0, diagonal, diagonal, 0.5]);
+    // *_within skips a candidate its int8 copy bounds beyond the k-th distance: not one whose
+    // norm overflowed (here 3, after 4 filled k = 1 with 0.146).
+    const within = { vector_search_nodes_within: { input: { nodes: { reference: { ids: [4, 2, 3] } } }, label: 'Article', property: 'embedding', query_vector: f32([1, 0, 0]), k: { literal: 1 } } };
+    expect((await ok(db, read([q('r', within)], ['r'])))['r']).toEqual([{ $distance: 0, $id: 3 }]);
+    await db.close();
+  });
+
   it('refuses stored values §8.3 forbids and rolls the whole write back', async () => {
     const db = await openDatabase({ storage: 'memory' });
     await build(db, vectorSpec({ label: 'Article', property: 'embedding', dimension: 2, metric: 'cosine' }));

@@ -58,7 +58,7 @@ function checkedVector(components: ArrayLike<number>, dimension: number, metric:
   }
   const limit = componentLimit(metric, dimension);
   const out = new Float32Array(dimension);
-  let normSquared = 0;
+  let nonZero = false;
   for (let i = 0; i < dimension; i++) {
     const x = components[i]!;
     if (!Number.isFinite(x)) throw dbError('invalid_vector_component', `Invalid vector component at index ${i}: ${x} is not finite`);
@@ -68,10 +68,11 @@ function checkedVector(components: ArrayLike<number>, dimension: number, metric:
     const f = Math.fround(x);
     if (!Number.isFinite(f)) throw dbError('invalid_vector_component', `Invalid vector component at index ${i}: ${x} is not finite in single precision`);
     out[i] = f;
-    normSquared = Math.fround(normSquared + Math.fround(f * f));
+    if (f !== 0) nonZero = true;
   }
-  // The norm as the kernels see it: a vector whose f32 squares all vanish has no direction either.
-  if (metric === 'cosine' && normSquared === 0) throw dbError('zero_norm_cosine_vector', 'Zero-norm vector under the cosine metric');
+  // Only the zero vector has no direction: tiny components (squares that vanish in f32) are
+  // measured in f64 by the kernels (docs/vector.md §3).
+  if (metric === 'cosine' && !nonZero) throw dbError('zero_norm_cosine_vector', 'Zero-norm vector under the cosine metric');
   return out;
 }
 

@@ -69,20 +69,39 @@ export function norm(a: number, dim: number): number {
   return fr(Math.sqrt(reduce(OP_DOT, a, a, dim)));
 }
 
-/** cosine distance from the dot product and both norms: (1 - clamp(cos, -1, 1)) / 2. */
-export function cosineFrom(dot: number, na: number, nb: number): number {
-  const denom = fr(na * nb);
-  let cos = denom > 0 ? fr(dot / denom) : 0;
-  // Overflowing components (cosine has no magnitude limit) make Inf / Inf: read as orthogonal.
-  if (cos !== cos) cos = 0;
+/** (1 - clamp(cos, -1, 1)) / 2. */
+function cosineDistance(cos: number): number {
   if (cos > 1) cos = 1;
   if (cos < -1) cos = -1;
   return fr(fr(1 - cos) * 0.5);
 }
 
+/** Norms in this range take the single-precision path (the kernel's COSINE_NORM_MIN / MAX). */
+const COSINE_NORM_MIN = 2 ** -40, COSINE_NORM_MAX = 2 ** 63;
+
+/**
+ * Cosine distance of x[a..a+dim) and y[b..b+dim) with norms na and nb: in f32 when both norms
+ * are in [COSINE_NORM_MIN, COSINE_NORM_MAX], else in f64, components in order, rounded once
+ * (the kernel's cosineAt and cosineWide).
+ */
+export function cosineIn(x: Float32Array, a: number, na: number, y: Float32Array, b: number, nb: number, dim: number): number {
+  if (na >= COSINE_NORM_MIN && na <= COSINE_NORM_MAX && nb >= COSINE_NORM_MIN && nb <= COSINE_NORM_MAX) {
+    return cosineDistance(fr(reduceIn(OP_DOT, x, a, y, b, dim) / fr(na * nb)));
+  }
+  let wd = 0, sa = 0, sb = 0;
+  for (let i = 0; i < dim; i++) {
+    const p = x[a + i]!, q = y[b + i]!;
+    wd += p * q;
+    sa += p * p;
+    sb += q * q;
+  }
+  const wide = Math.sqrt(sa) * Math.sqrt(sb);
+  return cosineDistance(wide > 0 ? fr(wd / wide) : 0);
+}
+
 /** The metric's distance between the vectors at words a and b (norms used by cosine only). */
 export function distance(metric: number, a: number, an: number, b: number, bn: number, dim: number): number {
-  if (metric === METRIC_COSINE) return cosineFrom(reduce(OP_DOT, a, b, dim), an, bn);
+  if (metric === METRIC_COSINE) return cosineIn(F, a, an, F, b, bn, dim);
   return reduce(metric === METRIC_EUCLIDEAN ? OP_SQDIFF : OP_ABSDIFF, a, b, dim);
 }
 
