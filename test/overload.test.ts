@@ -361,6 +361,27 @@ describe('a reader thread that dies', () => {
     return { job: { body: own, flags: noFlags, responder }, answer };
   }
 
+  it('that dies in its very first read leaves no reader slot behind, however often the killer is sent again', async () => {
+    const store = Store.create();
+    executeRequest(store, addNode(freshLabel()), noFlags, 'writer');
+    const forward: QuerySink = { submit: (j) => j.responder.respond(200, '{}') };
+    const pool = await ReaderPool.start({
+      shared: store.shared, threads: 1, dispatch: 'per-request', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024, forward,
+      limits: { readerThreadHeapMbMax: 128 },
+    });
+    try {
+      // Each killer is the first read of its thread (the one loaded after the last died).
+      for (let i = 0; i < 3; i++) {
+        const killer = job(crashRead);
+        pool.submit(killer.job);
+        expect((await killer.answer).status).toBe(500);
+      }
+      await eventually(() => store.topology.readsInProgress() + store.textMemory().readsInProgress() === 0, 'the dead threads\' slots are freed');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('is replaced; the others of its batch are retried alone and answered; the killer answers a generic 500', async () => {
     const store = Store.create();
     const label = freshLabel();
@@ -396,8 +417,9 @@ describe('a reader thread that dies', () => {
       expect(pool.tasksInFlight, 'no task is counted twice or lost').toBe(0);
       // The thread died inside a read (the test hook announces one first): its reader slot
       // is freed, or superseded adjacency blocks would never be reused again.
-      for (let i = 0; i < 100 && store.topology.readsInProgress() > 0; i++) await sleep(20);
+      for (let i = 0; i < 100 && store.topology.readsInProgress() + store.textMemory().readsInProgress() > 0; i++) await sleep(20);
       expect(store.topology.readsInProgress()).toBe(0);
+      expect(store.textMemory().readsInProgress(), 'its text-memory slot too').toBe(0);
       // Piscina starts the replacement asynchronously; reads wait for it.
       const later = await Promise.all([job(countLabel(label)), job(countLabel(label))].map((b) => { pool.submit(b.job); return b.answer; }));
       expect(later).toEqual([{ status: 200, body: '{"c":1}' }, { status: 200, body: '{"c":1}' }]);

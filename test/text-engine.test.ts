@@ -326,6 +326,20 @@ describe('epochs out of order and positions', () => {
     }
   });
 
+  it('an export gives its reader slot back: the snapshot thread that runs it may be replaced, and each would keep one', async () => {
+    const { exportPartition } = await import('../dist/src/text/index.js');
+    const tm = TextMemory.create();
+    const p = TextPartition.create(tm, { analyzer: 'standard', positions: true });
+    p.insert(5, 'b a b c a b', 1);
+    expect(tm.readerSlotIndex).toBe(-1);
+    exportPartition(tm, p.root, p.pointCount(), 1);
+    expect(tm.readerSlotIndex, 'no slot held after the export').toBe(-1);
+    expect(tm.readsInProgress()).toBe(0);
+    // A search (a reader thread's read) keeps its slot for the thread's life.
+    p.search('a', 10, 1, new Uint32Array(10), new Float32Array(10));
+    expect(tm.readerSlotIndex).toBeGreaterThanOrEqual(0);
+  });
+
   it('positions are stored per posting: the export carries each term occurrence position', async () => {
     const { exportPartition, joinChunks } = await import('../dist/src/text/index.js');
     const tm = TextMemory.create();

@@ -79,9 +79,23 @@ export interface ReadTask {
 
 /**
  * What a reader thread posts on its port once its code is loaded and attached to the store
- * (reader-worker.ts): Piscina reports its first threads as created before they load.
+ * (reader-worker.ts): Piscina reports its first threads as created before they load. It
+ * carries the reader slots the thread claimed then, so that the pool can free them once the
+ * thread is gone even if it dies in its first read (reader-pool.ts freeDeadReaderSlots).
  */
 export const READER_LOADED = 'svcdb-reader-loaded';
+
+export interface ReaderLoaded {
+  readonly type: typeof READER_LOADED;
+  readonly threadId: number;
+  /** Its slots in the store's topology and text memory (-1: none was free). */
+  readonly readerSlot: number;
+  readonly textSlot: number;
+}
+
+export function isReaderLoaded(message: unknown): message is ReaderLoaded {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === READER_LOADED;
+}
 
 /** Status of a request a reader may not run (a write, or one pinned to the writer). */
 export const FORWARD_TO_WRITER = 0;
@@ -96,9 +110,10 @@ export interface ReadTaskResult {
   bytes: Uint8Array;
   /** The bodies of forwarded requests, in request order, handed back to the main thread. */
   returned: Uint8Array[];
-  /** The thread that ran the task, and its reader slot in the store (-1: none yet). */
+  /** The thread that ran the task, and its reader slots in the store's topology and text memory (-1: none yet). */
   threadId: number;
   readerSlot: number;
+  textSlot: number;
 }
 
 // Flags cross threads as one byte per request (2 bits per header: 0 absent, 1 false,

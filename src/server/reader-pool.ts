@@ -48,8 +48,9 @@ import { limits, type LimitOverrides } from '../limits.js';
 import { BUILD_IDENTITY } from '../build-identity.js';
 import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
+import { TextMemory } from '../text/memory.js';
 import {
-  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, READER_LOADED, type QueryJob, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, type QueryJob, type ReaderLoaded, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import { SvcError } from '../protocol/errors.js';
@@ -99,16 +100,26 @@ type ThreadPool = Piscina<SwappableReadTask, ReadTaskResult>;
 
 /** Reader threads being started: `loaded` settles as launchThreads says; cancel() ends them. */
 interface Launch {
+  readonly pool: ThreadPool;
   readonly loaded: Promise<ThreadPool>;
   cancel(): Promise<void>;
+}
+
+/** Where a launch tells of the reader slots its threads claimed (ReaderPool.threadLoaded). */
+interface ThreadSlots {
+  /** A thread loaded: those of the start once it succeeded, then each replacement. */
+  loaded(thread: ReaderLoaded): void;
+  /** The start failed and its threads have exited: these had loaded (their slots are free to go). */
+  gone(threads: readonly ReaderLoaded[]): void;
 }
 
 /**
  * A Piscina pool of options.threads reader threads attached to `shared`: `loaded` resolves
  * once every thread has loaded and attached, and rejects with the first failure (`what`:
- * its cause) after destroying the pool.
+ * its cause) after destroying the pool. `slots` hears of every thread that loads in it for
+ * its life, with the reader slots it claimed.
  */
-function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string): Launch {
+function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string, slots: ThreadSlots): Launch {
   const workerData: ReaderWorkerData = {
     shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
   };
@@ -126,6 +137,14 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
     workerData,
   });
   const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT;
+  // Threads that loaded before the start succeeded (or failed): told of once it did.
+  let started = false;
+  const early: ReaderLoaded[] = [];
+  pool.on('message', (message: unknown) => {
+    if (!isReaderLoaded(message)) return;
+    if (started) slots.loaded(message);
+    else early.push(message);
+  });
   let fail: (err: Error) => Promise<void> = async () => undefined;
   const loaded = new Promise<ThreadPool>((resolve, reject) => {
     let loaded = 0;
@@ -134,7 +153,8 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
       // The other threads may fail the same way meanwhile: their errors are this one's.
       pool.on('error', () => undefined);
       reject(err);
-      return pool.destroy();
+      // destroy() settles once the threads exited: only then may their slots go to others.
+      return pool.destroy().finally(() => slots.gone(early.splice(0)));
     };
     const timer = setTimeout(() => {
       void fail(new Error(`${what}: ${options.threads - loaded} of ${options.threads} threads did not start within ${startTimeoutMs} ms`));
@@ -143,10 +163,12 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
     // reports its first threads as created before that; a thread whose code fails to load
     // ends with the error: onError).
     const onLoaded = (message: unknown): void => {
-      if (message !== READER_LOADED) return;
+      if (!isReaderLoaded(message)) return;
       loaded++;
       if (loaded < options.threads) return;
       cleanup();
+      started = true;
+      for (const thread of early.splice(0)) slots.loaded(thread);
       resolve(pool);
     };
     const onError = (err: unknown): void => void fail(new Error(`${what}: ${describeError(err)}`));
@@ -158,7 +180,7 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
     pool.on('message', onLoaded);
     pool.on('error', onError);
   });
-  return { loaded, cancel: () => fail(new Error(`${what}: cancelled`)) };
+  return { pool, loaded, cancel: () => fail(new Error(`${what}: cancelled`)) };
 }
 
 /** A Piscina pool of reader threads, and what the reader pool keeps of it. */
@@ -205,6 +227,8 @@ export class ReaderPool implements QuerySink {
   private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
   /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
   private readonly readerSlots = new Map<number, number>();
+  /** Each reader thread's text-memory reader slot (threadId -> slot), likewise. */
+  private readonly textSlots = new Map<number, number>();
   private closed = false;
   /** Store swaps so far, and the current store once there was one. */
   private generation = 0;
@@ -233,8 +257,17 @@ export class ReaderPool implements QuerySink {
     if (!Number.isInteger(options.threads) || options.threads < 1) {
       throw new Error(`reader threads must be a positive integer, got ${options.threads}`);
     }
-    const pool = await launchThreads(options, options.shared, 'reader pool failed to start').loaded;
-    return new ReaderPool(pool, options);
+    // The first threads load before the pool exists: what they claimed is recorded once it does.
+    let readers: ReaderPool | null = null;
+    const first: ReaderLoaded[] = [];
+    const slots: ThreadSlots = {
+      loaded: (thread) => (readers === null ? first.push(thread) : readers.threadLoaded(thread, options.shared)),
+      gone: () => undefined, // the server does not start
+    };
+    const pool = await launchThreads(options, options.shared, 'reader pool failed to start', slots).loaded;
+    readers = new ReaderPool(pool, options);
+    for (const thread of first) readers.threadLoaded(thread, options.shared);
+    return readers;
   }
 
   /** A pool's record, listening to its threads: deaths between tasks, replacements, threads gone. */
@@ -287,7 +320,11 @@ export class ReaderPool implements QuerySink {
     const alive = this.threadsAlive;
     if (this.closed || alive >= this.threads) return;
     process.stderr.write(`svcdb: ${this.threads - alive} of ${this.threads} reader threads are gone and not replaced; starting a new pool of ${this.threads}\n`);
-    const launch = launchThreads(this.startOptions, this.current, 'reader threads failed to start');
+    const shared = this.current;
+    const launch = launchThreads(this.startOptions, shared, 'reader threads failed to start', {
+      loaded: (thread) => this.threadLoaded(thread, shared),
+      gone: (threads) => this.freeSlotsOf(threads, shared),
+    });
     this.restart.launch = launch;
     let fresh: ThreadPool;
     try {
@@ -434,25 +471,54 @@ export class ReaderPool implements QuerySink {
     this.generation++;
     this.current = shared;
     this.readerSlots.clear(); // slots of the old store no longer matter
+    this.textSlots.clear();
   }
 
   /**
-   * Free the topology reader slots of threads that are gone. A thread that died inside a
-   * read never ends it, and its slot would keep superseded adjacency blocks from being
-   * reused until a restart (architecture §3).
+   * A thread loaded, attached to `shared` and claimed these slots (launchThreads). Recorded
+   * here, not only from its tasks' results, so that a thread that dies in its first read
+   * (a killer query sent again and again) leaves no slot behind.
+   */
+  private threadLoaded(thread: ReaderLoaded, shared: StoreShared): void {
+    if (shared !== this.current) return; // a store swapped out since: its slots no longer matter
+    if (thread.readerSlot >= 0) this.readerSlots.set(thread.threadId, thread.readerSlot);
+    if (thread.textSlot >= 0) this.textSlots.set(thread.threadId, thread.textSlot);
+  }
+
+  /** The slots of threads of a start that failed, which have exited. */
+  private freeSlotsOf(threads: readonly ReaderLoaded[], shared: StoreShared): void {
+    if (shared !== this.current) return;
+    for (const thread of threads) {
+      if (thread.readerSlot >= 0) Topology.attach(shared.topology).freeDeadReaderSlot(thread.readerSlot);
+      if (thread.textSlot >= 0) TextMemory.attach(shared.texts).freeDeadReaderSlot(thread.textSlot);
+    }
+  }
+
+  /**
+   * Free the topology and text reader slots of threads that are gone. A thread that died
+   * inside a read never ends it, and its slot would keep superseded adjacency blocks (or
+   * text blocks) from being reused until a restart (architecture §3); text slots are held
+   * for a thread's life, so each replaced thread would also keep one.
    */
   freeDeadReaderSlots(): void {
-    if (this.readerSlots.size === 0) return;
+    if (this.readerSlots.size === 0 && this.textSlots.size === 0) return;
     const alive = new Set<number>();
     for (const threads of [this.active, ...this.retiring]) {
       if (threads === null) continue;
       for (const worker of threads.pool.threads) alive.add(worker.threadId);
       for (const id of threads.retiredThreadIds ?? []) alive.add(id);
     }
+    // A set being started (its threads are told of once it started: restartIfGone).
+    for (const worker of this.restart.launch?.pool.threads ?? []) alive.add(worker.threadId);
     for (const [thread, slot] of this.readerSlots) {
       if (alive.has(thread)) continue;
       Topology.attach(this.current.topology).freeDeadReaderSlot(slot);
       this.readerSlots.delete(thread);
+    }
+    for (const [thread, slot] of this.textSlots) {
+      if (alive.has(thread)) continue;
+      TextMemory.attach(this.current.texts).freeDeadReaderSlot(slot);
+      this.textSlots.delete(thread);
     }
   }
 
@@ -581,7 +647,10 @@ export class ReaderPool implements QuerySink {
     this.pump();
     const { index, bytes, returned } = result;
     // A slot in the store of now only: one in a store swapped out since is of no concern.
-    if (result.readerSlot >= 0 && generation === this.generation) this.readerSlots.set(result.threadId, result.readerSlot);
+    if (generation === this.generation) {
+      if (result.readerSlot >= 0) this.readerSlots.set(result.threadId, result.readerSlot);
+      if (result.textSlot >= 0) this.textSlots.set(result.threadId, result.textSlot);
+    }
     assert.equal(index.length, 2 * jobs.length, 'reader task answered a different number of requests');
     let start = 0;
     let nextReturned = 0;

@@ -13,7 +13,7 @@ import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '..
 import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { assertSameInstall } from '../build-identity.js';
-import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_LOADED, type ReadTaskResult } from './job.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_LOADED, type ReaderLoaded, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
 import { testStall } from './test-stall.js';
 
@@ -54,10 +54,18 @@ function testCrashMarker(value: string | undefined): Buffer | null {
 /** SVCDB_TEST_READER_STALL (test-stall.ts): hold this thread before a marked request. */
 const stall = testStall('SVCDB_TEST_READER_STALL');
 
-parentPort!.postMessage(READER_LOADED);
+// Claim this thread's reader slots now, and tell the pool which they are: a thread that died
+// in its first read would otherwise hold them with nobody knowing (reader-pool.ts).
+store.topology.beginRead();
+store.topology.endRead();
+const texts = store.textMemory();
+texts.endRead(texts.beginRead());
+const loaded: ReaderLoaded = { type: READER_LOADED, threadId, readerSlot: store.topology.readerSlotIndex, textSlot: store.textReaderSlot };
+parentPort!.postMessage(loaded);
 
 function dieOfHeapExhaustion(): never {
   store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced
+  store.textMemory().beginRead(); // and inside a text read
   const hog: number[][] = [];
   for (;;) hog.push(new Array<number>(100_000).fill(1.5));
 }
@@ -151,7 +159,7 @@ function runReadTaskNow(task: SwappableReadTask): unknown {
   // A bulk write parsed only to be forwarded left megabytes of garbage in this heap; this
   // thread sleeps between tasks (no timers run), so it is trimmed now (heap-trim.ts).
   if (returned.some((body) => body.byteLength >= BULK_BODY_BYTES_MIN)) trimHeapNow();
-  const result: ReadTaskResult = { index, bytes, returned, threadId, readerSlot: store.topology.readerSlotIndex };
+  const result: ReadTaskResult = { index, bytes, returned, threadId, readerSlot: store.topology.readerSlotIndex, textSlot: store.textReaderSlot };
   const transfer: ArrayBuffer[] = [index.buffer, bytes.buffer as ArrayBuffer];
   for (const body of returned) transfer.push(body.buffer as ArrayBuffer);
   return move({ [transferableSymbol]: transfer, [valueSymbol]: result });

@@ -274,6 +274,11 @@ export class Store {
     return this.vectors ??= VectorMemory.attach(this.shared.vectors);
   }
 
+  /** This thread's reader slot in the text memory, -1 while it has none (reader-pool.ts frees a gone thread's). */
+  get textReaderSlot(): number {
+    return this.texts?.readerSlotIndex ?? -1;
+  }
+
   /** The text indexes' memory (src/text/memory.ts), on any thread. */
   textMemory(): TextMemory {
     return this.texts ??= TextMemory.attach(this.shared.texts);

@@ -130,6 +130,8 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     return w.finish();
   } finally {
     memory.endRead(slot);
+    // Exports run on threads that may be replaced (the snapshot thread): keep no slot.
+    if (slot >= 0) memory.releaseReaderSlot();
   }
 }
 

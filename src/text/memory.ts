@@ -210,6 +210,38 @@ export class TextMemory {
     if (slot >= 0) Atomics.store(this.u32, M_SLOT0 + 2 * slot + 1, NOT_READING);
   }
 
+  /** This thread's reader slot in this memory; -1 while it has none (or none was free). */
+  get readerSlotIndex(): number {
+    return slots.get(this.shared.memory) ?? -1;
+  }
+
+  /**
+   * Free the slot of a thread that is gone (the reader pool learns of exits): a read it
+   * announced will never end, and slots are claimed for a thread's life, so each thread
+   * replaced would keep one until none is free and nothing is reused any more.
+   */
+  freeDeadReaderSlot(slot: number): void {
+    Atomics.store(this.u32, M_SLOT0 + 2 * slot + 1, NOT_READING);
+    Atomics.store(this.u32, M_SLOT0 + 2 * slot, 0);
+  }
+
+  /**
+   * Give this thread's slot back, between reads (a thread that may be replaced, such as the
+   * snapshot thread, so that no slot outlives it).
+   */
+  releaseReaderSlot(): void {
+    const slot = this.readerSlotIndex;
+    slots.delete(this.shared.memory);
+    if (slot >= 0) this.freeDeadReaderSlot(slot);
+  }
+
+  /** Reader slots inside a read now (tests). */
+  readsInProgress(): number {
+    let reading = 0;
+    for (let i = 0; i < limits.textReaderSlotsMax; i++) if (Atomics.load(this.u32, M_SLOT0 + 2 * i + 1) !== NOT_READING) reading++;
+    return reading;
+  }
+
   /** Bytes allocated and not free (heap top minus header and free lists; retired blocks count). */
   usedBytes(): number {
     return (Atomics.load(this.u32, M_TOP) - HEADER_WORDS - this.freeWordsTotal) * 4;
