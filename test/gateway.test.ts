@@ -1109,6 +1109,19 @@ describe('request framing', () => {
     await closed;
     clearTimeout(timer);
     expect(received).toBe('');
+    // On every other route too.
+    for (const [method, path] of [['GET', '/health'], ['GET', '/readyz'], ['GET', '/v2/metadata'], ['GET', '/v2/query'], ['POST', '/nowhere']]) {
+      const other = connect(gateway.port, '127.0.0.1');
+      let answer = '';
+      other.setEncoding('utf8').on('data', (d: string) => { answer += d; });
+      other.on('error', () => undefined);
+      const otherClosed = new Promise<void>((resolve) => other.once('close', () => resolve()));
+      const otherTimer = setTimeout(() => other.destroy(), 2000);
+      other.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
+      await otherClosed;
+      clearTimeout(otherTimer);
+      expect(answer, `${method} ${path}`).toBe('');
+    }
   });
 });
 

@@ -159,6 +159,12 @@ describe('HttpFrontEnd: request framing', () => {
       // uWS frames by the first length; a proxy framing by the last would see one request.
       expect(await exchange(port, `POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: ${outer.length}\r\n\r\n${outer}`)).toBe('');
       expect(bodies).toEqual([]);
+      // On every other route and method too (each would answer, then serve the hidden request).
+      for (const [method, path] of [['GET', '/healthz'], ['GET', '/readyz'], ['GET', '/metrics'], ['GET', '/v2/query'], ['POST', '/nowhere']]) {
+        const answer = await exchange(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
+        expect(answer, `${method} ${path}`).toBe('');
+      }
+      expect(bodies).toEqual([]);
       // The same length twice is one length.
       const same = await exchange(port, 'POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
       expect(same).toMatch(/^HTTP\/1\.1 200 OK\r\n/);

@@ -24,7 +24,7 @@ import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { assertNativeUws, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
+import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -565,11 +565,7 @@ interface CollectedHeaders {
   requireWriter: string | undefined;
   awaitDurable: string | undefined;
   contentLength: string | undefined;
-  /**
-   * Content-Length given twice with different values: uWS frames the body by the first, a
-   * proxy in front may frame it by the last, and the bytes between would be read as another
-   * request (request smuggling, RFC 9112 §6.3).
-   */
+  /** Content-Length given twice with different values (uws.ts closedForConflictingLength). */
   conflictingContentLength: boolean;
 }
 
@@ -825,26 +821,31 @@ class GatewayServer {
     this.usage = new UsageMeter(cp, options.usageFlushMs ?? 5000, this.log);
 
     app.any('/v2/query', (res, req) => {
-      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
-      else this.onQuery(res, req);
+      if (req.getMethod() === 'post') this.onQuery(res, req); // checks the framing in its header walk
+      else if (!closedForConflictingLength(res, req)) methodNotAllowed(res, 'POST');
     });
     app.any('/v2/metadata', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onMetadata(res, req);
     });
     app.any('/health', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else res.writeStatus('200 OK').writeHeader('Content-Type', JSON_TYPE).end('{"status":"ok"}');
     });
     app.any('/metrics', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else answerMetrics(res, this.metricsSource(), (err) => this.log.error({ err }, 'metrics failed'));
     });
     app.any('/readyz', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onReadyz(res);
     });
-    app.any('/*', (res) => {
+    app.any('/*', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       const e = new GatewayError('not_found', 'no such endpoint; queries go to POST /v2/query');
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
     });
@@ -910,9 +911,7 @@ class GatewayServer {
   private onQuery(res: HttpResponse, req: HttpRequest): void {
     const headers = collectHeaders(req, this.authHeaderLower);
     if (headers.conflictingContentLength) {
-      // Closed at once, without a status, as uWS closes other malformed framing: an answer
-      // ended with "close" still lets uWS parse the bytes after the first length as a request.
-      res.close();
+      res.close(); // as closedForConflictingLength (uws.ts) does for the other routes
       return;
     }
     const logHeaders = this.accessLog ? loggedHeaders(req, this.authHeaderLower) : null;

@@ -29,7 +29,7 @@ import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
-import { endAsTheSocketDrains, statusLine, uws } from './uws.js';
+import { closedForConflictingLength, endAsTheSocketDrains, statusLine, uws } from './uws.js';
 
 /**
  * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
@@ -64,11 +64,7 @@ let seenAwaitDurable: string | undefined;
 /** x-svc-tenant-id: only a server bound to a database (FrontEndOptions.databaseId) reads it. */
 let seenTenantId: string | undefined;
 let seenContentLength: string | undefined;
-/**
- * Content-Length given twice with different values. uWS frames the body by the first, a
- * proxy in front may frame it by the last: the bytes between would be read as another
- * request (request smuggling, RFC 9112 §6.3), so the connection is closed.
- */
+/** Content-Length given twice with different values: closed at once (uws.ts closedForConflictingLength). */
 let conflictingContentLength = false;
 
 function collectHeader(key: string, value: string): void {
@@ -364,28 +360,31 @@ export class HttpFrontEnd {
     // One `any` handler per known path, dispatching on the method: no reliance on how
     // the router orders method-specific and `any` routes.
     app.any('/v2/query', (res, req) => {
-      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
-      else this.onQuery(res, req, false);
+      if (req.getMethod() === 'post') this.onQuery(res, req, false); // checks the framing in its header walk
+      else if (!closedForConflictingLength(res, req)) methodNotAllowed(res, 'POST');
     });
     // Same body and headers as /v2/query; answers the plan's access paths instead.
     app.any('/v2/explain', (res, req) => {
-      if (req.getMethod() !== 'post') methodNotAllowed(res, 'POST');
-      else this.onQuery(res, req, true);
+      if (req.getMethod() === 'post') this.onQuery(res, req, true);
+      else if (!closedForConflictingLength(res, req)) methodNotAllowed(res, 'POST');
     });
     app.any('/healthz', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.health(res, 200); // liveness: always 200
     });
     app.any('/readyz', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.health(res, this.ready ? 200 : 503);
     });
     app.any('/metrics', (res, req) => {
+      if (closedForConflictingLength(res, req)) return;
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onMetrics(res);
     });
-    app.any('/*', (res) => {
-      res.writeStatus('404 Not Found').end();
+    app.any('/*', (res, req) => {
+      if (!closedForConflictingLength(res, req)) res.writeStatus('404 Not Found').end();
     });
     this.app = app;
   }
@@ -524,10 +523,7 @@ export class HttpFrontEnd {
     let flags: RequestFlags;
     collectHeaders(req); // stage 1 precedes the body (envelope.md §6)
     if (conflictingContentLength) {
-      // Closed at once, without a status (as uWS closes other malformed framing): an answer
-      // ended with "close" still lets uWS parse the bytes after the first length as a request
-      // before the connection closes, and a 400 sent first is lost with a close() (corked).
-      res.close();
+      res.close(); // as closedForConflictingLength (uws.ts) does for the other routes
       return;
     }
     // Before the execution headers: another database's request is not this server's to

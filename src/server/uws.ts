@@ -5,7 +5,7 @@
 // it silently returns a pure-JS shim built on `ws` that is several times slower and
 // differs in details (notes/packages.md). The server refuses to run on it.
 import { STATUS_CODES } from 'node:http';
-import uwsModule, { type HttpResponse } from 'uWebSockets.js';
+import uwsModule, { type HttpRequest, type HttpResponse } from 'uWebSockets.js';
 
 export const uws = uwsModule;
 
@@ -31,6 +31,26 @@ export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | strin
 }
 
 const statusLines = new Map<number, string>();
+/**
+ * Content-Length given twice with different values: uWS frames the body by the first, a
+ * proxy in front may frame it by the last, and the bytes between would be read as another
+ * request (request smuggling, RFC 9112 §6.3). Such a connection is closed at once, without a
+ * status (as uWS closes other malformed framing): an answer ended with "close" still lets
+ * uWS parse those bytes as a request first. True when it closed. For the routes other than
+ * the query routes, which check this in their own walk of the headers.
+ */
+export function closedForConflictingLength(res: HttpResponse, req: HttpRequest): boolean {
+  let first: string | undefined;
+  let conflicting = false;
+  req.forEach((key, value) => {
+    if (key !== 'content-length') return;
+    if (first === undefined) first = value;
+    else if (value !== first) conflicting = true;
+  });
+  if (conflicting) res.close();
+  return conflicting;
+}
+
 /** The status line uWS writeStatus() takes ("200 OK" etc.), built once per status. */
 export function statusLine(status: number): string {
   let line = statusLines.get(status);
