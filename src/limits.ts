@@ -250,6 +250,13 @@ export const limits = {
   overloadRetryAfterSeconds: 1,
   /** Bytes of request bodies being received at once (bodies not complete yet); more: 503 server_overloaded. */
   receivingBodyBytesMax: 1024 * 1024 * 1024,
+  /**
+   * Bytes announced by Content-Length and not arrived yet that the front end allocates ahead
+   * (one buffer per body at its length: no regrowth, which fragmented the malloc heap). Past
+   * it a body's buffer grows as its bytes arrive instead: connections that announce much and
+   * send little cannot make the server allocate without bound.
+   */
+  receivingUnfilledBytesMax: 256 * 1024 * 1024,
   /** Requests that arrived before the threads were up (start-up, recovery); more: 503 server_overloaded. */
   earlyQueueRequestsMax: 4096,
   /** Body bytes of those requests; more: 503 server_overloaded. */
@@ -324,6 +331,8 @@ export const limits = {
   gatewayBodyBytesMax: 2 * 1024 * 1024,
   /** Body bytes of requests the gateway is still receiving or forwarding; more: 503 server_overloaded. */
   gatewayBufferedBodyBytesMax: 512 * 1024 * 1024,
+  /** As receivingUnfilledBytesMax, for the gateway: announced body bytes allocated ahead of their arrival. */
+  gatewayUnfilledBodyBytesMax: 128 * 1024 * 1024,
   /**
    * Backend answer bytes the gateway holds at once, over all requests (a backend answer may
    * be up to 128 MiB); an answer that would go past it is cancelled upstream and answered

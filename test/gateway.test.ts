@@ -974,6 +974,30 @@ describe('bounded memory', () => {
     }
   });
 
+  it('allocates announced bodies ahead only up to unfilledBodyBytesMax; past it their chunks are kept, and both arrive whole', async () => {
+    const g = await gatewayWith({ unfilledBodyBytesMax: 3 * MiB });
+    const body = countNodesBody('Unfilled');
+    const padded = body + ' '.repeat(2 * MiB - body.length);
+    const uploads = [0, 1].map(() => {
+      const socket = connect(g.port, '127.0.0.1');
+      let reply = '';
+      socket.setEncoding('latin1').on('data', (d: string) => { reply += d; });
+      socket.on('error', () => undefined);
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${padded.length}\r\n\r\n${padded.slice(0, 100)}`);
+      return { socket, reply: () => reply };
+    });
+    try {
+      await eventually(() => g.bufferedBytes().requestBodies === 200, 'the first bytes of both arrived');
+      // One 2 MiB buffer fits the 3 MiB ahead; the other keeps its chunks.
+      expect(g.bufferedBytes().unfilledBodies).toBe(padded.length - 100);
+      for (const upload of uploads) upload.socket.write(padded.slice(100));
+      await eventually(() => uploads.every((u) => u.reply().endsWith('{"n":0}')), 'both answered');
+      expect(g.bufferedBytes()).toMatchObject({ requestBodies: 0, unfilledBodies: 0 });
+    } finally {
+      for (const upload of uploads) upload.socket.destroy();
+    }
+  });
+
   it('answers 408 query_timeout to a body still trickling in at the deadline, and releases its reservation', async () => {
     const g = await gatewayWith({ queryTimeoutMs: 400 });
     const socket = connect(g.port, '127.0.0.1');
@@ -995,6 +1019,7 @@ describe('bounded memory', () => {
       expect(elapsed).toBeGreaterThanOrEqual(390);
       expect(elapsed).toBeLessThan(3000);
       expect(g.bufferedBytes().requestBodies).toBe(0);
+      expect(g.bufferedBytes().unfilledBodies, 'the buffer allocated ahead is given back').toBe(0);
     } finally {
       clearInterval(trickle);
       socket.destroy();

@@ -289,6 +289,40 @@ describe('the HTTP front end', () => {
     }
   });
 
+  it('allocates announced bodies ahead only up to receivingUnfilledBytesMax; past it their buffers grow as bytes arrive, and every body arrives whole', async () => {
+    const front = new HttpFrontEnd({ mode: 'writer', limits: { receivingUnfilledBytesMax: 1_000_000 } });
+    const port = await front.listen('127.0.0.1', 0);
+    front.attach({ readers: echo, writer: echo });
+    const length = 400_000;
+    const uploads = Array.from({ length: 3 }, () => {
+      const socket = connect(port, '127.0.0.1');
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (d: string) => { answer += d; });
+      socket.on('error', () => undefined);
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n${' '.repeat(100)}`);
+      return { socket, answer: () => answer };
+    });
+    try {
+      // Two buffers of 400 000 fit the 1 000 000 ahead; the third grows as its bytes come.
+      await eventually(() => front.receiving.received === 300, 'the first bytes of all three arrived');
+      expect(front.receiving.unfilled).toBe(2 * (length - 100));
+      for (const upload of uploads) upload.socket.write(' '.repeat(length - 100));
+      await eventually(() => uploads.every((u) => u.answer().endsWith(`{"bytes":${length}}`)), 'all three answered whole');
+      expect(front.receiving).toEqual({ received: 0, unfilled: 0 });
+      // A body dropped half way gives back what it held ahead.
+      const dropped = connect(port, '127.0.0.1');
+      dropped.on('error', () => undefined);
+      dropped.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n${' '.repeat(1000)}`);
+      await eventually(() => front.receiving.unfilled === length - 1000, 'held ahead');
+      dropped.destroy();
+      await eventually(() => front.receiving.unfilled === 0 && front.receiving.received === 0, 'released when the client left');
+    } finally {
+      for (const upload of uploads) upload.socket.destroy();
+      front.stopAccepting();
+      front.closeAllSockets();
+    }
+  });
+
   it('sheds a body that would pass receivingBodyBytesMax while others are still being received', async () => {
     const front = new HttpFrontEnd({ mode: 'writer', limits: { receivingBodyBytesMax: 100_000 } });
     const url = `http://127.0.0.1:${await front.listen('127.0.0.1', 0)}`;

@@ -81,6 +81,8 @@ export interface GatewayOptions {
   bufferedResponseBytesMax?: number;
   /** Request body bytes held at once; default limits.gatewayBufferedBodyBytesMax (tests lower it). */
   bufferedBodyBytesMax?: number;
+  /** Body bytes allocated ahead of their arrival; default limits.gatewayUnfilledBodyBytesMax (tests lower it). */
+  unfilledBodyBytesMax?: number;
   /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
   controlPlaneLookupsMax?: number;
   /**
@@ -105,11 +107,17 @@ export interface GatewayOptions {
 /** Shared memory for ByteBudget counts (structured-cloned to worker threads as shared). */
 export interface SharedByteCounts {
   requestBodies: SharedArrayBuffer;
+  /** Body bytes allocated ahead of their arrival (gatewayUnfilledBodyBytesMax). */
+  unfilledBodies: SharedArrayBuffer;
   responses: SharedArrayBuffer;
 }
 
 export function sharedByteCounts(): SharedByteCounts {
-  return { requestBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT), responses: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT) };
+  return {
+    requestBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+    unfilledBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+    responses: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+  };
 }
 
 /**
@@ -154,7 +162,7 @@ export interface Gateway {
   /** Lookups sent to the control plane per cache (tests: the hot path reaches no store). */
   readonly controlPlaneLookups: () => { grants: number; routes: number; allowances: number };
   /** Bytes held now: request bodies (reserved) and backend answers (tests: nothing leaks). */
-  readonly bufferedBytes: () => { requestBodies: number; responses: number };
+  readonly bufferedBytes: () => { requestBodies: number; unfilledBodies: number; responses: number };
   /** Flush metered usage now (tests; close() flushes too). */
   flushUsage(): Promise<void>;
   /** This gateway's own metrics as prom-client JSON (gateway-threads.ts merges several threads'). */
@@ -451,8 +459,14 @@ class GatewayRequest {
   /** Backend answer bytes of this request counted against the gateway's response bound. */
   responseBytes = 0;
   private received = 0;
+  /** Content-Length, or null (chunked). */
+  private expected: number | null = null;
+  /** The body's buffer at its Content-Length, when allocated ahead (within gatewayUnfilledBodyBytesMax). */
   private fixed: Buffer | null = null;
+  /** Otherwise copies of its chunks, joined once complete. */
   private chunks: Buffer[] | null = null;
+  /** Bytes of `fixed` allocated ahead of their arrival, counted in the gateway's unfilled budget. */
+  unfilledBytes = 0;
   private bodyComplete = false;
   private bodyWaiter: (() => void) | null = null;
   // For the access log.
@@ -474,20 +488,23 @@ class GatewayRequest {
 
   /** Content-Length as announced (null: chunked), already known to be within the limit. */
   startBody(expected: number | null): void {
-    if (expected !== null) this.fixed = Buffer.allocUnsafe(expected);
-    else this.chunks = [];
+    this.expected = expected;
+    this.chunks = [];
   }
 
   /**
    * `chunk` is valid only during this call: copy it. `reserve` counts the body's bytes as they
-   * arrive against the gateway's bound, false when they do not fit.
+   * arrive against the gateway's bound, false when they do not fit. A body with a Content-Length
+   * that does not arrive in one chunk gets one buffer of that length if `unfilled` (bytes
+   * allocated ahead of their arrival) has room, else its chunks are kept and joined at the end:
+   * connections announcing 2 MiB and sending a byte cannot make the gateway allocate without bound.
    */
-  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number, reserve: (bytes: number) => boolean): void {
+  onData(chunk: ArrayBuffer, isLast: boolean, bodyBytesMax: number, reserve: (bytes: number) => boolean, unfilled: ByteBudget): void {
     if (this.bodyComplete) return;
     if (!this.tooLarge) {
       const size = chunk.byteLength;
       const total = this.received + size;
-      if (total > bodyBytesMax || (this.fixed !== null && total > this.fixed.byteLength)) {
+      if (total > bodyBytesMax || (this.expected !== null && total > this.expected)) {
         // Stop keeping bytes now; uWS reads and drops the rest.
         this.tooLarge = true;
         this.fixed = null;
@@ -497,6 +514,20 @@ class GatewayRequest {
         this.discardBody();
         return;
       } else if (size > 0) {
+        if (this.fixed === null && this.received === 0 && !isLast && this.expected !== null && unfilled.tryTake(this.expected - total)) {
+          this.unfilledBytes = this.expected - total;
+          try {
+            this.fixed = Buffer.allocUnsafe(this.expected);
+          } catch {
+            // Out of memory (or address space, under strict overcommit): keep chunks instead.
+            unfilled.give(this.unfilledBytes);
+            this.unfilledBytes = 0;
+          }
+        } else if (this.unfilledBytes > 0) {
+          const filled = Math.min(size, this.unfilledBytes);
+          this.unfilledBytes -= filled;
+          unfilled.give(filled);
+        }
         if (this.fixed !== null) this.fixed.set(new Uint8Array(chunk), this.received);
         else this.chunks!.push(Buffer.from(new Uint8Array(chunk).slice()));
         this.received = total;
@@ -504,7 +535,8 @@ class GatewayRequest {
     }
     if (!isLast && !this.tooLarge) return;
     if (!this.tooLarge) {
-      this.body = this.fixed !== null ? this.fixed.subarray(0, this.received) : Buffer.concat(this.chunks!, this.received);
+      this.body = this.fixed !== null ? this.fixed.subarray(0, this.received)
+        : this.chunks!.length === 1 ? this.chunks![0]! : Buffer.concat(this.chunks!, this.received);
     }
     this.fixed = null;
     this.chunks = null;
@@ -754,6 +786,8 @@ class GatewayServer {
   readonly usage: UsageMeter;
   /** Request body bytes held (reserved), against limits.gatewayBufferedBodyBytesMax. */
   readonly bodyBudget: ByteBudget;
+  /** Request body bytes allocated ahead of their arrival, against limits.gatewayUnfilledBodyBytesMax. */
+  readonly unfilledBudget: ByteBudget;
   /** Backend answer bytes held, against limits.gatewayBufferedResponseBytesMax. */
   readonly responseBudget: ByteBudget;
   private inFlight = 0;
@@ -779,6 +813,7 @@ class GatewayServer {
     this.accessLog = options.accessLog ?? false;
     this.responseBudget = new ByteBudget(options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax, options.sharedByteCounts?.responses);
     this.bodyBudget = new ByteBudget(options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax, options.sharedByteCounts?.requestBodies);
+    this.unfilledBudget = new ByteBudget(options.unfilledBodyBytesMax ?? limits.gatewayUnfilledBodyBytesMax, options.sharedByteCounts?.unfilledBodies);
     this.log = pino({
       level: options.logLevel ?? 'info',
       base: options.thread === undefined ? { component: 'gateway', pid: process.pid } : { component: 'gateway', pid: process.pid, thread: options.thread },
@@ -957,7 +992,7 @@ class GatewayServer {
       request.reservedBytes += bytes;
       return true;
     };
-    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax, reserveChunk));
+    res.onData((chunk, isLast) => request.onData(chunk, isLast, this.bodyBytesMax, reserveChunk, this.unfilledBudget));
     void this.process(request);
   }
 
@@ -1045,6 +1080,8 @@ class GatewayServer {
     if (request.sendsOutstanding === 0) request.deadline.clear();
     this.bodyBudget.give(request.reservedBytes);
     request.reservedBytes = 0;
+    this.unfilledBudget.give(request.unfilledBytes);
+    request.unfilledBytes = 0;
     request.discardBody(); // an early answer (401, 413...) while the body still streams in
     let status: number;
     if (error !== null) status = error.status;
@@ -1375,7 +1412,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     controlPlaneLookups: () => ({
       grants: server.grants.lookupsStarted, routes: server.routes.lookupsStarted, allowances: server.allowances.lookupsStarted,
     }),
-    bufferedBytes: () => ({ requestBodies: server.bodyBudget.held, responses: server.responseBudget.held }),
+    bufferedBytes: () => ({ requestBodies: server.bodyBudget.held, unfilledBodies: server.unfilledBudget.held, responses: server.responseBudget.held }),
     flushUsage: () => server.usage.flush(),
     metricsJson: () => server.metricsJson(),
     serveMetricsWith: (source) => { server.metricsSource = source; },

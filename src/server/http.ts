@@ -24,7 +24,7 @@ import { asSvcError, bodyError, errorBody, overloadError, SvcError } from '../pr
 import {
   HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
-import { allocTransferable, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
+import { allocTransferable, describeError, type QueryJob, type QueryResponder, type QuerySink } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
@@ -138,6 +138,8 @@ class PendingQuery implements QueryJob, QueryResponder {
   private bodyInScratch = false;
   /** Body bytes received so far, counted in the front end's receiving total (kept by HttpFrontEnd). */
   reservedBytes = 0;
+  /** Bytes of `buffer` allocated ahead of their arrival, counted in the front end's unfilled total. */
+  unfilledBytes = 0;
   /** Request/slow-query log (request-log.ts): null when both are off. */
   private readonly log: RequestLog | null;
   /** performance.now() at the handler (the log's and the metrics' durations). */
@@ -188,7 +190,7 @@ class PendingQuery implements QueryJob, QueryResponder {
       this.bodyInScratch = true;
       this.received = size;
     } else if (size > 0) {
-      const room = this.room(total, isLast);
+      const room = this.room(total, size, isLast);
       if (room === null) return; // shed: answered 503
       room.set(new Uint8Array(chunk), this.received);
       this.received = total;
@@ -207,33 +209,46 @@ class PendingQuery implements QueryJob, QueryResponder {
    * The body buffer, with room for `total` bytes. Never larger than the body limit. Null
    * when the front end holds too many body bytes already: the request was shed.
    *
-   * The receiving bound counts the bytes that arrived, not the buffer: a buffer is allocated
-   * once at the announced Content-Length and only its written pages become resident (it is
-   * not zeroed). Counting the announced length let a few connections that announce 16 MiB
-   * and send a byte now and then hold the whole bound, shedding every honest body (a probe:
-   * 400 B/s did it); growing the buffer by doubling instead left a load's 1-3 MB bodies as
-   * freed buffers of every size in between: +21 MiB of malloc heap after the bench's load.
+   * The receiving bound counts the bytes that arrived, not the buffer. Counting the
+   * announced length let a few connections that announce 16 MiB and send a byte now and then
+   * hold the whole bound, shedding every honest body (a probe: 400 B/s did it). A body with
+   * a Content-Length gets one buffer of that length (not zeroed: only written pages become
+   * resident) while the bytes allocated ahead of their arrival stay within
+   * receivingUnfilledBytesMax; past it, and without a length, the buffer grows by doubling
+   * as bytes arrive. Growing every buffer so left a load's 1-3 MB bodies as freed buffers of
+   * every size in the malloc heap (+21 MiB of RSS after the bench's load).
    */
-  private room(total: number, isLast: boolean): Uint8Array | null {
+  private room(total: number, size: number, isLast: boolean): Uint8Array | null {
     const refused = this.front.reserveReceiving(this, total);
-    if (refused !== null) {
-      this.buffer = null;
-      this.front.releaseReceiving(this);
-      shed(this, refused);
-      return null;
-    }
+    if (refused !== null) return this.shedBody(refused);
+    if (this.unfilledBytes > 0) this.front.fillUnfilled(this, size);
     const buffer = this.buffer;
     if (buffer !== null && total <= buffer.byteLength) return buffer;
     let capacity: number;
-    if (buffer === null && this.expected >= total) capacity = this.expected;
-    else if (buffer === null && isLast) capacity = total; // whole body in one chunk
-    // No Content-Length (chunked): grow by doubling.
-    else capacity = Math.min(limits.bodyBytesMax, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
-    // Unpooled and not zeroed: the whole ArrayBuffer is ours to transfer to a worker.
-    const grown = allocTransferable(capacity);
+    if (buffer === null && isLast) capacity = total; // whole body in one chunk
+    else if (buffer === null && this.expected > total && this.front.reserveUnfilled(this, this.expected - total)) capacity = this.expected;
+    else {
+      const most = this.expected >= total ? this.expected : limits.bodyBytesMax;
+      capacity = Math.min(most, Math.max(total, 2 * (buffer?.byteLength ?? 0), BODY_CHUNKED_INITIAL_BYTES));
+    }
+    let grown: Uint8Array;
+    try {
+      // Unpooled and not zeroed: the whole ArrayBuffer is ours to transfer to a worker.
+      grown = allocTransferable(capacity);
+    } catch (err) {
+      // Out of memory (or address space, under strict overcommit): shed this one body.
+      return this.shedBody(overloadError('memory for request bodies', `${capacity} bytes could not be allocated (${describeError(err)})`));
+    }
     if (buffer !== null) grown.set(buffer.subarray(0, this.received));
     this.buffer = grown;
     return grown;
+  }
+
+  private shedBody(err: SvcError): null {
+    this.buffer = null;
+    this.front.releaseReceiving(this);
+    shed(this, err);
+    return null;
   }
 
   ownBody(): void {
@@ -298,7 +313,7 @@ export interface FrontEndOptions {
    */
   receivingBytes?: Int32Array;
   /** Lower bounds than limits.ts (tests). */
-  limits?: LimitOverrides<'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
+  limits?: LimitOverrides<'receivingBodyBytesMax' | 'receivingUnfilledBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'>;
   /** Request and slow-query logging; null or absent: off. */
   requestLog?: RequestLog | null;
   /**
@@ -325,6 +340,7 @@ export class HttpFrontEnd {
   /** Body bytes allocated for requests still being received, by every front-end thread (word 0). */
   private readonly receivingBytes: Int32Array;
   private readonly receivingBytesMax: number;
+  private readonly receivingUnfilledBytesMax: number;
   /** Query requests accepted and neither answered nor aborted. */
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
@@ -353,6 +369,8 @@ export class HttpFrontEnd {
     );
     this.receivingBytesMax = options.limits?.receivingBodyBytesMax ?? limits.receivingBodyBytesMax;
     this.receivingBytes = options.receivingBytes ?? sharedReceivingCounter();
+    this.receivingUnfilledBytesMax = options.limits?.receivingUnfilledBytesMax ?? limits.receivingUnfilledBytesMax;
+    assert(this.receivingUnfilledBytesMax <= 2 ** 30, 'receivingUnfilledBytesMax must be at most 1 GiB');
     // Counted in an Int32: the bound plus one body per thread racing past it must fit.
     assert(this.receivingBytesMax <= 2 ** 30, 'receivingBodyBytesMax must be at most 1 GiB');
     this.requestLog = options.requestLog ?? null;
@@ -392,6 +410,11 @@ export class HttpFrontEnd {
   /** Ready = the threads are attached, the storage can make writes durable, not shutting down. */
   get ready(): boolean {
     return this.routes !== null && !this.closing && this.storageReady;
+  }
+
+  /** Body bytes being received, and bytes allocated ahead of their arrival, over every front-end thread (tests, metrics). */
+  get receiving(): { received: number; unfilled: number } {
+    return { received: Atomics.load(this.receivingBytes, 0), unfilled: Atomics.load(this.receivingBytes, UNFILLED) };
   }
 
   /** Requests accepted and not yet answered or aborted. */
@@ -484,6 +507,27 @@ export class HttpFrontEnd {
     const held = Atomics.sub(this.receivingBytes, 0, query.reservedBytes) - query.reservedBytes;
     query.reservedBytes = 0;
     assert(held >= 0, 'released more body bytes than were reserved');
+    if (query.unfilledBytes > 0) this.fillUnfilled(query, query.unfilledBytes);
+  }
+
+  /**
+   * Count `bytes` of a body's buffer as allocated ahead of their arrival, if the total stays
+   * within limits.receivingUnfilledBytesMax; false (nothing counted) when it would not.
+   */
+  reserveUnfilled(query: PendingQuery, bytes: number): boolean {
+    if (Atomics.add(this.receivingBytes, UNFILLED, bytes) + bytes > this.receivingUnfilledBytesMax) {
+      Atomics.sub(this.receivingBytes, UNFILLED, bytes);
+      return false;
+    }
+    query.unfilledBytes = bytes;
+    return true;
+  }
+
+  /** `bytes` of a body's buffer allocated ahead arrived (or the body was dropped). */
+  fillUnfilled(query: PendingQuery, bytes: number): void {
+    const filled = Math.min(bytes, query.unfilledBytes);
+    query.unfilledBytes -= filled;
+    Atomics.sub(this.receivingBytes, UNFILLED, filled);
   }
 
   /** PendingQuery calls this exactly once, when answered or aborted. */
@@ -578,10 +622,15 @@ export class HttpFrontEnd {
   }
 }
 
-/** A receiving-bytes counter that front-end threads can share (FrontEndOptions.receivingBytes). */
+/**
+ * The receiving counters that front-end threads share (FrontEndOptions.receivingBytes):
+ * [0] body bytes received and not complete yet, [UNFILLED] bytes allocated ahead of arrival.
+ */
 export function sharedReceivingCounter(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
 }
+
+const UNFILLED = 1;
 
 /**
  * Check that `port` is free by binding it exclusively, then let it go, and return it (the

@@ -81,7 +81,7 @@ export interface ServerOptions {
 
 /** The limits a server takes from ServerOptions.limits instead of limits.ts. */
 export type ServerLimitName =
-  | 'receivingBodyBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'
+  | 'receivingBodyBytesMax' | 'receivingUnfilledBytesMax' | 'earlyQueueRequestsMax' | 'earlyQueueBodyBytesMax'
   | 'readerQueueRequestsMax' | 'readerQueueBodyBytesMax' | 'readerThreadHeapMbMax'
   | 'writerPendingRequestsMax' | 'writerPendingBodyBytesMax' | 'writerUndurableAcksMax' | 'writerThreadHeapMbMax';
 
