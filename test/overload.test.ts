@@ -16,6 +16,7 @@ import { WriterThread } from '../dist/src/server/writer.js';
 import { startServer, type RunningServer, type ServerOptions } from '../dist/src/server/server.js';
 import { Committer, MemoryStorage } from '../dist/src/durability/durable.js';
 import { Store } from '../dist/src/store/store.js';
+import { Topology } from '../dist/src/store/topology.js';
 import { executeRequest, noFlags } from '../dist/src/exec/request.js';
 import type { QueryJob, QuerySink } from '../dist/src/server/job.js';
 import { addN, count, q, read, write } from './helpers/requests.js';
@@ -412,6 +413,45 @@ describe('a reader thread that dies', () => {
       }
       await eventually(() => store.topology.readsInProgress() + store.textMemory().readsInProgress() === 0, 'the dead threads\' slots are freed');
     } finally {
+      await pool.close();
+    }
+  });
+
+  it('after a store swap: a thread dying in its first read of the new store leaves no slot, and threads started for it claim one slot each', async () => {
+    const first = Store.create();
+    const pool = await ReaderPool.start({
+      shared: first.shared, threads: 1, dispatch: 'per-request', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024,
+      forward: { submit: (j) => j.responder.respond(200, '{}') },
+      limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 50, readerRestartDelayMsMax: 50 },
+    });
+    const ask = async (body: string): Promise<Answered> => { const j = job(body); pool.submit(j.job); return await j.answer; };
+    /** Slots claimed in `store`'s topology: the index a fresh claim gets (they are taken lowest first). */
+    const claimed = (store: Store): number => {
+      const probe = Topology.attach(store.shared.topology);
+      probe.beginRead();
+      const slot = probe.readerSlotIndex;
+      probe.releaseReaderSlot();
+      return slot;
+    };
+    try {
+      const label = freshLabel();
+      const reloaded = Store.create(); // a reader server reloaded its store
+      executeRequest(reloaded, addNode(label), noFlags, 'writer');
+      pool.swapStore(reloaded.shared);
+      // The killer is the thread's first read of the new store.
+      expect((await ask(crashRead)).status).toBe(500);
+      await eventually(() => pool.threadsAlive === 1 && reloaded.topology.readsInProgress() + reloaded.textMemory().readsInProgress() === 0, 'its announcements in the new store are freed');
+      // A whole new set of threads, started for the new store (the replacement fails to load).
+      process.env['SVCDB_TEST_READER_CRASH'] = 'too short'; // a replacement refuses to start with it
+      expect((await ask(crashRead)).status).toBe(500);
+      await eventually(() => pool.threadsAlive === 0, 'the replacement failed');
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      await eventually(() => pool.restarts.done === 1, 'a new set of threads started');
+      const loaded = claimed(reloaded);
+      expect((await ask(countLabel(label))).body).toBe('{"c":1}');
+      expect(claimed(reloaded), 'its thread reads with the slot it claimed as it loaded').toBe(loaded);
+    } finally {
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
       await pool.close();
     }
   });

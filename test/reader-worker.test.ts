@@ -29,7 +29,7 @@ describe('reader thread', () => {
   it('posts the answer of a task before it starts the next task of its port', async () => {
     const store = Store.create();
     expect(executeRequest(store, meshWrite, noFlags, 'writer')).toMatchObject({ status: 200 });
-    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 64 * 1024 * 1024, buildIdentity: BUILD_IDENTITY };
+    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 64 * 1024 * 1024, buildIdentity: BUILD_IDENTITY, generation: 0 };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
       filename: new URL('../dist/src/server/reader-worker-entry.cjs', import.meta.url).href,
       minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY,
@@ -60,7 +60,7 @@ describe('reader thread', () => {
 
   it('refuses to run when its install is not the one the server started with (files replaced by an upgrade)', async () => {
     const store = Store.create();
-    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 1 << 20, buildIdentity: 'an install replaced since' };
+    const workerData: ReaderWorkerData = { shared: store.shared, role: 'reader', queryTimeoutMs: DEADLINE_MS, queryMemoryBytes: 1 << 20, buildIdentity: 'an install replaced since', generation: 0 };
     const pool = new Piscina<SwappableReadTask, ReadTaskResult>({
       filename: new URL('../dist/src/server/reader-worker-entry.cjs', import.meta.url).href,
       minThreads: 1, maxThreads: 1, workerData,

@@ -79,22 +79,33 @@ export interface ReadTask {
 
 /**
  * What a reader thread posts on its port once its code is loaded and attached to the store
- * (reader-worker.ts): Piscina reports its first threads as created before they load. It
- * carries the reader slots the thread claimed then, so that the pool can free them once the
- * thread is gone even if it dies in its first read (reader-pool.ts freeDeadReaderSlots).
+ * (reader-worker.ts): Piscina reports its first threads as created before they load.
  */
 export const READER_LOADED = 'svcdb-reader-loaded';
+/** What it posts when it attaches to another store (a reader server reloaded it), before reading it. */
+export const READER_ATTACHED = 'svcdb-reader-attached';
 
-export interface ReaderLoaded {
-  readonly type: typeof READER_LOADED;
+/**
+ * The reader slots a thread claimed in the store of `generation` (ReaderPool's count of store
+ * swaps), posted as it loads or attaches and before it reads there, so that the pool frees
+ * them once the thread is gone, even if it dies in that first read (reader-pool.ts).
+ */
+export interface ReaderSlots {
+  readonly type: typeof READER_LOADED | typeof READER_ATTACHED;
   readonly threadId: number;
+  readonly generation: number;
   /** Its slots in the store's topology and text memory (-1: none was free). */
   readonly readerSlot: number;
   readonly textSlot: number;
 }
 
-export function isReaderLoaded(message: unknown): message is ReaderLoaded {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === READER_LOADED;
+export function isReaderSlots(message: unknown): message is ReaderSlots {
+  const type = typeof message === 'object' && message !== null ? (message as { type?: unknown }).type : undefined;
+  return type === READER_LOADED || type === READER_ATTACHED;
+}
+
+export function isReaderLoaded(message: unknown): message is ReaderSlots {
+  return isReaderSlots(message) && message.type === READER_LOADED;
 }
 
 /** Status of a request a reader may not run (a write, or one pinned to the writer). */

@@ -50,7 +50,7 @@ import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import { TextMemory } from '../text/memory.js';
 import {
-  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, type QueryJob, type ReaderLoaded, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, isReaderSlots, type QueryJob, type ReaderSlots, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import { SvcError } from '../protocol/errors.js';
@@ -105,23 +105,24 @@ interface Launch {
   cancel(): Promise<void>;
 }
 
-/** Where a launch tells of the reader slots its threads claimed (ReaderPool.threadLoaded). */
+/** Where a launch tells of the reader slots its threads claimed (ReaderPool.slotsClaimed). */
 interface ThreadSlots {
-  /** A thread loaded: those of the start once it succeeded, then each replacement. */
-  loaded(thread: ReaderLoaded): void;
+  /** A thread claimed slots (loading, or attaching to a swapped store): those of the start once it succeeded. */
+  claimed(slots: ReaderSlots): void;
   /** The start failed and its threads have exited: these had loaded (their slots are free to go). */
-  gone(threads: readonly ReaderLoaded[]): void;
+  gone(threads: readonly ReaderSlots[]): void;
 }
 
 /**
- * A Piscina pool of options.threads reader threads attached to `shared`: `loaded` resolves
+ * A Piscina pool of options.threads reader threads attached to `shared` (store swap
+ * `generation`): `loaded` resolves
  * once every thread has loaded and attached, and rejects with the first failure (`what`:
  * its cause) after destroying the pool. `slots` hears of every thread that loads in it for
  * its life, with the reader slots it claimed.
  */
-function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: string, slots: ThreadSlots): Launch {
+function launchThreads(options: ReaderPoolOptions, shared: StoreShared, generation: number, what: string, slots: ThreadSlots): Launch {
   const workerData: ReaderWorkerData = {
-    shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY,
+    shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY, generation,
   };
   const pool: ThreadPool = new Piscina<SwappableReadTask, ReadTaskResult>({
     // Not reader-worker.js itself: see reader-worker-entry.cts.
@@ -139,10 +140,10 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
   const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS_DEFAULT;
   // Threads that loaded before the start succeeded (or failed): told of once it did.
   let started = false;
-  const early: ReaderLoaded[] = [];
+  const early: ReaderSlots[] = [];
   pool.on('message', (message: unknown) => {
-    if (!isReaderLoaded(message)) return;
-    if (started) slots.loaded(message);
+    if (!isReaderSlots(message)) return;
+    if (started) slots.claimed(message);
     else early.push(message);
   });
   let fail: (err: Error) => Promise<void> = async () => undefined;
@@ -168,7 +169,7 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, what: st
       if (loaded < options.threads) return;
       cleanup();
       started = true;
-      for (const thread of early.splice(0)) slots.loaded(thread);
+      for (const thread of early.splice(0)) slots.claimed(thread);
       resolve(pool);
     };
     const onError = (err: unknown): void => void fail(new Error(`${what}: ${describeError(err)}`));
@@ -259,14 +260,14 @@ export class ReaderPool implements QuerySink {
     }
     // The first threads load before the pool exists: what they claimed is recorded once it does.
     let readers: ReaderPool | null = null;
-    const first: ReaderLoaded[] = [];
+    const first: ReaderSlots[] = [];
     const slots: ThreadSlots = {
-      loaded: (thread) => (readers === null ? first.push(thread) : readers.threadLoaded(thread, options.shared)),
+      claimed: (thread) => (readers === null ? first.push(thread) : readers.slotsClaimed(thread)),
       gone: () => undefined, // the server does not start
     };
-    const pool = await launchThreads(options, options.shared, 'reader pool failed to start', slots).loaded;
+    const pool = await launchThreads(options, options.shared, 0, 'reader pool failed to start', slots).loaded;
     readers = new ReaderPool(pool, options);
-    for (const thread of first) readers.threadLoaded(thread, options.shared);
+    for (const thread of first) readers.slotsClaimed(thread);
     return readers;
   }
 
@@ -321,8 +322,8 @@ export class ReaderPool implements QuerySink {
     if (this.closed || alive >= this.threads) return;
     process.stderr.write(`svcdb: ${this.threads - alive} of ${this.threads} reader threads are gone and not replaced; starting a new pool of ${this.threads}\n`);
     const shared = this.current;
-    const launch = launchThreads(this.startOptions, shared, 'reader threads failed to start', {
-      loaded: (thread) => this.threadLoaded(thread, shared),
+    const launch = launchThreads(this.startOptions, shared, this.generation, 'reader threads failed to start', {
+      claimed: (thread) => this.slotsClaimed(thread),
       gone: (threads) => this.freeSlotsOf(threads, shared),
     });
     this.restart.launch = launch;
@@ -475,18 +476,20 @@ export class ReaderPool implements QuerySink {
   }
 
   /**
-   * A thread loaded, attached to `shared` and claimed these slots (launchThreads). Recorded
-   * here, not only from its tasks' results, so that a thread that dies in its first read
-   * (a killer query sent again and again) leaves no slot behind.
+   * A thread claimed these slots in the store of `slots.generation`, as it loaded or attached
+   * (launchThreads), before reading there. Recorded here, not only from its tasks' results,
+   * so that a thread that dies in its first read of a store (a killer query sent again and
+   * again) leaves no slot behind; freed at once if the thread is gone already.
    */
-  private threadLoaded(thread: ReaderLoaded, shared: StoreShared): void {
-    if (shared !== this.current) return; // a store swapped out since: its slots no longer matter
-    if (thread.readerSlot >= 0) this.readerSlots.set(thread.threadId, thread.readerSlot);
-    if (thread.textSlot >= 0) this.textSlots.set(thread.threadId, thread.textSlot);
+  slotsClaimed(slots: ReaderSlots): void {
+    if (slots.generation !== this.generation) return; // a store swapped out since: its slots no longer matter
+    if (slots.readerSlot >= 0) this.readerSlots.set(slots.threadId, slots.readerSlot);
+    if (slots.textSlot >= 0) this.textSlots.set(slots.threadId, slots.textSlot);
+    this.freeDeadReaderSlots();
   }
 
   /** The slots of threads of a start that failed, which have exited. */
-  private freeSlotsOf(threads: readonly ReaderLoaded[], shared: StoreShared): void {
+  private freeSlotsOf(threads: readonly ReaderSlots[], shared: StoreShared): void {
     if (shared !== this.current) return;
     for (const thread of threads) {
       if (thread.readerSlot >= 0) Topology.attach(shared.topology).freeDeadReaderSlot(thread.readerSlot);
@@ -501,7 +504,9 @@ export class ReaderPool implements QuerySink {
    * for a thread's life, so each replaced thread would also keep one.
    */
   freeDeadReaderSlots(): void {
-    if (this.readerSlots.size === 0 && this.textSlots.size === 0) return;
+    // Closing: destroy() drops threads from their pools before they exited, and no read of
+    // this store follows anyway.
+    if (this.closed || (this.readerSlots.size === 0 && this.textSlots.size === 0)) return;
     const alive = new Set<number>();
     for (const threads of [this.active, ...this.retiring]) {
       if (threads === null) continue;

@@ -13,7 +13,7 @@ import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '..
 import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { assertSameInstall } from '../build-identity.js';
-import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_LOADED, type ReaderLoaded, type ReadTaskResult } from './job.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_ATTACHED, READER_LOADED, type ReaderSlots, type ReadTaskResult } from './job.js';
 import type { SwappableReadTask } from './reader-pool.js';
 import { testStall } from './test-stall.js';
 
@@ -26,13 +26,15 @@ export interface ReaderWorkerData {
   queryMemoryBytes: number;
   /** The server's BUILD_IDENTITY: a replacement thread must load the same install. */
   buildIdentity: string;
+  /** Which store swap `shared` is (ReaderPool's generation when it started these threads). */
+  generation: number;
 }
 
 const data = Piscina.workerData as ReaderWorkerData;
 assertSameInstall(data.buildIdentity, 'reader thread');
 let store = Store.attach(data.shared);
 /** Which store swap `store` is (reader servers replace the store when they reload). */
-let generation = 0;
+let generation = data.generation;
 const role = data.role;
 const exec: ExecOptions = execOptions({ queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes });
 
@@ -54,14 +56,21 @@ function testCrashMarker(value: string | undefined): Buffer | null {
 /** SVCDB_TEST_READER_STALL (test-stall.ts): hold this thread before a marked request. */
 const stall = testStall('SVCDB_TEST_READER_STALL');
 
-// Claim this thread's reader slots now, and tell the pool which they are: a thread that died
-// in its first read would otherwise hold them with nobody knowing (reader-pool.ts).
-store.topology.beginRead();
-store.topology.endRead();
-const texts = store.textMemory();
-texts.endRead(texts.beginRead());
-const loaded: ReaderLoaded = { type: READER_LOADED, threadId, readerSlot: store.topology.readerSlotIndex, textSlot: store.textReaderSlot };
-parentPort!.postMessage(loaded);
+/**
+ * Claim this thread's reader slots in `store` now and tell the pool which they are, before
+ * any read there: a thread that died in its first read would otherwise hold them with nobody
+ * knowing (reader-pool.ts).
+ */
+function postSlots(type: ReaderSlots['type']): void {
+  store.topology.beginRead();
+  store.topology.endRead();
+  const texts = store.textMemory();
+  texts.endRead(texts.beginRead());
+  const slots: ReaderSlots = { type, threadId, generation, readerSlot: store.topology.readerSlotIndex, textSlot: store.textReaderSlot };
+  parentPort!.postMessage(slots);
+}
+
+postSlots(READER_LOADED);
 
 function dieOfHeapExhaustion(): never {
   store.beginRead(); // die inside a read, as a real runaway query would: the slot stays announced
@@ -122,6 +131,7 @@ function runReadTaskNow(task: SwappableReadTask): unknown {
   if (task.generation !== undefined && task.generation > generation && task.shared !== undefined) {
     store = Store.attach(task.shared);
     generation = task.generation;
+    postSlots(READER_ATTACHED);
   }
   const count = task.bodies.length;
   const index = new Uint32Array(2 * count);
