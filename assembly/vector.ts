@@ -601,8 +601,21 @@ export function quantize(root: u32, p: u32): void {
   return i32x4.extract_lane(c, 0) + i32x4.extract_lane(c, 1) + i32x4.extract_lane(c, 2) + i32x4.extract_lane(c, 3);
 }
 
-// The query's side of the bound (withinTopT): its int8 step, ||q - t a||, ||q||, sum q_i^2.
-let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0;
+// The query's side of the bound (withinTopT): its int8 step, ||q - t a||, ||q||, sum q_i^2,
+// and the slack for the kernels' rounding at this dimension (withinSlack).
+let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0, wSlackRelative: f64 = 0, wSlackCosine: f64 = 0;
+
+/**
+ * The slack of the bound (beyond) at dimension `dim`: above the f32 kernels' rounding, which
+ * grows with the terms each of the 16 partial sums adds: |error| <= (dim / 16 + 5) u sum |t_i|
+ * (u = 2^-24), about 2^-24 * 1029 = 6e-5 relative at 16,384. The fixed 2e-5 and 1e-5 covered
+ * dimensions up to ~2,600 only.
+ */
+function withinSlack(dim: u32): void {
+  const summed = (<f64>dim / 16 + 8) * 5.960464477539063e-8;
+  wSlackRelative = 2e-5 + 4 * summed;
+  wSlackCosine = 1e-5 + 2 * summed;
+}
 
 /**
  * Whether the point at `rec` is certain to be farther than `worst` (an exact distance this
@@ -611,7 +624,8 @@ let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0;
  *   euclidean: sum (q_i - x_i)^2 >= ||q||^2 + ||x||^2 - 2 (t s (a.c) + |e|),
  *   cosine:    (1 - cos) / 2 >= (1 - (t s (a.c) + |e|) / (|q| |x|)) / 2,
  * less a slack far above the rounding of the f32 kernels and of the stored f32 words
- * (relative 2e-5 of ||q||^2 + ||x||^2; 1e-5 absolute for cosine). Exact: a point it
+ * (withinSlack: relative 2e-5 of ||q||^2 + ||x||^2, 1e-5 absolute for cosine, plus the
+ * summation error at this dimension). Exact: a point it
  * skips would not have entered the top k (its distance is above the k-th, not tied).
  */
 // @ts-ignore: decorator
@@ -621,13 +635,13 @@ let wStep: f64 = 0, wError: f64 = 0, wNorm: f64 = 0, wSquares: f64 = 0;
   const error = wNorm * <f64>fword(rec + R_Q_ERROR) + wError * <f64>fword(rec + R_Q_NORM);
   if (sizeof<T>() == 2) {
     const xs = <f64>fword(rec + R_SQUARES);
-    return wSquares + xs - 2 * (estimate + error) - 2e-5 * (wSquares + xs) > <f64>worst;
+    return wSquares + xs - 2 * (estimate + error) - wSlackRelative * (wSquares + xs) > <f64>worst;
   }
   // A pair that cosineAt measures in f64 is measured: the slack is that of the f32 path.
   const xn = fword(rec + R_NORM);
   if (!(cosineNormInRange(qn) && cosineNormInRange(xn))) return false;
   const denom = <f64>qn * <f64>xn;
-  return (1 - (estimate + error) / denom) * 0.5 - 1e-5 > <f64>worst;
+  return (1 - (estimate + error) / denom) * 0.5 - wSlackCosine > <f64>worst;
 }
 
 
@@ -645,6 +659,7 @@ function withinTopT<T>(root: u32, elements: u32, s: u32, n: u32, snapshot: u32, 
     wError = <f64>roundUp(qError);
     wNorm = <f64>roundUp(Math.sqrt(qSquares));
     wSquares = qSquares;
+    withinSlack(dim);
   }
   let nr: u32 = 0, records: u32 = 0;
   for (let i: u32 = 0; i < n; i++) {

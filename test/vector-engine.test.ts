@@ -324,7 +324,7 @@ describe('vector graph edges', () => {
   it("withinTop()'s int8 bound skips no point of the top k: near-duplicate vectors whose differences are below the int8 step", () => {
     const next = rng(47);
     for (const metric of ['euclidean', 'cosine'] as const) {
-      for (const dim of [64, 37]) {
+      for (const dim of [64, 37, 3072]) {
         // Every point is the base plus noise under half of its int8 step: the int8 copies
         // are (nearly) equal, so only the bound's error terms keep the nearest ones.
         const base = Float32Array.from({ length: dim }, () => next() * 2 - 1);
