@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/gateway.js';
+import { provesDown, provesNotSent } from '../src/gateway/backends.js';
 import { limits } from '../src/limits.js';
 import { MemoryControlPlane } from './helpers/memory-control-plane.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
@@ -215,6 +216,16 @@ describe('routing', () => {
     const gone = await post(gateway, countNodesBody(label), auth(goneKey, 'db_gone'));
     expect(gone.status).toBe(503);
     expect(errorOf(gone).error).toBe('database_unavailable');
+  });
+
+  it('takes only a connection never made for a request not sent: unreachable hosts can also end a connection the request went out on', () => {
+    const failure = (code: string, nested: boolean): Error => Object.assign(new Error(code), nested ? { cause: { code } } : { code });
+    for (const nested of [false, true]) {
+      expect([provesDown(failure('ECONNREFUSED', nested)), provesNotSent(failure('ECONNREFUSED', nested))]).toEqual([true, true]);
+      expect([provesDown(failure('UND_ERR_CONNECT_TIMEOUT', nested)), provesNotSent(failure('UND_ERR_CONNECT_TIMEOUT', nested))]).toEqual([true, true]);
+      expect([provesDown(failure('EHOSTUNREACH', nested)), provesNotSent(failure('EHOSTUNREACH', nested))]).toEqual([true, false]);
+      expect([provesDown(failure('ECONNRESET', nested)), provesNotSent(failure('ECONNRESET', nested))]).toEqual([false, false]);
+    }
   });
 
   it('tells a write that was not sent (503, safe to retry) from one sent to a writer that failed before answering (502 write_outcome_unknown)', async () => {

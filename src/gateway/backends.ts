@@ -34,8 +34,22 @@ function isTimeout(err: unknown): boolean {
  * reason to stop choosing the server).
  */
 export function provesDown(err: unknown): boolean {
-  const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
+  const code = errorCode(err);
   return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+/**
+ * The connection was never made, so the request was not sent: refused, or the connect timed
+ * out. (EHOSTUNREACH and ENETUNREACH can also end an established keep-alive connection after
+ * the request went out.)
+ */
+export function provesNotSent(err: unknown): boolean {
+  const code = errorCode(err);
+  return code === 'ECONNREFUSED' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+function errorCode(err: unknown): string | undefined {
+  return (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
 }
 
 /**

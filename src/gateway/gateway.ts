@@ -25,7 +25,7 @@ import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_W
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
-import { Backend, BackendRegistry, provesDown } from './backends.js';
+import { Backend, BackendRegistry, provesDown, provesNotSent } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
 import { GatewayMetrics } from './gateway-metrics.js';
@@ -311,10 +311,13 @@ class UpstreamFailure extends Error {
    * is only skipped for this request and the cached route is dropped.
    */
   readonly misdirected: boolean;
+  /** The connection was never made: the request was not sent (safe to retry, even a write). */
+  readonly notSent: boolean;
   constructor(backend: Backend, cause: Error, misdirected = false) {
     super(cause.message);
     this.backend = backend;
     this.down = !misdirected && provesDown(cause);
+    this.notSent = !misdirected && provesNotSent(cause);
     this.misdirected = misdirected;
   }
 }
@@ -1158,9 +1161,9 @@ class GatewayServer {
           throw new GatewayError('database_unavailable', `the writer of database ${route.id} is not at its recorded address; `
             + `the ${requestType} was not run; retry shortly (the route is being refreshed)`);
         }
-        if (err.down) {
-          // Nothing was sent (the connection was refused or never made): safe to retry.
-          this.backends.markFailing(writer, err.message);
+        if (err.down) this.backends.markFailing(writer, err.message);
+        if (err.notSent) {
+          // The connection was never made: safe to retry.
           throw new GatewayError('database_unavailable', `the writer of database ${route.id} is unreachable; the ${requestType} was not sent; retry later`);
         }
         if (requestType === 'write') {
