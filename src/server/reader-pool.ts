@@ -98,9 +98,14 @@ const START_TIMEOUT_MS_DEFAULT = 30_000;
 
 type ThreadPool = Piscina<SwappableReadTask, ReadTaskResult>;
 
+/** What starting threads takes besides the store (the pool keeps no reference to a store swapped out). */
+type StartOptions = Omit<ReaderPoolOptions, 'shared'>;
+
 /** Reader threads being started: `loaded` settles as launchThreads says; cancel() ends them. */
 interface Launch {
   readonly pool: ThreadPool;
+  /** The object Piscina clones for each thread it starts, replacements included (swapStore updates it). */
+  readonly workerData: ReaderWorkerData;
   readonly loaded: Promise<ThreadPool>;
   cancel(): Promise<void>;
 }
@@ -120,7 +125,7 @@ interface ThreadSlots {
  * its cause) after destroying the pool. `slots` hears of every thread that loads in it for
  * its life, with the reader slots it claimed.
  */
-function launchThreads(options: ReaderPoolOptions, shared: StoreShared, generation: number, what: string, slots: ThreadSlots): Launch {
+function launchThreads(options: StartOptions, shared: StoreShared, generation: number, what: string, slots: ThreadSlots): Launch {
   const workerData: ReaderWorkerData = {
     shared, role: options.role ?? 'reader', queryTimeoutMs: options.queryTimeoutMs, queryMemoryBytes: options.queryMemoryBytes, buildIdentity: BUILD_IDENTITY, generation,
   };
@@ -181,12 +186,14 @@ function launchThreads(options: ReaderPoolOptions, shared: StoreShared, generati
     pool.on('message', onLoaded);
     pool.on('error', onError);
   });
-  return { pool, loaded, cancel: () => fail(new Error(`${what}: cancelled`)) };
+  return { pool, workerData, loaded, cancel: () => fail(new Error(`${what}: cancelled`)) };
 }
 
 /** A Piscina pool of reader threads, and what the reader pool keeps of it. */
 interface Threads {
   readonly pool: ThreadPool;
+  /** What Piscina clones for each thread it starts in it: its store follows swapStore. */
+  readonly workerData: ReaderWorkerData;
   /** Tasks sent to it and not settled yet. */
   tasks: number;
   /**
@@ -206,7 +213,7 @@ export class ReaderPool implements QuerySink {
   /** Pools replaced or given up, destroyed once their tasks settled (retire). */
   private readonly retiring = new Set<Threads>();
   /** What starting a new pool needs, and how the last starts went (restartIfGone). */
-  private readonly startOptions: ReaderPoolOptions;
+  private readonly startOptions: StartOptions;
   private readonly restartDelayMsMin: number;
   private readonly restartDelayMsMax: number;
   private readonly restart = { timer: null as NodeJS.Timeout | null, launch: null as Launch | null, failures: 0, done: 0, lastFailure: null as string | null };
@@ -235,14 +242,15 @@ export class ReaderPool implements QuerySink {
   private generation = 0;
   private current: StoreShared;
 
-  private constructor(pool: ThreadPool, options: ReaderPoolOptions) {
-    this.startOptions = options;
+  private constructor(launch: Launch, options: ReaderPoolOptions) {
+    const { shared, ...startOptions } = options;
+    this.startOptions = startOptions;
     this.restartDelayMsMin = options.limits?.readerRestartDelayMsMin ?? limits.readerRestartDelayMsMin;
     this.restartDelayMsMax = options.limits?.readerRestartDelayMsMax ?? limits.readerRestartDelayMsMax;
     this.threads = options.threads;
     this.dispatch = options.dispatch;
     this.forward = options.forward;
-    this.current = options.shared;
+    this.current = shared;
     this.queueBound = new QueueBound(
       'the reader queue',
       options.limits?.readerQueueRequestsMax ?? limits.readerQueueRequestsMax,
@@ -250,7 +258,7 @@ export class ReaderPool implements QuerySink {
     );
     this.batchRequestsMax = options.dispatch === 'per-request' ? 1 : limits.readBatchRequestsMax;
     this.overdue = new OverdueAnswers(options.queryTimeoutMs, options.limits?.deadlineAnswerGraceMs);
-    this.active = this.watched(pool);
+    this.active = this.watched(launch);
   }
 
   /** Start the threads; resolves once every one has attached to the store. */
@@ -265,15 +273,16 @@ export class ReaderPool implements QuerySink {
       claimed: (thread) => (readers === null ? first.push(thread) : readers.slotsClaimed(thread)),
       gone: () => undefined, // the server does not start
     };
-    const pool = await launchThreads(options, options.shared, 0, 'reader pool failed to start', slots).loaded;
-    readers = new ReaderPool(pool, options);
+    const launch = launchThreads(options, options.shared, 0, 'reader pool failed to start', slots);
+    await launch.loaded;
+    readers = new ReaderPool(launch, options);
     for (const thread of first) readers.slotsClaimed(thread);
     return readers;
   }
 
   /** A pool's record, listening to its threads: deaths between tasks, replacements, threads gone. */
-  private watched(pool: ThreadPool): Threads {
-    const threads: Threads = { pool, tasks: 0, retiredThreadIds: null, destroyed: false };
+  private watched({ pool, workerData }: Launch): Threads {
+    const threads: Threads = { pool, workerData, tasks: 0, retiredThreadIds: null, destroyed: false };
     pool.on('error', (err: unknown) => {
       // A thread died between tasks (a death during a task rejects the task instead).
       process.stderr.write(`svcdb: reader thread failed: ${describeError(err)}\n`);
@@ -345,7 +354,7 @@ export class ReaderPool implements QuerySink {
       return;
     }
     const old = this.active;
-    this.active = this.watched(fresh);
+    this.active = this.watched(launch);
     this.restart.failures = 0;
     this.restart.lastFailure = null;
     this.restart.done++;
@@ -471,6 +480,13 @@ export class ReaderPool implements QuerySink {
     if (shared === this.current) return;
     this.generation++;
     this.current = shared;
+    // Threads Piscina starts from now on (replacements) attach this store as they load, and
+    // the pool keeps no reference to the old one (Piscina keeps the object, not a copy;
+    // were it a copy, they would attach the old store and move to this one on their first task).
+    if (this.active !== null) {
+      this.active.workerData.shared = shared;
+      this.active.workerData.generation = this.generation;
+    }
     this.readerSlots.clear(); // slots of the old store no longer matter
     this.textSlots.clear();
   }
