@@ -5,6 +5,8 @@
 // Servers run in-process from dist/ (`npm test` builds first) so bounds can be lowered.
 import { execFile } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -450,6 +452,39 @@ describe('a reader thread that dies', () => {
       const loaded = claimed(reloaded);
       expect((await ask(countLabel(label))).body).toBe('{"c":1}');
       expect(claimed(reloaded), 'its thread reads with the slot it claimed as it loaded').toBe(loaded);
+    } finally {
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      await pool.close();
+    }
+  });
+
+  it('after a store swap keeps no reference to the store it replaced, through a restarted set of threads too', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const swapped: WeakRef<object>[] = [];
+    const pool = await (async () => {
+      const first = Store.create();
+      swapped.push(new WeakRef(first.shared));
+      return await ReaderPool.start({
+        shared: first.shared, threads: 1, dispatch: 'per-request', queryTimeoutMs: 30_000, queryMemoryBytes: 64 * 1024 * 1024,
+        forward: { submit: (j) => j.responder.respond(200, '{}') },
+        limits: { readerThreadHeapMbMax: 128, readerRestartDelayMsMin: 50, readerRestartDelayMsMax: 50 },
+      });
+    })();
+    const ask = async (body: string): Promise<Answered> => { const j = job(body); pool.submit(j.job); return await j.answer; };
+    try {
+      // A reader server reloads its store...
+      pool.swapStore((() => { const store = Store.create(); swapped.push(new WeakRef(store.shared)); return store.shared; })());
+      // ...its threads are replaced by a whole new set (the replacement fails to load)...
+      process.env['SVCDB_TEST_READER_CRASH'] = 'too short';
+      expect((await ask(crashRead)).status).toBe(500);
+      await eventually(() => pool.threadsAlive === 0, 'the replacement failed');
+      process.env['SVCDB_TEST_READER_CRASH'] = marker;
+      await eventually(() => pool.restarts.done === 1, 'a new set of threads started');
+      // ...and reloads again.
+      pool.swapStore(Store.create().shared);
+      for (let i = 0; i < 5; i++) { await sleep(20); gc(); }
+      expect(swapped.map((ref) => ref.deref() === undefined), 'each store swapped out can be collected').toEqual([true, true]);
     } finally {
       process.env['SVCDB_TEST_READER_CRASH'] = marker;
       await pool.close();

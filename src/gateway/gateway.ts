@@ -452,10 +452,7 @@ class GatewayRequest {
   /** Over limits.gatewayBodyBytesMax (announced or counted): answered 413, nothing kept. */
   tooLarge = false;
   body: Buffer = EMPTY_BODY;
-  /**
-   * Bytes counted against the gateway's body bound: the announced length (its buffer is
-   * allocated at once), or a chunked body's bytes as they arrive.
-   */
+  /** Body bytes counted against the gateway's body bound, as they arrived. */
   reservedBytes = 0;
   /** The body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
   overloaded = false;
@@ -984,10 +981,9 @@ class GatewayServer {
     if (announced !== null && Number.isSafeInteger(announced) && announced > this.bodyBytesMax) {
       request.tooLarge = true; // keep nothing; uWS drops the body as it arrives
     } else {
-      // Bodies count against the bound as their bytes arrive. An announced body's buffer is
-      // allocated now, not zeroed: only what arrives of it becomes resident. (Counting the
-      // announced length let one key's connections that announce 2 MiB and send a byte hold
-      // the whole bound: a probe's other database got 503 for a 34-byte read.)
+      // Bodies count against the bound as their bytes arrive (counting the announced length
+      // let one key's connections that announce 2 MiB and send a byte hold the whole bound: a
+      // probe's other database got 503 for a 34-byte read); GatewayRequest.onData allocates.
       request.startBody(announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null);
     }
     const reserveChunk = (bytes: number): boolean => {

@@ -273,7 +273,10 @@ export class ReaderPool implements QuerySink {
       claimed: (thread) => (readers === null ? first.push(thread) : readers.slotsClaimed(thread)),
       gone: () => undefined, // the server does not start
     };
-    const launch = launchThreads(options, options.shared, 0, 'reader pool failed to start', slots);
+    // Not `options` itself: what launchThreads keeps for the pool's life must not hold a store
+    // that a swap replaces.
+    const { shared, ...startOptions } = options;
+    const launch = launchThreads(startOptions, shared, 0, 'reader pool failed to start', slots);
     await launch.loaded;
     readers = new ReaderPool(launch, options);
     for (const thread of first) readers.slotsClaimed(thread);
@@ -330,10 +333,10 @@ export class ReaderPool implements QuerySink {
     const alive = this.threadsAlive;
     if (this.closed || alive >= this.threads) return;
     process.stderr.write(`svcdb: ${this.threads - alive} of ${this.threads} reader threads are gone and not replaced; starting a new pool of ${this.threads}\n`);
-    const shared = this.current;
-    const launch = launchThreads(this.startOptions, shared, this.generation, 'reader threads failed to start', {
+    const generation = this.generation;
+    const launch = launchThreads(this.startOptions, this.current, generation, 'reader threads failed to start', {
       claimed: (thread) => this.slotsClaimed(thread),
-      gone: (threads) => this.freeSlotsOf(threads, shared),
+      gone: (threads) => this.freeSlotsOf(threads, generation),
     });
     this.restart.launch = launch;
     let fresh: ThreadPool;
@@ -483,9 +486,10 @@ export class ReaderPool implements QuerySink {
     // Threads Piscina starts from now on (replacements) attach this store as they load, and
     // the pool keeps no reference to the old one (Piscina keeps the object, not a copy;
     // were it a copy, they would attach the old store and move to this one on their first task).
-    if (this.active !== null) {
-      this.active.workerData.shared = shared;
-      this.active.workerData.generation = this.generation;
+    for (const workerData of [this.active?.workerData, this.restart.launch?.workerData]) {
+      if (workerData === undefined) continue;
+      workerData.shared = shared;
+      workerData.generation = this.generation;
     }
     this.readerSlots.clear(); // slots of the old store no longer matter
     this.textSlots.clear();
@@ -504,12 +508,12 @@ export class ReaderPool implements QuerySink {
     this.freeDeadReaderSlots();
   }
 
-  /** The slots of threads of a start that failed, which have exited. */
-  private freeSlotsOf(threads: readonly ReaderSlots[], shared: StoreShared): void {
-    if (shared !== this.current) return;
+  /** The slots of threads of a start that failed, which have exited (in the store of `generation`). */
+  private freeSlotsOf(threads: readonly ReaderSlots[], generation: number): void {
+    if (generation !== this.generation) return;
     for (const thread of threads) {
-      if (thread.readerSlot >= 0) Topology.attach(shared.topology).freeDeadReaderSlot(thread.readerSlot);
-      if (thread.textSlot >= 0) TextMemory.attach(shared.texts).freeDeadReaderSlot(thread.textSlot);
+      if (thread.readerSlot >= 0) Topology.attach(this.current.topology).freeDeadReaderSlot(thread.readerSlot);
+      if (thread.textSlot >= 0) TextMemory.attach(this.current.texts).freeDeadReaderSlot(thread.textSlot);
     }
   }
 

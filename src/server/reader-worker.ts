@@ -33,6 +33,8 @@ export interface ReaderWorkerData {
 const data = Piscina.workerData as ReaderWorkerData;
 assertSameInstall(data.buildIdentity, 'reader thread');
 let store = Store.attach(data.shared);
+// workerData lives as long as the thread: it must not keep this store once a swap replaced it.
+delete (data as Partial<ReaderWorkerData>).shared;
 /** Which store swap `store` is (reader servers replace the store when they reload). */
 let generation = data.generation;
 const role = data.role;
