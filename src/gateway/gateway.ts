@@ -24,7 +24,7 @@ import { limits } from '../limits.js';
 import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
-import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, statusLine, uws } from '../server/uws.js';
+import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from '../server/uws.js';
 import { Backend, BackendRegistry, provesDown, provesNotSent } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -859,31 +859,26 @@ class GatewayServer {
       if (req.getMethod() === 'post') this.onQuery(res, req); // checks the framing in its header walk
       else if (!closedForConflictingLength(res, req)) methodNotAllowed(res, 'POST');
     });
-    app.any('/v2/metadata', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    app.any('/v2/metadata', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onMetadata(res, req);
-    });
-    app.any('/health', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/health', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else res.writeStatus('200 OK').writeHeader('Content-Type', JSON_TYPE).end('{"status":"ok"}');
-    });
-    app.any('/metrics', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/metrics', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else answerMetrics(res, this.metricsSource(), (err) => this.log.error({ err }, 'metrics failed'));
-    });
-    app.any('/readyz', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/readyz', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onReadyz(res);
-    });
-    app.any('/*', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/*', framingChecked((res) => {
       const e = new GatewayError('not_found', 'no such endpoint; queries go to POST /v2/query');
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(e.body());
-    });
+    }));
     this.app = app;
   }
 

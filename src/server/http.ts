@@ -29,7 +29,7 @@ import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
-import { closedForConflictingLength, endAsTheSocketDrains, statusLine, uws } from './uws.js';
+import { closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from './uws.js';
 
 /**
  * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
@@ -50,7 +50,7 @@ export interface QueryRoutes {
 
 const JSON_TYPE = 'application/json';
 const MISDIRECTED_STATUS_LINE = statusLine(421);
-/** First body allocation of a body without a Content-Length (chunked); grows by doubling. */
+/** First allocation of a body buffer that grows by doubling (no Content-Length, or no room to allocate it ahead). */
 const BODY_CHUNKED_INITIAL_BYTES = 64 * 1024;
 
 
@@ -386,24 +386,21 @@ export class HttpFrontEnd {
       if (req.getMethod() === 'post') this.onQuery(res, req, true);
       else if (!closedForConflictingLength(res, req)) methodNotAllowed(res, 'POST');
     });
-    app.any('/healthz', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    app.any('/healthz', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.health(res, 200); // liveness: always 200
-    });
-    app.any('/readyz', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/readyz', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.health(res, this.ready ? 200 : 503);
-    });
-    app.any('/metrics', (res, req) => {
-      if (closedForConflictingLength(res, req)) return;
+    }));
+    app.any('/metrics', framingChecked((res, req) => {
       if (req.getMethod() !== 'get') methodNotAllowed(res, 'GET');
       else this.onMetrics(res);
-    });
-    app.any('/*', (res, req) => {
-      if (!closedForConflictingLength(res, req)) res.writeStatus('404 Not Found').end();
-    });
+    }));
+    app.any('/*', framingChecked((res) => {
+      res.writeStatus('404 Not Found').end();
+    }));
     this.app = app;
   }
 

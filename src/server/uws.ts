@@ -30,7 +30,6 @@ export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | strin
   return false;
 }
 
-const statusLines = new Map<number, string>();
 /**
  * Content-Length given twice with different values: uWS frames the body by the first, a
  * proxy in front may frame it by the last, and the bytes between would be read as another
@@ -51,6 +50,14 @@ export function closedForConflictingLength(res: HttpResponse, req: HttpRequest):
   return conflicting;
 }
 
+/** `handler` for a route that reads no headers itself: after closedForConflictingLength. */
+export function framingChecked(handler: (res: HttpResponse, req: HttpRequest) => void): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    if (!closedForConflictingLength(res, req)) handler(res, req);
+  };
+}
+
+const statusLines = new Map<number, string>();
 /** The status line uWS writeStatus() takes ("200 OK" etc.), built once per status. */
 export function statusLine(status: number): string {
   let line = statusLines.get(status);
