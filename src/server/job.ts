@@ -85,18 +85,21 @@ export const READER_LOADED = 'svcdb-reader-loaded';
 /** What it posts when it attaches to another store (a reader server reloaded it), before reading it. */
 export const READER_ATTACHED = 'svcdb-reader-attached';
 
+/** A reader thread and its slots in a store's topology and text memory (-1: none yet, or none was free). */
+export interface ClaimedSlots {
+  readonly threadId: number;
+  readonly readerSlot: number;
+  readonly textSlot: number;
+}
+
 /**
  * The reader slots a thread claimed in the store of `generation` (ReaderPool's count of store
  * swaps), posted as it loads or attaches and before it reads there, so that the pool frees
  * them once the thread is gone, even if it dies in that first read (reader-pool.ts).
  */
-export interface ReaderSlots {
+export interface ReaderSlots extends ClaimedSlots {
   readonly type: typeof READER_LOADED | typeof READER_ATTACHED;
-  readonly threadId: number;
   readonly generation: number;
-  /** Its slots in the store's topology and text memory (-1: none was free). */
-  readonly readerSlot: number;
-  readonly textSlot: number;
 }
 
 export function isReaderSlots(message: unknown): message is ReaderSlots {
@@ -111,7 +114,8 @@ export function isReaderLoaded(message: unknown): message is ReaderSlots {
 /** Status of a request a reader may not run (a write, or one pinned to the writer). */
 export const FORWARD_TO_WRITER = 0;
 
-export interface ReadTaskResult {
+/** A task's answers; its ClaimedSlots are the thread that ran it and its slots in the task's store. */
+export interface ReadTaskResult extends ClaimedSlots {
   /**
    * Two words per request: HTTP status (or FORWARD_TO_WRITER) and the end offset of its
    * answer in `bytes` (the start is the previous request's end; forwarded ones are empty).
@@ -121,10 +125,6 @@ export interface ReadTaskResult {
   bytes: Uint8Array;
   /** The bodies of forwarded requests, in request order, handed back to the main thread. */
   returned: Uint8Array[];
-  /** The thread that ran the task, and its reader slots in the store's topology and text memory (-1: none yet). */
-  threadId: number;
-  readerSlot: number;
-  textSlot: number;
 }
 
 // Flags cross threads as one byte per request (2 bits per header: 0 absent, 1 false,

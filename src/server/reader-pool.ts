@@ -50,7 +50,7 @@ import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import { TextMemory } from '../text/memory.js';
 import {
-  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, isReaderSlots, type QueryJob, type ReaderSlots, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, isReaderSlots, type ClaimedSlots, type QueryJob, type ReaderSlots, type QuerySink, type ReadTask, type ReadTaskResult,
 } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import { SvcError } from '../protocol/errors.js';
@@ -233,10 +233,8 @@ export class ReaderPool implements QuerySink {
   private readonly overdue: OverdueAnswers;
   /** The deadline watch's timer. */
   private readonly overdueTimer = new DeadlineTimer(() => this.answerOverdue());
-  /** Each reader thread's topology reader slot (threadId -> slot), as its tasks report them. */
-  private readonly readerSlots = new Map<number, number>();
-  /** Each reader thread's text-memory reader slot (threadId -> slot), likewise. */
-  private readonly textSlots = new Map<number, number>();
+  /** Each reader thread's slots in the current store (threadId -> slots), as its messages and tasks report them. */
+  private readonly slots = new Map<number, ClaimedSlots>();
   private closed = false;
   /** Store swaps so far, and the current store once there was one. */
   private generation = 0;
@@ -491,8 +489,7 @@ export class ReaderPool implements QuerySink {
       workerData.shared = shared;
       workerData.generation = this.generation;
     }
-    this.readerSlots.clear(); // slots of the old store no longer matter
-    this.textSlots.clear();
+    this.slots.clear(); // slots of the old store no longer matter
   }
 
   /**
@@ -503,18 +500,30 @@ export class ReaderPool implements QuerySink {
    */
   slotsClaimed(slots: ReaderSlots): void {
     if (slots.generation !== this.generation) return; // a store swapped out since: its slots no longer matter
-    if (slots.readerSlot >= 0) this.readerSlots.set(slots.threadId, slots.readerSlot);
-    if (slots.textSlot >= 0) this.textSlots.set(slots.threadId, slots.textSlot);
+    this.recordSlots(slots);
     this.freeDeadReaderSlots();
+  }
+
+  /** A thread's slots in the current store, as reported (a slot not claimed yet keeps what was known). */
+  private recordSlots(thread: ClaimedSlots): void {
+    const known = this.slots.get(thread.threadId);
+    const readerSlot = thread.readerSlot >= 0 ? thread.readerSlot : known?.readerSlot ?? -1;
+    const textSlot = thread.textSlot >= 0 ? thread.textSlot : known?.textSlot ?? -1;
+    if (readerSlot < 0 && textSlot < 0) return;
+    if (known?.readerSlot === readerSlot && known.textSlot === textSlot) return; // the usual report: nothing new
+    this.slots.set(thread.threadId, { threadId: thread.threadId, readerSlot, textSlot });
+  }
+
+  /** Give a thread's slots in the current store back: the thread is gone. */
+  private freeSlots(thread: ClaimedSlots): void {
+    if (thread.readerSlot >= 0) Topology.attach(this.current.topology).freeDeadReaderSlot(thread.readerSlot);
+    if (thread.textSlot >= 0) TextMemory.attach(this.current.texts).freeDeadReaderSlot(thread.textSlot);
   }
 
   /** The slots of threads of a start that failed, which have exited (in the store of `generation`). */
   private freeSlotsOf(threads: readonly ReaderSlots[], generation: number): void {
     if (generation !== this.generation) return;
-    for (const thread of threads) {
-      if (thread.readerSlot >= 0) Topology.attach(this.current.topology).freeDeadReaderSlot(thread.readerSlot);
-      if (thread.textSlot >= 0) TextMemory.attach(this.current.texts).freeDeadReaderSlot(thread.textSlot);
-    }
+    for (const thread of threads) this.freeSlots(thread);
   }
 
   /**
@@ -526,7 +535,7 @@ export class ReaderPool implements QuerySink {
   freeDeadReaderSlots(): void {
     // Closing: destroy() drops threads from their pools before they exited, and no read of
     // this store follows anyway.
-    if (this.closed || (this.readerSlots.size === 0 && this.textSlots.size === 0)) return;
+    if (this.closed || this.slots.size === 0) return;
     const alive = new Set<number>();
     for (const threads of [this.active, ...this.retiring]) {
       if (threads === null) continue;
@@ -535,15 +544,10 @@ export class ReaderPool implements QuerySink {
     }
     // A set being started (its threads are told of once it started: restartIfGone).
     for (const worker of this.restart.launch?.pool.threads ?? []) alive.add(worker.threadId);
-    for (const [thread, slot] of this.readerSlots) {
-      if (alive.has(thread)) continue;
-      Topology.attach(this.current.topology).freeDeadReaderSlot(slot);
-      this.readerSlots.delete(thread);
-    }
-    for (const [thread, slot] of this.textSlots) {
-      if (alive.has(thread)) continue;
-      TextMemory.attach(this.current.texts).freeDeadReaderSlot(slot);
-      this.textSlots.delete(thread);
+    for (const [threadId, slots] of this.slots) {
+      if (alive.has(threadId)) continue;
+      this.freeSlots(slots);
+      this.slots.delete(threadId);
     }
   }
 
@@ -672,10 +676,7 @@ export class ReaderPool implements QuerySink {
     this.pump();
     const { index, bytes, returned } = result;
     // A slot in the store of now only: one in a store swapped out since is of no concern.
-    if (generation === this.generation) {
-      if (result.readerSlot >= 0) this.readerSlots.set(result.threadId, result.readerSlot);
-      if (result.textSlot >= 0) this.textSlots.set(result.threadId, result.textSlot);
-    }
+    if (generation === this.generation) this.recordSlots(result);
     assert.equal(index.length, 2 * jobs.length, 'reader task answered a different number of requests');
     let start = 0;
     let nextReturned = 0;
