@@ -20,6 +20,7 @@ import { expectBucketBound } from './helpers/token-bucket.js';
 import { spawnBackend as spawnServer, type SpawnedBackend as SpawnedServer } from './helpers/backend-server.js';
 import { countNodesBody } from './helpers/requests.js';
 import { eventually } from './helpers/eventually.js';
+import { exchange } from './helpers/raw-http.js';
 
 /** A request body of `count` chunks of `chunkBytes` spaces, sent chunked (no Content-Length). */
 function chunkedSpaces(chunkBytes: number, count: number): ReadableStream<Uint8Array> {
@@ -1132,30 +1133,14 @@ describe('logs', () => {
 
 describe('request framing', () => {
   it('closes a connection whose Content-Length headers disagree, with no answer: a request hidden in the body is not served', async () => {
-    const socket = connect(gateway.port, '127.0.0.1');
-    let received = '';
-    socket.setEncoding('utf8').on('data', (d: string) => { received += d; });
-    socket.on('error', () => undefined);
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    const timer = setTimeout(() => socket.destroy(), 2000);
     const body = countNodesBody('Framing');
     const hidden = `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
     const outer = `{}${hidden}`;
-    socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: 2\r\nContent-Length: ${outer.length}\r\n\r\n${outer}`);
-    await closed;
-    clearTimeout(timer);
-    expect(received).toBe('');
+    const framing = `Content-Length: 2\r\nContent-Length: ${outer.length}\r\n\r\n${outer}`;
+    expect(await exchange(gateway.port, `POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\n${framing}`, 2000)).toBe('');
     // On every other route too.
     for (const [method, path] of [['GET', '/health'], ['GET', '/readyz'], ['GET', '/v2/metadata'], ['GET', '/v2/query'], ['POST', '/nowhere']]) {
-      const other = connect(gateway.port, '127.0.0.1');
-      let answer = '';
-      other.setEncoding('utf8').on('data', (d: string) => { answer += d; });
-      other.on('error', () => undefined);
-      const otherClosed = new Promise<void>((resolve) => other.once('close', () => resolve()));
-      const otherTimer = setTimeout(() => other.destroy(), 2000);
-      other.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`);
-      await otherClosed;
-      clearTimeout(otherTimer);
+      const answer = await exchange(gateway.port, `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: ${hidden.length}\r\n\r\n${hidden}`, 2000);
       expect(answer, `${method} ${path}`).toBe('');
     }
   });

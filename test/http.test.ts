@@ -9,6 +9,7 @@ import { HttpFrontEnd } from '../src/server/http.js';
 import type { QueryJob, QuerySink } from '../src/server/job.js';
 import { runCli, spawnServer, startLine, type SpawnedServer } from './helpers/server.js';
 import { countNodesBody } from './helpers/requests.js';
+import { exchange } from './helpers/raw-http.js';
 
 const BODY_BYTES_MAX = 16 * 1024 * 1024;
 const HEALTH_READY = '{"index_runtime":"ready","mode":"writer","ready":true,"storage":"ok"}';
@@ -134,19 +135,6 @@ describe('HttpFrontEnd before the threads are up', () => {
 });
 
 describe('HttpFrontEnd: request framing', () => {
-  /** Everything a raw connection received until the server closed it (or 1 s passed). */
-  function exchange(port: number, text: string): Promise<string> {
-    return new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      let received = '';
-      socket.setEncoding('utf8').on('data', (d: string) => { received += d; });
-      socket.on('error', () => undefined);
-      const timer = setTimeout(() => socket.destroy(), 1000);
-      socket.on('close', () => { clearTimeout(timer); resolve(received); });
-      socket.write(text);
-    });
-  }
-
   it('closes a connection whose Content-Length headers disagree, running nothing: a request hidden in the body is not served', async () => {
     const front = new HttpFrontEnd({ mode: 'writer' });
     const port = await front.listen('127.0.0.1', 0);
