@@ -11,7 +11,8 @@
 // SPEC is `label|main.js|server cpus|wrk threads|wrk cpus|extra serve args`, e.g.
 //   'A pinned|/tmp/a/dist/src/cli/main.js|0|1|1|--readers 1'
 //   'B 2 cores|dist/src/cli/main.js|-|2|-|--readers 2'
-// (`-` = not pinned; node flags may precede main.js, e.g. `--max-semi-space-size=32 dist/...`).
+// (`-` = not pinned; node flags may precede main.js, e.g. `--max-semi-space-size=32 dist/...`,
+// and environment assignments may precede those, e.g. `MALLOC_ARENA_MAX=8 dist/...`).
 // Options: --quick (10k nodes / 100k edges), --nodes/--edges,
 // --duration S (default 5), --warmup S (default 1), --connections C (default 64),
 // --rounds R (default 3), --scenarios point,point_rand,... (default the client read
@@ -43,6 +44,8 @@ interface Config {
   label: string;
   /** Node flags, then the script. */
   main: string[];
+  /** Environment assignments given before them. */
+  env: Record<string, string>;
   serverCpus: string | null;
   wrkThreads: number;
   wrkCpus: string | null;
@@ -53,7 +56,13 @@ function parseConfig(spec: string): Config {
   const [label, main, serverCpus, wrkThreads, wrkCpus, args] = spec.split('|');
   if (label === undefined || main === undefined || wrkThreads === undefined) throw new Error(`bad --config ${spec}`);
   const cpus = (s: string | undefined): string | null => (s === undefined || s === '-' || s === '' ? null : s);
-  return { label, main: main.split(' ').filter(Boolean), serverCpus: cpus(serverCpus), wrkThreads: Number(wrkThreads), wrkCpus: cpus(wrkCpus), args: (args ?? '').split(' ').filter(Boolean) };
+  const words = main.split(' ').filter(Boolean);
+  const env: Record<string, string> = {};
+  while (words.length > 0 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]!)) {
+    const word = words.shift()!;
+    env[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
+  }
+  return { label, main: words, env, serverCpus: cpus(serverCpus), wrkThreads: Number(wrkThreads), wrkCpus: cpus(wrkCpus), args: (args ?? '').split(' ').filter(Boolean) };
 }
 
 /** USER_HZ: the unit of utime/stime in /proc (100 on Linux everywhere in practice). */
@@ -117,7 +126,7 @@ async function main(): Promise<void> {
   try {
     for (const c of configs) {
       const [first, ...rest] = c.main;
-      const p = await startListening(c.label, first!, [...rest, 'serve', '--host', '127.0.0.1', '--port', '0', ...c.args], { cpus: c.serverCpus, startTimeoutMs: 30_000 });
+      const p = await startListening(c.label, first!, [...rest, 'serve', '--host', '127.0.0.1', '--port', '0', ...c.args], { cpus: c.serverCpus, startTimeoutMs: 30_000, env: c.env });
       servers.push(p);
       await sleep(300);
       await loadSvcdb(graph, (body) => post(p.url, body));

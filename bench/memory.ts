@@ -26,7 +26,7 @@ import { executeRequest, noFlags } from '../src/exec/request.js';
 import { M_HEAP_USED, NODE_WORDS, EDGE_WORDS, Store } from '../src/store/store.js';
 import { drive, wrkAvailable } from './loadgen.js';
 import { httpScenarios } from './scenarios.js';
-import { launcherNodeFlags, post, repoRoot, svcdbMain } from './servers.js';
+import { launcher, post, repoRoot, svcdbMain } from './servers.js';
 import { log, procMemory, sleep, table } from './util.js';
 import { rng } from './seeded-random.js';
 
@@ -73,10 +73,11 @@ interface Server {
 }
 
 async function startServer(readers: number, inspect: boolean): Promise<Server> {
-  const flags = [...launcherNodeFlags(svcdbMain), ...opt['node-flag']!, ...(inspect ? ['--inspect=127.0.0.1:0'] : [])];
+  const start = launcher(svcdbMain);
+  const flags = [...start.flags, ...opt['node-flag']!, ...(inspect ? ['--inspect=127.0.0.1:0'] : [])];
   const [cmd, pre] = opt.pin ? ['taskset', ['-c', '0', process.execPath]] : [process.execPath, []];
   const child = spawn(cmd, [...pre, ...flags, svcdbMain, 'serve', '--host', '127.0.0.1', '--port', '0', '--readers', String(readers)],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...start.env } });
   let out = '', err = '';
   const found = await new Promise<{ url: string; inspectorUrl: string | null }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}${err}`)), 30_000);

@@ -10,15 +10,30 @@ export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const svcdbMain = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 export const bareUwsMain = fileURLToPath(new URL('./bare-uws.js', import.meta.url));
 
+/** What the `svc` launcher's #! line starts node with: environment assignments and node flags. */
+export interface Launcher {
+  env: Record<string, string>;
+  flags: string[];
+}
+
 /**
- * The Node flags of the `svc` launcher's `#!/usr/bin/env -S node ...` line: the server is
- * measured as users start it (the flags size V8's heaps, docs/benchmarks.md "Memory").
+ * The `svc` launcher's `#!/usr/bin/env -S [NAME=VALUE ...] node [flags]` line of `script`:
+ * the server is measured as users start it (the flags and glibc settings size its memory,
+ * src/server/launch.ts). Read from the script, not imported, so an A/B measures each build
+ * with its own line.
  */
-export function launcherNodeFlags(script: string): string[] {
-  if (!existsSync(script)) return [];
+export function launcher(script: string): Launcher {
+  if (!existsSync(script)) return { env: {}, flags: [] };
   const first = readFileSync(script, 'utf8').split('\n', 1)[0]!;
-  const m = /^#!\/usr\/bin\/env -S node (.*)$/.exec(first);
-  return m ? m[1]!.trim().split(/\s+/) : [];
+  const m = /^#!\/usr\/bin\/env -S (.*)$/.exec(first);
+  const words = m ? m[1]!.trim().split(/\s+/) : [];
+  const node = words.indexOf('node');
+  const env: Record<string, string> = {};
+  for (const word of words.slice(0, Math.max(node, 0))) {
+    const eq = word.indexOf('=');
+    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return { env, flags: node < 0 ? [] : words.slice(node + 1) };
 }
 
 /** SVCDB_BENCH_NODE_FLAGS: node flags after the launcher's (a later V8 flag wins), for experiments such as --trace-gc. */
@@ -53,17 +68,21 @@ export interface SpawnOptions {
   /** CPU list for taskset (e.g. "0"), or null for no pinning. */
   cpus: string | null;
   startTimeoutMs?: number;
+  /** Variables over the launcher's and this process's (an A/B of settings). */
+  env?: Record<string, string>;
 }
 
 /** Spawn `node <script> <args>` and wait for its `... listening on http(s)://HOST:PORT` line. */
 export async function startListening(name: string, script: string, args: string[], opts: SpawnOptions): Promise<RunningProcess> {
-  const nodeArgs = [...launcherNodeFlags(script), ...benchNodeFlags(), script, ...args];
+  const start = launcher(script);
+  const nodeArgs = [...start.flags, ...benchNodeFlags(), script, ...args];
   // taskset execs node, so the child's PID is node's PID (needed for /proc/<pid>/status).
   const [cmd, argv] = opts.cpus !== null
     ? ['taskset', ['-c', opts.cpus, process.execPath, ...nodeArgs]]
     : [process.execPath, nodeArgs];
-  const child: ChildProcess = spawn(cmd, argv, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  const command = [opts.cpus !== null ? `taskset -c ${opts.cpus} node` : 'node', ...nodeArgs.map((a) => a.replace(repoRoot, ''))].join(' ');
+  const child: ChildProcess = spawn(cmd, argv, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...start.env, ...opts.env } });
+  const assignments = Object.entries({ ...start.env, ...opts.env }).map(([k, v]) => `${k}=${v}`);
+  const command = [...assignments, opts.cpus !== null ? `taskset -c ${opts.cpus} node` : 'node', ...nodeArgs.map((a) => a.replace(repoRoot, ''))].join(' ');
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); if (stderr.length > 20_000) stderr = stderr.slice(-10_000); });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

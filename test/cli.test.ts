@@ -6,6 +6,7 @@ import { delimiter, join } from 'node:path';
 import { parse } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, svc, tempDir } from './helpers/cli.js';
+import { serverMallocEnvironment, serverNodeFlags } from '../src/server/launch.js';
 
 describe('svc init local', () => {
   it('scaffolds svc.toml, the state directory, .gitignore, AGENTS.md and examples/request.json in an empty directory', async () => {
@@ -99,6 +100,12 @@ describe('a local instance: start, query, status, stop', () => {
   it('keeps the pid file and the log in the state directory; a second start reports the running instance', async () => {
     const pid = Number(readFileSync(join(dir, '.svc', 'dev.pid'), 'utf8'));
     expect(pid).toBeGreaterThan(1);
+    // Started with the launcher's node flags and glibc settings (src/server/launch.ts), which
+    // `node main.js serve` would not read from main.js's #! line.
+    const commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const flag of serverNodeFlags) expect(commandLine.slice(1, commandLine.indexOf('serve'))).toContain(flag);
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    for (const [name, value] of Object.entries(serverMallocEnvironment)) expect(environ).toContain(`${name}=${value}`);
     expect(readFileSync(join(dir, '.svc', 'dev.log'), 'utf8')).toContain(`svcdb listening on http://127.0.0.1:${port}`);
     const again = await svc(dir, ['start', 'dev']);
     expect(again.code).toBe(0);

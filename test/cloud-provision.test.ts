@@ -11,6 +11,7 @@ import { startAdminApi, type RunningAdminApi } from '../src/cloud/admin-api.js';
 import { createCloudLogger } from '../src/cloud/log.js';
 import { openControlPlane } from '../src/cloud/open.js';
 import { ProcessRuntime, Provisioner } from '../src/cloud/provision.js';
+import { serverMallocEnvironment, serverNodeFlags } from '../src/server/launch.js';
 import { apiKeyHash, apiKeyPattern } from '../src/cloud/secrets.js';
 import { svc, tempDir } from './helpers/cli.js';
 import { cliPath } from './helpers/server.js';
@@ -290,6 +291,10 @@ describe('admin API', () => {
       // Object storage still works (AWS_*), and harmless settings pass.
       expect(environ).toContain('AWS_SESSION_TOKEN=planted-aws-session');
       expect(environ).toContain('SVC_PLANTED_HARMLESS=kept');
+      // The launcher's glibc settings and node flags (src/server/launch.ts), as svc start gives them.
+      for (const [name, value] of Object.entries(serverMallocEnvironment)) expect(environ).toContain(`${name}=${value}`);
+      const commandLine = readFileSync(`/proc/${server.pid!}/cmdline`, 'utf8').split('\0');
+      for (const flag of serverNodeFlags) expect(commandLine.slice(1, commandLine.indexOf('serve'))).toContain(flag);
     } finally {
       await server?.stop();
       for (const [name, value] of Object.entries(saved)) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rng } from '../graph.js';
-import { benchNodeFlags, keepServerLog, launcherNodeFlags } from '../servers.js';
+import { benchNodeFlags, keepServerLog, launcher } from '../servers.js';
 
 // ---------------------------------------------------------------- paths, rng, temp dirs
 
@@ -89,9 +89,10 @@ export type StartOutcome =
 export async function startServer(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<StartOutcome> {
   const t0 = performance.now();
   // Node flags as `svc serve` starts (its launcher line), then the bench's debugging hooks.
-  const nodeFlags = [...launcherNodeFlags(cliPath()), ...benchNodeFlags()];
+  const start = launcher(cliPath());
+  const nodeFlags = [...start.flags, ...benchNodeFlags()];
   const child = spawn(process.execPath, [...nodeFlags, cliPath(), 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...start.env, ...opts.env },
   });
   keepServerLog('server', child.pid, [child.stdout!, child.stderr!]);
   let out = '';

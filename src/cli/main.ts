@@ -1,9 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
-// (The flag: V8's young generation grows to 3 x 16 MiB on the HTTP thread under load and
-// its pages stay resident; 1 MiB semi-spaces keep the server ~40 MiB smaller after reads
-// at no measured throughput cost, docs/benchmarks.md "Memory". Worker threads get the
-// same through resourceLimits (limits.workerThreadYoungGenerationMb); start the server
-// with `node --max-semi-space-size=1 dist/src/cli/main.js serve` when not through `svc`.)
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=262144 node --max-semi-space-size=1
+// (The node flag and the glibc settings size the server's memory: src/server/launch.ts says
+// why, and svc start passes the same when it spawns a server. A test keeps this line equal
+// to launch.ts. Without `svc`, start the server with `npm start` or with these in front of
+// `node dist/src/cli/main.js serve`.)
 // The `svc` command. Each subcommand lives in its own file under src/cli/ and registers
 // itself on the program here; this file only assembles them and runs the parser.
 import { Command } from 'commander';

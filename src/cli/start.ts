@@ -16,6 +16,7 @@ import { inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } fro
 import { checkInstanceName, findLocalInstance, loadProject, type Project, type StorageMode } from './project.js';
 import { noAuthenticationWarning } from './bind-address.js';
 import { integerOption } from './options.js';
+import { serverProcess } from '../server/launch.js';
 
 interface StartOptions {
   disk?: boolean;
@@ -77,7 +78,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
 
   mkdirSync(instance.stateDir, { recursive: true });
   if (storage === 'disk') mkdirSync(paths.data, { recursive: true });
-  const args = [mainPath, 'serve', '--started-by', paths.pid, '--host', instance.host, '--port', String(instance.port)];
+  const args = ['serve', '--started-by', paths.pid, '--host', instance.host, '--port', String(instance.port)];
   if (storage === 'disk') args.push('--disk', paths.data);
   if (instance.readers !== null) args.push('--readers', String(instance.readers));
   if (instance.queryTimeoutMs !== null) args.push('--query-timeout-ms', String(instance.queryTimeoutMs));
@@ -92,9 +93,10 @@ async function start(name: string, options: StartOptions): Promise<void> {
   let logOffset: number;
   let child: ChildProcess;
   try {
-    writeSync(logFd, `--- svc start ${name} at ${new Date().toISOString()}: ${[process.execPath, ...args].join(' ')}\n`);
+    const server = serverProcess(mainPath, args, process.env);
+    writeSync(logFd, `--- svc start ${name} at ${new Date().toISOString()}: ${[process.execPath, ...server.argv].join(' ')}\n`);
     logOffset = fstatSync(logFd).size;
-    child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', logFd, logFd], cwd: project.root, env: process.env });
+    child = spawn(process.execPath, server.argv, { detached: true, stdio: ['ignore', logFd, logFd], cwd: project.root, env: server.env });
   } finally {
     closeSync(logFd);
   }

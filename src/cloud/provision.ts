@@ -16,6 +16,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { processAlive } from '../durability/process-alive.js';
+import { serverProcess } from '../server/launch.js';
 import type { ControlPlaneStore, Database } from './admin-store.js';
 import type { Logger } from './log.js';
 
@@ -154,7 +155,7 @@ export class ProcessRuntime implements BackendRuntime {
     // --database-id binds the server to its database: a gateway route gone stale (this
     // port reused by another database's server after a restart) gets 421, never the
     // other database's data (docs/gateway.md "Binding backends").
-    const args = [this.cliPath, 'serve', '--host', '127.0.0.1', '--port', '0', '--mode', spec.role,
+    const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--mode', spec.role,
       '--readers', String(this.options.threadsPerServer ?? 1), '--database-id', spec.databaseId];
     if (spec.storage.kind === 's3') {
       args.push('--storage-uri', spec.storage.uri);
@@ -164,10 +165,8 @@ export class ProcessRuntime implements BackendRuntime {
       args.push('--disk', spec.storage.path);
     }
     if (spec.role === 'reader') args.push('--refresh-ms', String(this.options.readerRefreshMs ?? 200));
-    const child: ChildProcess = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: serverEnvironment(process.env, this.options.env),
-    });
+    const server = serverProcess(this.cliPath, args, serverEnvironment(process.env, this.options.env));
+    const child: ChildProcess = spawn(process.execPath, server.argv, { stdio: ['ignore', 'pipe', 'pipe'], env: server.env });
     const pidFile = this.options.pidDir === undefined || child.pid === undefined ? null
       : join(this.options.pidDir, `${spec.databaseId}.${spec.role}.${spec.ordinal}.${child.pid}.pid`);
     if (pidFile !== null) {
