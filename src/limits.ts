@@ -133,6 +133,14 @@ export const limits = {
    * failing query overrun it by up to 150 ms; docs/benchmarks.md).
    */
   queryMemoryBytesMax: 128 * 1024 * 1024,
+  /** The largest `--query-timeout-ms` (server, gateway) and `queryTimeoutMs` (embedded): a day. */
+  queryTimeoutMsMax: 86_400_000,
+  /** The largest `--query-memory-mb` and `queryMemoryMb`. */
+  queryMemoryMbMax: 65_536,
+  /** The largest `--refresh-ms` and `refreshMs` of a reader following storage: an hour. */
+  refreshMsMax: 3_600_000,
+  /** The largest `--snapshot-wal-bytes` and `snapshotWalBytes`. */
+  snapshotWalBytesMax: 2 ** 40,
   /**
    * Work units (rows, adjacency entries, predicate evaluations; exec/guard.ts) a read may
    * spend on the HTTP thread before it is handed to the reader pool instead: ~1-2 ms.

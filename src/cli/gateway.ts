@@ -50,7 +50,7 @@ export function registerGateway(program: Command): void {
     .option('--auth-header <name>', 'header that carries the API key', 'Authorization')
     .addOption(new Option('--auth-scheme <scheme>', 'bearer ("Bearer <key>") or raw (the key alone)').choices(['bearer', 'raw']).default('bearer'))
     .option('--auth-env <variable>', 'the environment variable clients keep the key in (metadata document)', 'SVC_API_KEY')
-    .option('--query-timeout-ms <ms>', 'deadline of a request at the gateway; past it 408 query_timeout (default 30000)', integerOption('query-timeout-ms', 1, 86_400_000))
+    .option('--query-timeout-ms <ms>', 'deadline of a request at the gateway; past it 408 query_timeout (default 30000)', integerOption('query-timeout-ms', 1, limits.queryTimeoutMsMax))
     .option('--cache-ttl-ms <ms>', 'how long keys, routes and allowances are reused before the store is asked again', integerOption('cache-ttl-ms', 0, 600_000), 1000)
     .option('--control-plane-stale-ms <ms>', 'how long keys, routes and allowances the store confirmed keep working while it is down (0: not at all)',
       integerOption('control-plane-stale-ms', 0, 86_400_000), limits.gatewayControlPlaneStaleMs)

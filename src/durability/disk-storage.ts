@@ -487,8 +487,14 @@ export class DiskWriter implements DurableStorage {
 /** Attempts to open a directory whose writer is rotating files meanwhile. */
 const FOLLOWER_OPEN_ATTEMPTS = 5;
 const FOLLOWER_OPEN_RETRY_MS = 100;
-/** Refreshes that must find the same damage before a follower believes it (a frame in flight). */
+/**
+ * Refreshes that must find the same damage, over at least FOLLOWER_DAMAGE_CONFIRM_MS,
+ * before a follower believes it (a frame still being written). The time matters to a
+ * follower refreshed before every query (the embedded reader), whose refreshes can be
+ * microseconds apart.
+ */
 const FOLLOWER_DAMAGE_STRIKES = 3;
+const FOLLOWER_DAMAGE_CONFIRM_MS = 1000;
 
 /** A read-only copy of a directory that another process writes; `refresh()` catches up. */
 export class DiskFollower {
@@ -498,7 +504,7 @@ export class DiskFollower {
   /** Where the next frame is read: segment, offset and the epoch it must follow. */
   private position: { file: string; end: number } | null;
   private stopped: SvcError | null = null;
-  private damage: { at: string; strikes: number } | null = null;
+  private damage: { at: string; strikes: number; sinceMs: number } | null = null;
 
   private constructor(readonly dir: string, loaded: Recovered) {
     this.store = loaded.store;
@@ -570,8 +576,9 @@ export class DiskFollower {
         // A frame still being written can look damaged for a moment: believe it only when
         // the same damage is there on several refreshes.
         const at = `${position.file}:${scan.end}`;
-        this.damage = this.damage?.at === at ? { at, strikes: this.damage.strikes + 1 } : { at, strikes: 1 };
-        if (this.damage.strikes >= FOLLOWER_DAMAGE_STRIKES) throw scan.problem!;
+        const now = Date.now();
+        this.damage = this.damage?.at === at ? { ...this.damage, strikes: this.damage.strikes + 1 } : { at, strikes: 1, sinceMs: now };
+        if (this.damage.strikes >= FOLLOWER_DAMAGE_STRIKES && now - this.damage.sinceMs >= FOLLOWER_DAMAGE_CONFIRM_MS) throw scan.problem!;
         return false;
       }
       this.damage = null;

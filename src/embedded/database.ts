@@ -1,10 +1,11 @@
 // The embedded handle: the same decode/plan/exec/store as the server, in the caller's
 // thread, without HTTP. Answers are exactly what the server would send.
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
-import { SvcError } from '../protocol/errors.js';
+import { bodyError, errorBody, SvcError } from '../protocol/errors.js';
 import { defaultExecOptions, executeRequest, execOptions, explainRequest, noFlags, type ExplainedSource, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
+import type { StorageHealth } from '../durability/durable.js';
 import { Committer } from '../durability/durable.js';
 import { ObjectFollower, type ObjectStorageOptions } from '../durability/object-storage.js';
 import { openWriterStorage } from '../durability/open.js';
@@ -70,11 +71,55 @@ export interface QueryOptions {
 const NO_OPTIONS: QueryOptions = Object.freeze({});
 const ROUTING_OPTIONS = ['warm', 'requireWriter', 'tenantId', 'headers'] as const;
 
-/** JSON text of a request object; bigint values become exact integer tokens. */
+/** Attempts at a placeholder no string of the request holds (each a fresh random one). */
+const PLACEHOLDER_ATTEMPTS = 8;
+
+/**
+ * JSON text of a request object: bigint values become exact integer tokens and -0 the token
+ * `-0` (JSON.stringify writes `0`), as in a body written by hand. They are written as a
+ * placeholder string and then replaced; the placeholder is random and used only when the
+ * text holds it exactly as often as it was written, so no string of the request is ever
+ * taken for one. A value that is not JSON (undefined, a function) is an empty body, which
+ * the decoder answers as the server does.
+ */
 export function requestText(request: unknown): string {
   if (typeof request === 'string') return request;
-  return JSON.stringify(request, (_k, v: unknown) => (typeof v === 'bigint' ? `\u0000big:${v}` : v))
-    .replace(/"\\u0000big:(-?\d+)"/g, '$1');
+  for (let attempt = 0; attempt < PLACEHOLDER_ATTEMPTS; attempt++) {
+    const placeholder = `\u0000exact-${Math.random().toString(36).slice(2)}:`;
+    let written = 0;
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(request, (_k, v: unknown) => {
+        if (typeof v === 'bigint') return written++, `${placeholder}${v}`;
+        if (v === 0 && 1 / v < 0) return written++, `${placeholder}-0`;
+        return v;
+      });
+    } catch (err) {
+      // A cycle, or a toJSON that throws: not a request the server could have been sent.
+      throw new SvcError('invalid_query_json', `invalid query JSON: the request object cannot be written as JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+    if (text === undefined) return '';
+    if (written === 0) return text;
+    const quoted = JSON.stringify(placeholder).slice(0, -1); // `"\u0000exact-...:`
+    if (text.split(quoted).length - 1 !== written) continue; // a string holds it too: another one
+    return text.replaceAll(new RegExp(`${escapeRegExp(quoted)}(-?\\d+)"`, 'g'), '$1');
+  }
+  throw new SvcError('internal_error', 'internal error: no placeholder for exact integers');
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+}
+
+/** Bodies over limits.bodyBytesMax UTF-8 bytes are refused as the server refuses them (400). */
+function tooLarge(body: string): boolean {
+  return body.length > limits.bodyBytesMax / 3 && Buffer.byteLength(body, 'utf8') > limits.bodyBytesMax;
+}
+
+/** `value`, when it is an integer in [min, max]; else `code` (invalid_configuration for the handle's options) naming it. */
+function integerSetting(name: string, value: number | undefined, min: number, max: number, code: 'invalid_configuration' | 'invalid_request_option' = 'invalid_configuration'): number | undefined {
+  if (value === undefined || (Number.isSafeInteger(value) && value >= min && value <= max)) return value;
+  throw new SvcError(code, `\`${name}\` must be an integer from ${min} to ${max}, not ${typeof value === 'number' ? String(value) : JSON.stringify(value) ?? typeof value}`);
 }
 
 /** A response value as plain JS: safe integers as numbers, larger ones as bigint. */
@@ -129,20 +174,41 @@ export class Database {
         }
       }
     }
-    const flags: RequestFlags = options.awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable: options.awaitDurable };
-    const body = requestText(request);
-    // The committer holds this handle's bounds: given no timeout, it reuses its options object.
-    if (backing.kind === 'writer') return backing.committer.execute(body, flags, options.timeoutMs);
-    const exec = execOptions({ queryTimeoutMs: options.timeoutMs ?? this.bounds.queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
-    if (backing.kind === 'follower') {
-      await backing.follower.refresh();
-      return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
+    const awaitDurable = options.awaitDurable;
+    if (awaitDurable !== undefined && typeof awaitDurable !== 'boolean') {
+      throw new SvcError('invalid_request_option', `invalid request option: \`awaitDurable\` must be true or false, not ${JSON.stringify(awaitDurable) ?? typeof awaitDurable}`);
     }
-    if (Date.now() - backing.refreshedAt >= backing.refreshMs) {
-      await backing.follower.refresh();
-      backing.refreshedAt = Date.now();
+    const timeoutMs = integerSetting('timeoutMs', options.timeoutMs, 1, limits.queryTimeoutMsMax, 'invalid_request_option');
+    const flags: RequestFlags = awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable };
+    const body = requestText(request);
+    if (tooLarge(body)) return { status: 400, body: errorBody(bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`)) };
+    // The committer holds this handle's bounds: given no timeout, it reuses its options object.
+    if (backing.kind === 'writer') return backing.committer.execute(body, flags, timeoutMs);
+    const exec = execOptions({ queryTimeoutMs: timeoutMs ?? this.bounds.queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
+    if (backing.kind === 'follower' || Date.now() - backing.refreshedAt >= backing.refreshMs) {
+      await this.refresh(backing);
+      if (backing.kind === 'object-follower') backing.refreshedAt = Date.now();
     }
     return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
+  }
+
+  /**
+   * Catch a follower up. One that cannot apply what it finds (damaged WAL) keeps answering
+   * from its last epoch, as a reader server does; health() says why it stopped following.
+   */
+  private async refresh(backing: Exclude<Backing, { kind: 'writer' }>): Promise<void> {
+    try {
+      await backing.follower.refresh();
+    } catch {
+      // The follower keeps the problem (health()) and wrote it to stderr once.
+    }
+  }
+
+  /** Whether a reader still follows its storage (a writer, or memory, always is). */
+  health(): StorageHealth {
+    const backing = this.backing;
+    if (backing === null) return { ready: false, problem: 'database is closed' };
+    return backing.kind === 'writer' ? { ready: true, problem: null } : backing.follower.health();
   }
 
   private finish(outcome: ReturnType<typeof executeRequest>): { status: number; body: string } {
@@ -183,26 +249,36 @@ export class Database {
 
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
   const storage = options.storage ?? 'memory';
+  const mode = options.mode ?? 'writer';
+  // The ranges of svc serve's options, checked as it checks them (a NaN deadline is none).
+  const queryTimeoutMs = integerSetting('queryTimeoutMs', options.queryTimeoutMs, 1, limits.queryTimeoutMsMax);
+  const queryMemoryMb = integerSetting('queryMemoryMb', options.queryMemoryMb, 1, limits.queryMemoryMbMax);
+  const refreshMs = integerSetting('refreshMs', options.refreshMs, 0, limits.refreshMsMax);
+  const snapshotWalBytes = integerSetting('snapshotWalBytes', options.snapshotWalBytes, 1, limits.snapshotWalBytesMax);
   const bounds: QueryBounds = {
-    queryTimeoutMs: options.queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs,
-    queryMemoryBytes: options.queryMemoryMb !== undefined ? options.queryMemoryMb * 1024 * 1024 : limits.queryMemoryBytesMax,
+    queryTimeoutMs: queryTimeoutMs ?? defaultExecOptions.queryTimeoutMs,
+    queryMemoryBytes: queryMemoryMb !== undefined ? queryMemoryMb * 1024 * 1024 : limits.queryMemoryBytesMax,
   };
   if (storage !== 'memory' && storage !== 'disk' && storage !== 's3') {
     throw new SvcError('invalid_configuration', `unknown storage \`${String(storage)}\`; use 'memory', 'disk' or 's3'`);
   }
+  if (mode !== 'writer' && mode !== 'reader') throw new SvcError('invalid_configuration', `unknown mode \`${String(mode)}\`; use 'writer' or 'reader'`);
+  if (mode === 'reader' && storage === 'memory') {
+    throw new SvcError('invalid_configuration', "mode 'reader' follows a writer's storage: give storage 'disk' with a `path`, or 's3' with a `uri`");
+  }
   if (storage === 'disk' && !options.path) throw new SvcError('invalid_configuration', "disk storage needs a `path`");
   const objectStorage = storage === 's3' ? objectStorageOptions(options) : null;
-  if ((options.mode ?? 'writer') === 'reader') {
+  if (mode === 'reader') {
     if (objectStorage !== null) {
       const follower = await ObjectFollower.open(objectStorage);
-      return new Database({ kind: 'object-follower', follower, refreshMs: options.refreshMs ?? 0, refreshedAt: Date.now() }, bounds);
+      return new Database({ kind: 'object-follower', follower, refreshMs: refreshMs ?? 0, refreshedAt: Date.now() }, bounds);
     }
-    if (storage === 'disk') return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, bounds);
+    return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, bounds);
   }
   const durable = await openWriterStorage({
     diskPath: storage === 'disk' ? options.path! : null,
     objectStorage,
-    ...(options.snapshotWalBytes !== undefined ? { snapshotWalBytes: options.snapshotWalBytes } : {}),
+    ...(snapshotWalBytes !== undefined ? { snapshotWalBytes } : {}),
   });
   const runtime = durable.store.indexes as IndexRuntime | null;
   if (runtime !== null && (options.textAnalyzer !== undefined || options.textPositions !== undefined)) {
