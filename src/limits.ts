@@ -342,6 +342,12 @@ export const limits = {
   /** As receivingUnfilledBytesMax, for the gateway: announced body bytes allocated ahead of their arrival. */
   gatewayUnfilledBodyBytesMax: 128 * 1024 * 1024,
   /**
+   * Body bytes of one database's requests the gateway holds at once, its share of
+   * gatewayBufferedBodyBytesMax (32 bodies of the 2 MiB maximum): more, 503 server_overloaded
+   * for that database while the others are still served.
+   */
+  gatewayDatabaseBodyBytesMax: 64 * 1024 * 1024,
+  /**
    * Backend answer bytes the gateway holds at once, over all requests (a backend answer may
    * be up to 128 MiB); an answer that would go past it is cancelled upstream and answered
    * 503 server_overloaded.

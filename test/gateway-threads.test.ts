@@ -285,12 +285,15 @@ function stalledUpload(port: number, headers: Record<string, string>, length: nu
 }
 
 describe('gateway threads as a library (built)', () => {
-  it('bound the request bodies the process holds, not each thread: one 2 MiB body fits a 3 MiB bound, whichever thread holds it', async () => {
+  it.each([
+    ['the gateway\'s body bound', { bufferedBodyBytesMax: 3 * 1024 * 1024 }],
+    ['a database\'s share of it', { bufferedBodyBytesMax: 64 * 1024 * 1024, databaseBodyBytesMax: 3 * 1024 * 1024 }],
+  ])('bound the request bodies the process holds, not each thread (%s): one 2 MiB body fits a 3 MiB bound, whichever thread holds it', async (_bound, bounds) => {
     const { startGatewayThreads } = await import('../dist/src/gateway/gateway-threads.js') as typeof import('../src/gateway/gateway-threads.js');
     const { openControlPlane: openBuilt } = await import('../dist/src/cloud/open.js') as typeof import('../src/cloud/open.js');
     const controlPlane = await openBuilt(storeLocation);
     const threads = await startGatewayThreads({
-      threads: 2, controlPlane, storeLocation, redisUrl: redis.url, logLevel: 'warn', bufferedBodyBytesMax: 3 * 1024 * 1024,
+      threads: 2, controlPlane, storeLocation, redisUrl: redis.url, logLevel: 'warn', ...bounds,
       onFatal: () => undefined,
     });
     const uploads: { status: string | null; close(): void }[] = [];

@@ -3,7 +3,7 @@
 // server, a real redis-server for the shared token buckets, and an in-memory control plane.
 // Each backend runs with --log-requests, so a test can count which server answered.
 import { createServer, type Server } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { fileURLToPath } from 'node:url';
@@ -1055,6 +1055,34 @@ describe('bounded memory', () => {
     expect(res.status).toBe(503);
     expect((await res.json() as { error: string }).error).toBe('server_overloaded');
     await eventually(() => g.bufferedBytes().requestBodies === 0, 'the refused body is released');
+  });
+
+  it('gives each database a share of the body bound: one database trickling bodies cannot starve another', async () => {
+    const g = await gatewayWith({ bufferedBodyBytesMax: 64 * 1024, databaseBodyBytesMax: 4096 });
+    const sockets: Socket[] = [];
+    try {
+      // db_a's clients hold its whole share: four uploads of 100,000 bytes stalled after 1 KiB.
+      for (let i = 0; i < 4; i++) {
+        const socket = connect(g.port, '127.0.0.1');
+        sockets.push(socket);
+        socket.on('error', () => { /* closed by the gateway */ });
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyA}\r\nx-svc-tenant-id: db_a\r\nContent-Length: 100000\r\n\r\n${' '.repeat(1024)}`);
+      }
+      await eventually(() => g.bufferedBytes().requestBodies === 4096, "db_a's 4 KiB are counted");
+      // db_a's next body passes its share (the gateway's bound has room): 503 for db_a alone.
+      const refused = await post(g, countNodesBody('X'), auth(keyA, 'db_a'));
+      expect(refused.status).toBe(503);
+      expect(errorOf(refused)).toEqual({ error: 'server_overloaded', msg: 'the gateway holds as many request bodies for database db_a as one database may; retry later' });
+      const other = await post(g, countNodesBody('X'), auth(keyB, 'db_b'));
+      expect(other.status, other.text).toBe(200);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+    await eventually(() => g.bufferedBytes().requestBodies === 0, 'the abandoned bodies are released');
+    // Released, the share serves db_a again.
+    const again = await post(g, countNodesBody('X'), auth(keyA, 'db_a'));
+    expect(again.status, again.text).toBe(200);
   });
 
   it('looks up no key of the wrong format, and never runs more control-plane lookups at once than its bound', async () => {

@@ -83,6 +83,8 @@ export interface GatewayOptions {
   bufferedBodyBytesMax?: number;
   /** Body bytes allocated ahead of their arrival; default limits.gatewayUnfilledBodyBytesMax (tests lower it). */
   unfilledBodyBytesMax?: number;
+  /** Body bytes of one database's requests held at once; default limits.gatewayDatabaseBodyBytesMax (tests lower it). */
+  databaseBodyBytesMax?: number;
   /** Control-plane lookups at once; default limits.gatewayControlPlaneLookupsMax (tests lower it). */
   controlPlaneLookupsMax?: number;
   /**
@@ -109,6 +111,8 @@ export interface SharedByteCounts {
   requestBodies: SharedArrayBuffer;
   /** Body bytes allocated ahead of their arrival (gatewayUnfilledBodyBytesMax). */
   unfilledBodies: SharedArrayBuffer;
+  /** Each database's body bytes (gatewayDatabaseBodyBytesMax), one Int32 per DatabaseBodyShares slot. */
+  databaseBodies: SharedArrayBuffer;
   responses: SharedArrayBuffer;
 }
 
@@ -116,6 +120,7 @@ export function sharedByteCounts(): SharedByteCounts {
   return {
     requestBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
     unfilledBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
+    databaseBodies: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * DATABASE_BODY_SLOTS),
     responses: new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT),
   };
 }
@@ -129,29 +134,58 @@ export function sharedByteCounts(): SharedByteCounts {
  */
 class ByteBudget {
   private readonly count: Int32Array;
+  private readonly index: number;
 
-  constructor(readonly max: number, shared: SharedArrayBuffer | undefined) {
+  /** `shared`: the counts of every thread, this one's at Int32 `index`; absent, a count of its own. */
+  constructor(readonly max: number, shared: SharedArrayBuffer | undefined, index = 0) {
     // Room for the bound plus the takes in flight on top of it, inside an Int32.
     if (!Number.isSafeInteger(max) || max < 0 || max > 2 ** 30) throw new Error(`a gateway byte bound must be an integer from 0 to 2^30, got ${max}`);
-    this.count = new Int32Array(shared ?? new ArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    this.count = shared === undefined ? new Int32Array(1) : new Int32Array(shared);
+    this.index = shared === undefined ? 0 : index;
   }
 
   get held(): number {
-    return Atomics.load(this.count, 0);
+    return Atomics.load(this.count, this.index);
   }
 
   /** Count `bytes` if the total stays within the bound. */
   tryTake(bytes: number): boolean {
     if (bytes === 0) return true;
-    if (Atomics.add(this.count, 0, bytes) + bytes > this.max) {
-      Atomics.sub(this.count, 0, bytes);
+    if (Atomics.add(this.count, this.index, bytes) + bytes > this.max) {
+      Atomics.sub(this.count, this.index, bytes);
       return false;
     }
     return true;
   }
 
   give(bytes: number): void {
-    if (bytes !== 0) Atomics.sub(this.count, 0, bytes);
+    if (bytes !== 0) Atomics.sub(this.count, this.index, bytes);
+  }
+}
+
+/** Slots of DatabaseBodyShares: 16 KiB of counts when shared between threads. */
+const DATABASE_BODY_SLOTS = 4096;
+
+/**
+ * Each database's share of the gateway's body bound: the bytes of the bodies a database's
+ * requests (by their x-svc-tenant-id) are sending count against gatewayDatabaseBodyBytesMax
+ * as well, so one database's clients, however many connections they trickle bodies over,
+ * cannot hold the whole bound and starve the others. A database's bytes count in the slot
+ * its ID hashes to; two databases in one slot share one share (a tighter bound for both,
+ * never a looser one). A request with a key that is not valid for the database it names is
+ * answered 401 or 403 as soon as the key is looked up, releasing what it held.
+ */
+class DatabaseBodyShares {
+  private readonly budgets: (ByteBudget | undefined)[] = new Array(DATABASE_BODY_SLOTS);
+
+  constructor(private readonly max: number, private readonly shared: SharedArrayBuffer | undefined) {}
+
+  of(databaseId: string): ByteBudget {
+    // FNV-1a over the ID's UTF-16 units (IDs are ASCII: tenantPattern).
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < databaseId.length; i++) hash = Math.imul(hash ^ databaseId.charCodeAt(i), 0x01000193);
+    const slot = (hash >>> 0) % DATABASE_BODY_SLOTS;
+    return (this.budgets[slot] ??= new ByteBudget(this.max, this.shared, slot));
   }
 }
 
@@ -456,6 +490,10 @@ class GatewayRequest {
   reservedBytes = 0;
   /** The body's next bytes would pass the gateway's body bound: answered 503, nothing kept. */
   overloaded = false;
+  /** ...its database's share of that bound (the bound itself had room). */
+  overShare = false;
+  /** The share of the database the request names, which its reservedBytes count against too. */
+  bodyShare: ByteBudget | null = null;
   /** Backend answer bytes of this request counted against the gateway's response bound. */
   responseBytes = 0;
   private received = 0;
@@ -788,6 +826,8 @@ class GatewayServer {
   readonly bodyBudget: ByteBudget;
   /** Request body bytes allocated ahead of their arrival, against limits.gatewayUnfilledBodyBytesMax. */
   readonly unfilledBudget: ByteBudget;
+  /** Request body bytes held per database, against limits.gatewayDatabaseBodyBytesMax. */
+  private readonly databaseBodyShares: DatabaseBodyShares;
   /** Backend answer bytes held, against limits.gatewayBufferedResponseBytesMax. */
   readonly responseBudget: ByteBudget;
   private inFlight = 0;
@@ -814,6 +854,7 @@ class GatewayServer {
     this.responseBudget = new ByteBudget(options.bufferedResponseBytesMax ?? limits.gatewayBufferedResponseBytesMax, options.sharedByteCounts?.responses);
     this.bodyBudget = new ByteBudget(options.bufferedBodyBytesMax ?? limits.gatewayBufferedBodyBytesMax, options.sharedByteCounts?.requestBodies);
     this.unfilledBudget = new ByteBudget(options.unfilledBodyBytesMax ?? limits.gatewayUnfilledBodyBytesMax, options.sharedByteCounts?.unfilledBodies);
+    this.databaseBodyShares = new DatabaseBodyShares(options.databaseBodyBytesMax ?? limits.gatewayDatabaseBodyBytesMax, options.sharedByteCounts?.databaseBodies);
     this.log = pino({
       level: options.logLevel ?? 'info',
       base: options.thread === undefined ? { component: 'gateway', pid: process.pid } : { component: 'gateway', pid: process.pid, thread: options.thread },
@@ -981,8 +1022,15 @@ class GatewayServer {
       // probe's other database got 503 for a 34-byte read); GatewayRequest.onData allocates.
       request.startBody(announced !== null && Number.isSafeInteger(announced) && announced >= 0 ? announced : null);
     }
+    const share = this.databaseBodyShares.of(headers.tenant);
+    request.bodyShare = share;
     const reserveChunk = (bytes: number): boolean => {
       if (request.settled || !this.bodyBudget.tryTake(bytes)) return false;
+      if (!share.tryTake(bytes)) {
+        this.bodyBudget.give(bytes);
+        request.overShare = true;
+        return false;
+      }
       request.reservedBytes += bytes;
       return true;
     };
@@ -1017,7 +1065,7 @@ class GatewayServer {
       // 413, before parsing anything.
       if (!request.bodyDone) await request.bodyArrived();
       if (request.aborted || request.bodyTimedOut) throw clientGone; // answered already
-      if (request.overloaded) throw overloadedByBodies();
+      if (request.overloaded) throw request.overShare ? overloadedByDatabaseBodies(request.tenantId) : overloadedByBodies();
       if (request.tooLarge) {
         throw new GatewayError('payload_too_large', `request body over ${this.bodyBytesMax} bytes (the gateway's limit)`);
       }
@@ -1073,6 +1121,7 @@ class GatewayServer {
     request.settled = true;
     if (request.sendsOutstanding === 0) request.deadline.clear();
     this.bodyBudget.give(request.reservedBytes);
+    request.bodyShare?.give(request.reservedBytes);
     request.reservedBytes = 0;
     this.unfilledBudget.give(request.unfilledBytes);
     request.unfilledBytes = 0;
@@ -1364,6 +1413,10 @@ class GatewayServer {
  */
 function overloadedByBodies(): GatewayError {
   return new GatewayError('server_overloaded', 'the gateway holds too many request bodies; retry later');
+}
+
+function overloadedByDatabaseBodies(databaseId: string): GatewayError {
+  return new GatewayError('server_overloaded', `the gateway holds as many request bodies for database ${databaseId} as one database may; retry later`);
 }
 
 const clientGone = new GatewayError('query_timeout', 'the client closed the connection before the answer');
