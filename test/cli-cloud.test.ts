@@ -43,6 +43,7 @@ beforeAll(async () => {
       if (req.url === '/gw/v2/metadata') return json(200, metadata);
       if (req.url === '/gw/readyz') return json(200, { ready: true });
       if (req.url === '/registry/svcdb/latest') return latest === null ? json(404, { error: 'Not found' }) : json(200, { name: 'svcdb', version: latest });
+      if (req.url === '/html-registry/svcdb/latest') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>a captive portal</html>');
       json(404, { error: 'not_found', msg: req.url });
     });
   });
@@ -208,7 +209,10 @@ describe('svc sync', () => {
 
     expect((await svc(dir, ['sync', 'staging', '--gateway-url', `${base}/gw`])).code).toBe(0);
     const config = parse(readFileSync(join(dir, 'svc.toml'), 'utf8')) as { enterprise: Record<string, Record<string, unknown>> };
-    expect(config.enterprise.staging).toEqual({ database_id: 'db_7' });
+    // The table keeps the gateway it was made with (the metadata named none), so it can be used.
+    expect(config.enterprise.staging).toEqual({ gateway_url: `${base}/gw`, database_id: 'db_7' });
+    expect((await svc(dir, ['query', 'staging', '--json', readRequest], { SVC_API_KEY: 'k' })).code).toBe(0);
+    expect(seen.at(-1)!.headers).toMatchObject({ authorization: 'Bearer k', 'x-svc-tenant-id': 'db_7' });
 
     const local = await svc(dir, ['sync', 'dev']);
     expect(local.code).toBe(1);
@@ -220,6 +224,29 @@ describe('svc sync', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('cannot reach the gateway of cloud instance "staging"');
     expect(down.stderr).not.toContain('run `svc sync');
+  });
+});
+
+describe('cloud settings a header cannot carry', () => {
+  it('are refused before anything is written or sent, in one line, and the key is never printed', async () => {
+    const dir = cloudProject(`[enterprise.prod]\ngateway_url = "${base}/gw"\n`);
+    const before = readFileSync(join(dir, 'svc.toml'), 'utf8');
+    // A gateway whose metadata names a database ID the gateway itself would refuse.
+    metadata = { database_id: 'db\u0001x' };
+    const synced = await svc(dir, ['sync', 'prod'], { SVC_API_KEY: 'k' });
+    expect(synced.code).toBe(1);
+    expect(synced.stderr).toMatch(/^svc sync: .*database_id must be 1-128 letters, digits, "\.", "_" or "-", got "db\\u0001x"\n$/);
+    expect(readFileSync(join(dir, 'svc.toml'), 'utf8')).toBe(before);
+    for (const [args, env] of [
+      [['query', 'prod', '--json', readRequest, '--database-id', 'db x'], { SVC_API_KEY: 'k' }],
+      [['query', 'prod', '--json', readRequest], { SVC_API_KEY: 'sekrét€key' }],
+    ] as const) {
+      const r = await svc(dir, [...args], env);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr.split('\n').filter(Boolean), r.stderr).toHaveLength(1);
+      expect(r.stderr).not.toContain('unexpected error');
+      expect(r.stderr).not.toContain('sekrét');
+    }
   });
 });
 
@@ -246,6 +273,20 @@ describe('svc update', () => {
     const unpublished = await svc(cwd, ['update', '--registry', `${base}/registry`]);
     expect(unpublished.code).toBe(0);
     expect(unpublished.stdout).toContain('svcdb is not published on');
+  });
+
+  it('never prints a registry URL\'s credentials; an answer without a version is not "cannot reach"', async () => {
+    const cwd = tempDir('update');
+    latest = '0.0.1';
+    const withCredentials = `${base.replace('http://', 'http://user:s3cr3t@')}/registry`;
+    const upToDate = await svc(cwd, ['update', '--registry', withCredentials]);
+    expect(upToDate.stdout).toContain('is up to date (latest on http://***@127.0.0.1:');
+    const down = await svc(cwd, ['update'], { npm_config_registry: `http://user:s3cr3t@127.0.0.1:${await freePort()}/` });
+    expect(down.stdout).toContain('cannot reach http://***@127.0.0.1:');
+    for (const r of [upToDate, down]) expect(r.stdout + r.stderr).not.toContain('s3cr3t');
+    const html = await svc(cwd, ['update', '--registry', `${base}/html-registry`]);
+    expect(html.code).toBe(0);
+    expect(html.stdout).toContain(`Could not check for updates: ${base}/html-registry/svcdb/latest answered without a version`);
   });
 });
 

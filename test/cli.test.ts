@@ -1,11 +1,12 @@
 // `svc init local`, `svc start/status/stop` and `svc query` against a real local
 // instance, all through the built CLI (npm test builds first).
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { parse } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, svc, tempDir } from './helpers/cli.js';
+import { eventually, slowly } from './helpers/eventually.js';
 import { serverMallocEnvironment, serverNodeFlags } from '../src/server/launch.js';
 
 describe('svc init local', () => {
@@ -384,6 +385,47 @@ describe('svc start options', () => {
     expect([serve.code, serve.stderr.trim()]).toEqual([1, 'svc serve: --host must not be empty (default 127.0.0.1)']);
   });
 
+  it('two svc start at once start one server, which svc stop stops; a failed start leaves no server behind', async () => {
+    const dir = tempDir('race');
+    const port = await freePort();
+    expect((await svc(dir, ['init', 'local', '--port', String(port)])).code).toBe(0);
+    const pidFile = join(dir, '.svc', 'dev.pid');
+    try {
+      const both = await Promise.all([svc(dir, ['start', 'dev']), svc(dir, ['start', 'dev'])]);
+      expect(both.map((r) => r.code), both.map((r) => r.stderr).join('')).toEqual([0, 0]);
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      // One started it; the other waited for it and found it running.
+      expect(both.map((r) => r.stdout).join('')).toContain(`dev is already running at http://127.0.0.1:${port} (pid ${pid}`);
+      expect(serversStartedBy(pidFile)).toEqual([pid]);
+      const stopped = await svc(dir, ['stop', 'dev']);
+      expect(stopped.stdout).toContain(`dev stopped (pid ${pid})`);
+      expect(serversStartedBy(pidFile)).toEqual([]);
+    } finally {
+      for (const pid of serversStartedBy(pidFile)) process.kill(pid, 'SIGKILL');
+    }
+    // Its state file cannot be written (a directory in the way): the start fails in one line
+    // and stops the server it spawned, which no svc stop could have reached.
+    mkdirSync(join(dir, '.svc', 'dev.json'));
+    const failed = await svc(dir, ['start', 'dev'], {}, 20_000);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^svc start: E[A-Z]+: [^\n]*dev\.json[^\n]*\n$/);
+    await eventually(() => serversStartedBy(pidFile).length === 0, 'the spawned server is stopped', slowly);
+  });
+
+  it('a pid file that is a directory is one line naming it; svc stop still exits 0', async () => {
+    const dir = tempDir('piddir');
+    expect((await svc(dir, ['init', 'local', '--port', String(await freePort())])).code).toBe(0);
+    const pidFile = join(dir, '.svc', 'dev.pid');
+    mkdirSync(pidFile);
+    const line = `${pidFile} is a directory, not a pid file; remove it\n`;
+    const status = await svc(dir, ['status', 'dev']);
+    expect([status.code, status.stderr]).toEqual([1, `svc status: ${line}`]);
+    const start = await svc(dir, ['start', 'dev']);
+    expect([start.code, start.stderr]).toEqual([1, `svc start: ${line}`]);
+    const stop = await svc(dir, ['stop', 'dev']);
+    expect([stop.code, stop.stdout, stop.stderr]).toEqual([0, 'dev is not running\n', `svc stop: ${line}`]);
+  });
+
   it('reports a port that something else already uses, and config errors with the file and key', async () => {
     const dir = tempDir('busy');
     const port = await freePort();
@@ -411,3 +453,22 @@ describe('svc start options', () => {
     expect(noProject.stderr).toContain('no svc.toml found');
   });
 });
+
+/** Pids of live `svc serve` processes started for `pidFile` (their command line names it). */
+function serversStartedBy(pidFile: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (/\) [ZX] /.test(stat)) continue; // exited, not yet reaped
+    } catch {
+      continue; // gone meanwhile
+    }
+    const at = argv.indexOf('--started-by');
+    if (argv.includes('serve') && at >= 0 && argv[at + 1] === pidFile) pids.push(Number(entry));
+  }
+  return pids;
+}

@@ -10,6 +10,7 @@
 // SVC_API_KEY): the shell first, then .env. It never comes from svc.toml or a flag
 // (a flag would show it in `ps` and shell history).
 import { CliError } from './errors.js';
+import { databaseIdPattern } from '../protocol/headers.js';
 import { readDotenv, type EnterpriseInstance, type Project } from './project.js';
 
 export type AuthScheme = 'bearer' | 'raw';
@@ -72,7 +73,8 @@ export function checkSetting(key: SettingKey, value: string, where: string): str
       if (!envNamePattern.test(value)) throw new CliError(`${where}: query_auth_env ${JSON.stringify(value)} is not a valid environment variable name`);
       return value;
     case 'database_id':
-      if (/[\r\n\0]/.test(value)) throw new CliError(`${where}: database_id must not contain line breaks`);
+      // Sent as x-svc-tenant-id: a value the gateway refuses (or a header cannot hold) is refused here, before it is written.
+      if (!databaseIdPattern.test(value)) throw new CliError(`${where}: database_id must be 1-128 letters, digits, ".", "_" or "-", got ${JSON.stringify(value)}`);
       return value;
   }
 }
@@ -146,6 +148,8 @@ export function findApiKey(project: Project, settings: CloudSettings): string | 
   const key = fromShell !== undefined && fromShell !== '' ? fromShell : readDotenv(project.root)[settings.authEnv];
   if (key === undefined || key === '') return null;
   if (/[\r\n\0]/.test(key)) throw new CliError(`${settings.authEnv} contains a line break; an API key must be one line`);
+  // An HTTP header holds it: visible ASCII only (the key itself is never printed).
+  if (!/^[\x21-\x7e]+$/.test(key)) throw new CliError(`${settings.authEnv} holds a character that is not visible ASCII (a space, a control character or a non-ASCII letter); an API key is sent in an HTTP header`);
   return key;
 }
 

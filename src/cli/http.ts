@@ -6,6 +6,7 @@
 // Redirects are not followed: the status is reported as received.
 import { request as httpRequestRaw, type IncomingMessage } from 'node:http';
 import { request as httpsRequestRaw } from 'node:https';
+import { CliError, messageOf } from './errors.js';
 
 export interface HttpResponse {
   readonly status: number;
@@ -69,8 +70,8 @@ export function httpRequest(url: string, request: HttpRequest = {}): Promise<Htt
         });
       });
     } catch (err) {
-      // Invalid header values are refused synchronously.
-      reject(err);
+      // Invalid header values are refused synchronously (the message names the header, not its value).
+      reject(new CliError(`cannot send the request to ${url}: ${messageOf(err)}`));
       return;
     }
     req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message));

@@ -4,6 +4,7 @@
 //   <state_dir>/<name>.pid     the server's pid (text)
 //   <state_dir>/<name>.json    RunState below (for status: port, storage, start time)
 //   <state_dir>/<name>.log     the server's stdout and stderr (appended per start)
+//   <state_dir>/<name>.starting  the pid of the svc start starting it (holdStartLock)
 //   <state_dir>/data/<name>/   disk storage
 //
 // A pid file can outlive its process (kill -9, reboot), the pid can be reused by an
@@ -11,9 +12,10 @@
 // "running" means: the process exists, is not a zombie, and (where /proc exists) its
 // command line is `... cli/main.js serve --started-by <this pid file> ...` (a server
 // started by a svc from before that flag: without it). Anything else is a stale pid file.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { processState } from '../durability/process-alive.js';
+import { CliError } from './errors.js';
 import type { LocalInstance, StorageMode } from './project.js';
 
 export interface RunState {
@@ -65,8 +67,14 @@ export function writeRunFiles(instance: LocalInstance, state: RunState): void {
   writeAtomic(paths.pid, `${state.pid}\n`);
 }
 
-export function removeRunFiles(instance: LocalInstance): void {
+/**
+ * Remove the pid and state files; with `pid`, only when the pid file still names that
+ * process (a start that failed must not remove the files of the server another start
+ * wrote meanwhile).
+ */
+export function removeRunFiles(instance: LocalInstance, pid?: number): void {
   const paths = statePaths(instance);
+  if (pid !== undefined && readPid(paths.pid) !== pid) return;
   for (const file of [paths.pid, paths.state]) {
     try {
       rmSync(file, { force: true });
@@ -83,9 +91,62 @@ function writeAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
+const startLockPollMs = 100;
+
+/**
+ * Be the one `svc start` of this instance until the returned function is called: two starts
+ * at once each found it stopped, each spawned a server, and the one whose server could not
+ * bind removed the other's pid file, leaving a server svc stop could not reach (a probe; once
+ * two servers even shared the port, each with half the writes). The lock is a file created
+ * exclusively, holding the pid of its svc start; another start waits for it up to
+ * `timeoutMs`, then gives up. A lock whose svc start is gone (killed mid-start) is removed.
+ */
+export async function holdStartLock(instance: LocalInstance, timeoutMs: number): Promise<() => void> {
+  const path = join(instance.stateDir, `${instance.name}.starting`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = openSync(path, 'wx');
+      try {
+        writeSync(fd, `${process.pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(path, 'utf8').trim());
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    // An empty file is a lock being written this instant; a dead pid, a start that was killed.
+    if (Number.isInteger(holder) && holder > 1 && !isAlive(holder)) {
+      rmSync(path, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new CliError(`another svc start of ${instance.name} (pid ${holder}) has been starting it for over ${timeoutMs} ms; if no svc start is running, remove ${path}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, startLockPollMs));
+  }
+}
+
+/** A pid file that is a directory: nothing svc started can be running under it (svc stop exits 0). */
+export class PidFileIsDirectory extends CliError {}
+
 function readPid(path: string): number | null {
   if (!existsSync(path)) return null;
-  const text = readFileSync(path, 'utf8').trim();
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    // readFileSync's EISDIR names no path: say which one.
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') throw new PidFileIsDirectory(`${path} is a directory, not a pid file; remove it`);
+    throw err;
+  }
   if (!/^\d{1,10}$/.test(text)) return null;
   const pid = Number(text);
   return pid > 1 ? pid : null;

@@ -9,6 +9,7 @@ import type { ServerMode } from '../server/http.js';
 import { parseStorageUri, type ObjectStorageOptions } from '../durability/object-bucket.js';
 import { uwsNativeProblem } from '../server/uws.js';
 import { limits } from '../limits.js';
+import { databaseIdPattern } from '../protocol/headers.js';
 import { SLOW_QUERY_MS_DEFAULT } from '../server/request-log.js';
 import { noAuthenticationWarning } from './bind-address.js';
 import { integerOption } from './options.js';
@@ -47,9 +48,9 @@ function readDispatchOption(value: string): ReadDispatch {
   return value;
 }
 
-/** The gateway's database-ID shape (src/gateway/gateway.ts tenantPattern). */
+/** The gateway's database-ID shape. */
 function databaseIdOption(value: string): string {
-  if (!/^[A-Za-z0-9._-]{1,128}$/.test(value)) throw new InvalidArgumentError('must be 1-128 letters, digits, ".", "_" or "-".');
+  if (!databaseIdPattern.test(value)) throw new InvalidArgumentError('must be 1-128 letters, digits, ".", "_" or "-".');
   return value;
 }
 

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { action, CliError, messageOf } from './errors.js';
 import { httpRequest, localBaseUrl, Unreachable } from './http.js';
-import { inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
-import { checkInstanceName, findLocalInstance, loadProject, type Project, type StorageMode } from './project.js';
+import { holdStartLock, inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
+import { checkInstanceName, findLocalInstance, loadProject, type LocalInstance, type Project, type StorageMode } from './project.js';
 import { noAuthenticationWarning } from './bind-address.js';
 import { integerOption } from './options.js';
 import { serverProcess } from '../server/launch.js';
@@ -49,6 +49,17 @@ async function start(name: string, options: StartOptions): Promise<void> {
   const instance = findLocalInstance(project, checkInstanceName(name), 'start');
   const note = checkContainerRuntime(project);
   if (note !== null) process.stderr.write(`${note}\n`);
+  mkdirSync(instance.stateDir, { recursive: true });
+  const release = await holdStartLock(instance, options.waitTimeoutMs);
+  try {
+    await startHolding(project, instance, name, options);
+  } finally {
+    release();
+  }
+}
+
+/** The start itself, while this svc start holds the instance's start lock. */
+async function startHolding(project: Project, instance: LocalInstance, name: string, options: StartOptions): Promise<void> {
   const storage: StorageMode = options.disk === true ? 'disk' : instance.storage;
   const paths = statePaths(instance);
   const url = localBaseUrl(instance.host, instance.port);
@@ -76,7 +87,6 @@ async function start(name: string, options: StartOptions): Promise<void> {
     if (!(err instanceof Unreachable)) throw err;
   }
 
-  mkdirSync(instance.stateDir, { recursive: true });
   if (storage === 'disk') mkdirSync(paths.data, { recursive: true });
   const args = ['serve', '--started-by', paths.pid, '--host', instance.host, '--port', String(instance.port)];
   if (storage === 'disk') args.push('--disk', paths.data);
@@ -118,13 +128,20 @@ async function start(name: string, options: StartOptions): Promise<void> {
     log: paths.log,
     runtime: 'process',
   };
-  writeRunFiles(instance, state);
+  try {
+    writeRunFiles(instance, state);
+  } catch (err) {
+    // Without its pid file no svc stop could reach the server: stop it now.
+    child.kill('SIGTERM');
+    child.unref();
+    throw err;
+  }
 
   const deadline = Date.now() + options.waitTimeoutMs;
   for (;;) {
     const exited = exit.value;
     if (exited !== null) {
-      removeRunFiles(instance);
+      removeRunFiles(instance, pid);
       throw new CliError(
         `${name} exited during start-up (${exited.signal ?? `exit code ${exited.code}`}). ` +
         `Last lines of ${relative(process.cwd(), paths.log) || paths.log}:\n${logTail(paths.log, logOffset)}`,
@@ -133,7 +150,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
     if (logSince(paths.log, logOffset).includes('svcdb listening on ') && await isReady(url)) break;
     if (Date.now() > deadline) {
       child.kill('SIGTERM');
-      removeRunFiles(instance);
+      removeRunFiles(instance, pid);
       throw new CliError(`${name} did not become ready within ${options.waitTimeoutMs} ms (stopped it). Last lines of ${paths.log}:\n${logTail(paths.log, logOffset)}`);
     }
     await sleep(pollIntervalMs);

@@ -3,7 +3,7 @@
 // running (no pid file, or a stale one) is reported and the command still succeeds.
 import type { Command } from 'commander';
 import { action, CliError } from './errors.js';
-import { inspect, isAlive, removeRunFiles } from './instance-state.js';
+import { inspect, isAlive, PidFileIsDirectory, removeRunFiles } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject } from './project.js';
 import { integerOption } from './options.js';
 
@@ -28,7 +28,15 @@ export function registerStop(program: Command): void {
 async function stop(name: string, options: StopOptions): Promise<void> {
   const project = loadProject();
   const instance = findLocalInstance(project, checkInstanceName(name), 'stop');
-  const live = inspect(instance);
+  let live;
+  try {
+    live = inspect(instance);
+  } catch (err) {
+    if (!(err instanceof PidFileIsDirectory)) throw err;
+    process.stderr.write(`svc stop: ${err.message}\n`);
+    process.stdout.write(`${name} is not running\n`);
+    return;
+  }
   if (live.status === 'stopped') {
     removeRunFiles(instance);
     const stale = live.stalePid === null ? '' : ` (removed a stale pid file for pid ${live.stalePid})`;

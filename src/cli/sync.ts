@@ -42,6 +42,7 @@ async function sync(name: string, options: SyncOptions): Promise<void> {
   const project = loadProject();
   if (project.local.has(name)) throw new CliError(`"${name}" is a local instance ([local.${name}]); \`svc sync\` refreshes cloud instances ([enterprise.${name}])`);
   let table = project.enterprise.get(name);
+  const creating = table === undefined;
   if (table === undefined) {
     if (options.gatewayUrl === undefined) {
       throw new CliError(`no [enterprise.${name}] table in ${project.configPath}: add one with gateway_url = "<gateway URL>", or pass --gateway-url to create it`);
@@ -67,6 +68,8 @@ async function sync(name: string, options: SyncOptions): Promise<void> {
 
   const updates = parseMetadata(response.text, url);
   if (updates.length === 0) throw new CliError(`${url} returned none of ${settingKeys.join(', ')}; svc.toml is unchanged`);
+  // A table made by this sync keeps the gateway it was made with, unless the metadata names another.
+  if (creating && !updates.some(([key]) => key === 'gateway_url')) updates.unshift(['gateway_url', settings.gatewayUrl]);
 
   const current = currentValues(table);
   const changes = updates.map(([key, value]) => {

@@ -45,6 +45,9 @@ async function update(options: UpdateOptions): Promise<void> {
   const installed = installedVersion();
   const registry = (options.registry ?? nonEmpty(process.env.SVC_UPDATE_REGISTRY) ?? nonEmpty(process.env.npm_config_registry) ?? defaultRegistry).replace(/\/+$/, '');
   const url = `${registry}/${packageName}/latest`;
+  // What is printed: a registry URL may carry credentials (https://user:token@host/).
+  const shownRegistry = withoutCredentials(registry);
+  const shownUrl = withoutCredentials(url);
   const out = process.stdout;
   out.write(`Installed: svc ${installed}\n`);
 
@@ -52,25 +55,33 @@ async function update(options: UpdateOptions): Promise<void> {
   try {
     const response = await httpRequest(url, { headers: { accept: 'application/json' }, timeoutMs: options.timeoutMs });
     if (response.status === 404) {
-      out.write(`${packageName} is not published on ${registry}, so there is no newer version to install.\n`);
+      out.write(`${packageName} is not published on ${shownRegistry}, so there is no newer version to install.\n`);
       return;
     }
     if (response.status !== 200) {
-      out.write(`Could not check for updates: ${url} answered HTTP ${response.status}. Nothing was changed.\n`);
+      out.write(`Could not check for updates: ${shownUrl} answered HTTP ${response.status}. Nothing was changed.\n`);
       return;
     }
-    const version = (JSON.parse(response.text) as { version?: unknown }).version;
-    if (typeof version !== 'string') throw new Error('no version in the answer');
+    let version: unknown;
+    try {
+      version = (JSON.parse(response.text) as { version?: unknown } | null)?.version;
+    } catch {
+      version = undefined;
+    }
+    if (typeof version !== 'string') {
+      out.write(`Could not check for updates: ${shownUrl} answered without a version (not a registry's answer). Nothing was changed.\n`);
+      return;
+    }
     latest = version;
   } catch (err) {
     const reason = err instanceof Unreachable ? err.reason : (err as Error).message;
-    out.write(`Could not check for updates: cannot reach ${url} (${reason}). Nothing was changed.\n`);
+    out.write(`Could not check for updates: cannot reach ${shownUrl} (${reason}). Nothing was changed.\n`);
     return;
   }
 
   const order = compareVersions(latest, installed);
   if (order <= 0) {
-    out.write(`svc ${installed} is up to date (latest on ${registry}: ${latest}).\n`);
+    out.write(`svc ${installed} is up to date (latest on ${shownRegistry}: ${latest}).\n`);
     return;
   }
   out.write(`A newer version is available: ${packageName} ${latest}.\n`);
@@ -93,4 +104,17 @@ export function compareVersions(a: string, b: string): number {
   if (x === null || y === null) return 0;
   for (let i = 0; i < 3; i++) if (x.core[i] !== y.core[i]) return x.core[i]! - y.core[i]!;
   return x.pre === y.pre ? 0 : x.pre ? -1 : 1;
+}
+
+/** `url` with any user name and password replaced by `***`. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.username === '' && parsed.password === '') return url;
+    parsed.username = '***';
+    parsed.password = '';
+    return parsed.toString().replace(/\/$/, url.endsWith('/') ? '/' : '');
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, '//***@');
+  }
 }

@@ -21,7 +21,7 @@ import type { Allowance, ControlPlane, DatabaseRoute, KeyGrant, UsageKind } from
 import { apiKeyPattern } from '../cloud/secrets.js';
 import { withoutApiKeys } from '../cloud/log.js';
 import { limits } from '../limits.js';
-import { HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
+import { databaseIdPattern, HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags } from '../protocol/headers.js';
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from '../server/uws.js';
@@ -181,7 +181,7 @@ class DatabaseBodyShares {
   constructor(private readonly max: number, private readonly shared: SharedArrayBuffer | undefined) {}
 
   of(databaseId: string): ByteBudget {
-    // FNV-1a over the ID's UTF-16 units (IDs are ASCII: tenantPattern).
+    // FNV-1a over the ID's UTF-16 units (IDs are ASCII: databaseIdPattern).
     let hash = 0x811c9dc5;
     for (let i = 0; i < databaseId.length; i++) hash = Math.imul(hash ^ databaseId.charCodeAt(i), 0x01000193);
     const slot = (hash >>> 0) % DATABASE_BODY_SLOTS;
@@ -209,9 +209,6 @@ export interface Gateway {
 const JSON_TYPE = 'application/json';
 /** Key characters accepted in the auth header: base64url/base64 and the usual token punctuation. */
 const keyPattern = /^[A-Za-z0-9._~+/=-]{1,512}$/;
-/** Database IDs: what the control plane generates is a subset (letters, digits, `_`, `-`, `.`). */
-const tenantPattern = /^[A-Za-z0-9._-]{1,128}$/;
-
 
 /** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
@@ -992,7 +989,7 @@ class GatewayServer {
       if (headers.tenant === undefined || headers.tenant === '') {
         throw new GatewayError('invalid_tenant_id', `missing ${HEADER_TENANT_ID} header: send the database ID`);
       }
-      if (!tenantPattern.test(headers.tenant)) {
+      if (!databaseIdPattern.test(headers.tenant)) {
         throw new GatewayError('invalid_tenant_id', `malformed ${HEADER_TENANT_ID} header: a database ID has 1-128 letters, digits, ".", "_" or "-"`);
       }
       keyHash = hashOfWellFormedKey(key);

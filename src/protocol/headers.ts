@@ -24,6 +24,8 @@ export const HEADER_AWAIT_DURABLE = 'x-svc-await-durable';
  * database's request on another's server (docs/gateway.md "Binding backends").
  */
 export const HEADER_TENANT_ID = 'x-svc-tenant-id';
+/** A database ID as the gateway, `svc serve --database-id` and svc.toml's `database_id` accept it. */
+export const databaseIdPattern = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** The headers stage 1 validates, in the order they are checked (first failure decides). */
 export const executionHeaderNames: readonly string[] = [HEADER_WARM, HEADER_REQUIRE_WRITER, HEADER_AWAIT_DURABLE];
