@@ -385,7 +385,7 @@ describe('svc start options', () => {
     expect([serve.code, serve.stderr.trim()]).toEqual([1, 'svc serve: --host must not be empty (default 127.0.0.1)']);
   });
 
-  it('two svc start at once start one server, which svc stop stops; a failed start leaves no server behind', async () => {
+  it('two svc start at once start one server, and two svc stop stop it once; a failed start leaves no server behind', async () => {
     const dir = tempDir('race');
     const port = await freePort();
     expect((await svc(dir, ['init', 'local', '--port', String(port)])).code).toBe(0);
@@ -397,8 +397,12 @@ describe('svc start options', () => {
       // One started it; the other waited for it and found it running.
       expect(both.map((r) => r.stdout).join('')).toContain(`dev is already running at http://127.0.0.1:${port} (pid ${pid}`);
       expect(serversStartedBy(pidFile)).toEqual([pid]);
-      const stopped = await svc(dir, ['stop', 'dev']);
-      expect(stopped.stdout).toContain(`dev stopped (pid ${pid})`);
+      // Two stops at once: one stops it, the other waits and finds it stopped; the server got
+      // one SIGTERM and drained (a second one means "exit now").
+      const stops = await Promise.all([svc(dir, ['stop', 'dev']), svc(dir, ['stop', 'dev'])]);
+      expect(stops.map((r) => r.code)).toEqual([0, 0]);
+      expect(stops.map((r) => r.stdout).sort()).toEqual([`dev is not running\n`, `dev stopped (pid ${pid}); its in-memory data is discarded\n`]);
+      expect(readFileSync(join(dir, '.svc', 'dev.log'), 'utf8')).not.toContain('again, exiting without draining');
       expect(serversStartedBy(pidFile)).toEqual([]);
     } finally {
       for (const pid of serversStartedBy(pidFile)) process.kill(pid, 'SIGKILL');

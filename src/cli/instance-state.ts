@@ -4,7 +4,7 @@
 //   <state_dir>/<name>.pid     the server's pid (text)
 //   <state_dir>/<name>.json    RunState below (for status: port, storage, start time)
 //   <state_dir>/<name>.log     the server's stdout and stderr (appended per start)
-//   <state_dir>/<name>.starting  the pid of the svc start starting it (holdStartLock)
+//   <state_dir>/<name>.lock    the pid of the svc start or stop at work on it (holdInstanceLock)
 //   <state_dir>/data/<name>/   disk storage
 //
 // A pid file can outlive its process (kill -9, reboot), the pid can be reused by an
@@ -91,18 +91,19 @@ function writeAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-const startLockPollMs = 100;
+const instanceLockPollMs = 100;
 
 /**
- * Be the one `svc start` of this instance until the returned function is called: two starts
- * at once each found it stopped, each spawned a server, and the one whose server could not
- * bind removed the other's pid file, leaving a server svc stop could not reach (a probe; once
- * two servers even shared the port, each with half the writes). The lock is a file created
- * exclusively, holding the pid of its svc start; another start waits for it up to
- * `timeoutMs`, then gives up. A lock whose svc start is gone (killed mid-start) is removed.
+ * Be the one `svc start` or `svc stop` at work on this instance until the returned function
+ * is called. Two starts at once each found it stopped, each spawned a server, and the one
+ * whose server could not bind removed the other's pid file, leaving a server svc stop could
+ * not reach (a probe; once two servers even shared the port, each with half the writes); two
+ * stops at once sent two SIGTERMs, which the server takes as "exit now, without draining".
+ * The lock is a file created exclusively, holding the pid of its svc process; another waits
+ * for it up to `timeoutMs`, then gives up. A lock whose svc process is gone is removed.
  */
-export async function holdStartLock(instance: LocalInstance, timeoutMs: number): Promise<() => void> {
-  const path = join(instance.stateDir, `${instance.name}.starting`);
+export async function holdInstanceLock(instance: LocalInstance, timeoutMs: number): Promise<() => void> {
+  const path = join(instance.stateDir, `${instance.name}.lock`);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -128,9 +129,9 @@ export async function holdStartLock(instance: LocalInstance, timeoutMs: number):
       continue;
     }
     if (Date.now() > deadline) {
-      throw new CliError(`another svc start of ${instance.name} (pid ${holder}) has been starting it for over ${timeoutMs} ms; if no svc start is running, remove ${path}`);
+      throw new CliError(`another svc start or stop of ${instance.name} (pid ${holder}) has been at work on it for over ${timeoutMs} ms; if none is running, remove ${path}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, startLockPollMs));
+    await new Promise((resolve) => setTimeout(resolve, instanceLockPollMs));
   }
 }
 

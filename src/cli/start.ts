@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { action, CliError, messageOf } from './errors.js';
 import { httpRequest, localBaseUrl, Unreachable } from './http.js';
-import { holdStartLock, inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
+import { holdInstanceLock, inspect, removeRunFiles, statePaths, writeRunFiles, type RunState } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject, type LocalInstance, type Project, type StorageMode } from './project.js';
 import { noAuthenticationWarning } from './bind-address.js';
 import { integerOption } from './options.js';
@@ -50,7 +50,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
   const note = checkContainerRuntime(project);
   if (note !== null) process.stderr.write(`${note}\n`);
   mkdirSync(instance.stateDir, { recursive: true });
-  const release = await holdStartLock(instance, options.waitTimeoutMs);
+  const release = await holdInstanceLock(instance, options.waitTimeoutMs);
   try {
     await startHolding(project, instance, name, options);
   } finally {
@@ -58,7 +58,7 @@ async function start(name: string, options: StartOptions): Promise<void> {
   }
 }
 
-/** The start itself, while this svc start holds the instance's start lock. */
+/** The start itself, while this svc start holds the instance's lock. */
 async function startHolding(project: Project, instance: LocalInstance, name: string, options: StartOptions): Promise<void> {
   const storage: StorageMode = options.disk === true ? 'disk' : instance.storage;
   const paths = statePaths(instance);

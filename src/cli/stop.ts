@@ -1,10 +1,11 @@
 // `svc stop <instance>`: SIGTERM to the server recorded in the pid file, wait for it to
 // drain and exit, remove the pid and state files. Idempotent: an instance that is not
 // running (no pid file, or a stale one) is reported and the command still succeeds.
+import { existsSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { action, CliError } from './errors.js';
-import { inspect, isAlive, PidFileIsDirectory, removeRunFiles } from './instance-state.js';
-import { checkInstanceName, findLocalInstance, loadProject } from './project.js';
+import { holdInstanceLock, inspect, isAlive, PidFileIsDirectory, removeRunFiles } from './instance-state.js';
+import { checkInstanceName, findLocalInstance, loadProject, type LocalInstance } from './project.js';
 import { integerOption } from './options.js';
 
 interface StopOptions {
@@ -13,6 +14,8 @@ interface StopOptions {
 
 const pollIntervalMs = 50;
 const killWaitMs = 5_000;
+/** How much longer than one stop another waits for the instance lock. */
+const lockSlackMs = 5_000;
 
 export function registerStop(program: Command): void {
   program
@@ -28,6 +31,21 @@ export function registerStop(program: Command): void {
 async function stop(name: string, options: StopOptions): Promise<void> {
   const project = loadProject();
   const instance = findLocalInstance(project, checkInstanceName(name), 'stop');
+  // No state directory: nothing svc started can be running, and no lock is needed.
+  if (!existsSync(instance.stateDir) || !statSync(instance.stateDir).isDirectory()) {
+    process.stdout.write(`${name} is not running\n`);
+    return;
+  }
+  // Waits out a start or stop at work (a stop waits for its server up to its timeout and the kill).
+  const release = await holdInstanceLock(instance, options.timeoutMs + killWaitMs + lockSlackMs);
+  try {
+    await stopHolding(instance, name, options);
+  } finally {
+    release();
+  }
+}
+
+async function stopHolding(instance: LocalInstance, name: string, options: StopOptions): Promise<void> {
   let live;
   try {
     live = inspect(instance);
