@@ -5,7 +5,7 @@ import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
 import type { Plan, ShapeClass } from '../plan/plan.js';
-import { paramValue, type ExecCtx } from './context.js';
+import { HIDDEN_PARAMETER, paramValue, type ExecCtx } from './context.js';
 import { evalOp } from './ops.js';
 import { guard } from './guard.js';
 import { renderBound, renderResponse, type Bound } from './render.js';
@@ -113,6 +113,17 @@ function runForEach(ctx: ExecCtx, state: BatchState, param: string, body: readon
     throw queryError(`for_each parameter \`${param}\` is not bound`);
   }
   if (!Array.isArray(rows)) throw queryError(`for_each parameter \`${param}\` must be an array of objects`);
+  // Under each row's frame, one that hides the array itself from the body (a row's own
+  // member of that name still shows).
+  ctx.paramFrames.push(new Map([[param, HIDDEN_PARAMETER]]));
+  try {
+    forEachRow(ctx, state, param, body, rows);
+  } finally {
+    ctx.paramFrames.pop();
+  }
+}
+
+function forEachRow(ctx: ExecCtx, state: BatchState, param: string, body: readonly Entry[], rows: readonly Value[]): void {
   for (const row of rows) {
     if (!(row instanceof Map)) throw queryError(`for_each parameter \`${param}\` must be an array of objects`);
     for (const name of row.keys()) if (name === '') throw queryError(`for_each parameter \`${param}\` has an empty member name`);

@@ -34,9 +34,16 @@ export interface ExecCtx {
   readonly deadlineMs: number;
 }
 
+/**
+ * A frame value that hides the name below it: a for_each body does not see the array
+ * parameter it runs over (envelope.md §4.4).
+ */
+export const HIDDEN_PARAMETER = Symbol('hidden parameter') as unknown as Value;
+
 export function paramValue(ctx: ExecCtx, name: string): Value {
   for (let i = ctx.paramFrames.length - 1; i >= 0; i--) {
     const v = ctx.paramFrames[i]!.get(name);
+    if (v === HIDDEN_PARAMETER) break;
     if (v !== undefined) return v;
   }
   throw queryError(`parameter \`${name}\` is not bound`);

@@ -12,7 +12,7 @@ import { indexScan } from './index-scan.js';
 /** The largest ID a JS number holds exactly, as a bigint (compared per ID: made once). */
 const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
 
-const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
+export const exists = (ctx: ExecCtx, id: number, edges: boolean): boolean => (edges ? ctx.store.edgeExists(id, ctx.at) : ctx.store.nodeExists(id, ctx.at));
 
 function idFromParam(x: Value, name: string): number {
   if (typeof x !== 'bigint' || x < 0n) throw queryError(`parameter \`${name}\` must hold non-negative integer ids`);
@@ -76,8 +76,15 @@ export function resolveRef(ctx: ExecCtx, ref: ElementRef, edges: boolean, asTarg
       }
       guard.charge(2 * rows.length * ROW_BYTES);
       guard.step(rows.length);
+      // A write batch may have deleted some since they were bound: a source names only
+      // elements that exist (a mutation target keeps them, and its own check refuses them).
+      const deletable = ctx.writing && !asTarget;
       const out: number[] = [];
-      for (const el of rows.el) if (el !== NO_ELEMENT && isEdgeKey(el) === edges) out.push(idOfKey(el));
+      for (const el of rows.el) {
+        if (el === NO_ELEMENT || isEdgeKey(el) !== edges) continue;
+        const id = idOfKey(el);
+        if (!deletable || exists(ctx, id, edges)) out.push(id);
+      }
       return out;
     }
     case 'param':

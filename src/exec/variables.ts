@@ -6,8 +6,33 @@ import type { Value } from '../protocol/value.js';
 import { resolveProperty, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { renderValueKey } from './render.js';
-import { append, emptyExtra, needRows, NO_ELEMENT, ownExtra, RowSet, rowsOf, type Stream } from './rows.js';
+import { append, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, ownExtra, RowSet, rowsOf, type Stream } from './rows.js';
+import { exists } from './sources.js';
 import { CONTAINER_BYTES, ENTRY_BYTES, guard } from './guard.js';
+
+/**
+ * A variable's rows as a later read of it sees them: in a write batch, without the elements
+ * deleted since they were bound (entries see the batch's earlier changes, SPEC §9; a deleted
+ * element's old properties must not be read, or copied into new writes). Reads delete
+ * nothing: the stream itself.
+ */
+function withoutDeleted(ctx: ExecCtx, s: Stream): Stream {
+  if (!ctx.writing || (s.kind !== 'rows' && s.kind !== 'fold')) return s;
+  const rows = s.rows;
+  let firstGone = -1;
+  for (let i = 0; i < rows.length && firstGone < 0; i++) {
+    const el = rows.el[i]!;
+    if (el !== NO_ELEMENT && !exists(ctx, idOfKey(el), isEdgeKey(el))) firstGone = i;
+  }
+  if (firstGone < 0) return s;
+  guard.step(rows.length);
+  const out = new RowSet();
+  for (let i = 0; i < rows.length; i++) {
+    const el = rows.el[i]!;
+    if (i < firstGone || el === NO_ELEMENT || exists(ctx, idOfKey(el), isEdgeKey(el))) out.pushFrom(rows, i);
+  }
+  return { kind: s.kind, rows: out };
+}
 
 /** A variable or binding operation over the stream of `op.input`. */
 export function evalVariable(ctx: ExecCtx, op: Op, context: Stream | null, evalOp: EvalOp): Stream {
@@ -22,13 +47,14 @@ export function evalVariable(ctx: ExecCtx, op: Op, context: Stream | null, evalO
       input();
       const s = ctx.vars.get(op.name);
       if (s === undefined) throw queryError(`variable \`${op.name}\` is not bound`);
-      return s;
+      return withoutDeleted(ctx, s);
     }
     case 'inject': {
       // The input runs first: it may bind the variable (as/store).
       const input = op.input === null ? null : evalOp(ctx, op.input, context);
-      const bound = ctx.vars.get(op.variable);
-      if (bound === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
+      const found = ctx.vars.get(op.variable);
+      if (found === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
+      const bound = withoutDeleted(ctx, found);
       if (input === null) return bound;
       const rows = needRows(input, 'inject');
       if (bound.kind !== 'rows' && bound.kind !== 'fold') throw queryError(`inject variable \`${op.variable}\` is not bound to rows`);

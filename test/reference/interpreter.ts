@@ -322,6 +322,12 @@ class Execution {
     return this.record(el) !== undefined;
   }
 
+  /** A variable read back: rows of elements deleted since it was bound are gone (SPEC §9). */
+  private withoutDeleted(value: Result): Result {
+    if (value.kind !== 'rows' && value.kind !== 'folded') return value;
+    return { ...value, rows: value.rows.filter((r) => r.el === null || this.exists(r.el)) };
+  }
+
   /** values.md §6. undefined = absent. */
   resolve(row: Row, name: string): Value | undefined {
     if (row.el === null) return undefined;
@@ -628,18 +634,18 @@ class Execution {
         this.input(op, scope); // evaluated, then discarded
         const value = this.vars.get(op.name);
         if (value === undefined) throw queryError(`variable \`${op.name}\` is not bound`);
-        return value;
+        return this.withoutDeleted(value);
       }
       case 'inject': {
         if (op.input === null) {
           const value = this.vars.get(op.variable);
           if (value === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
-          return value;
+          return this.withoutDeleted(value);
         }
         const first = requireRows(this.evalOp(op.input, scope), 'inject');
         const value = this.vars.get(op.variable);
         if (value === undefined) throw queryError(`variable \`${op.variable}\` is not bound`);
-        return rows([...first, ...requireRows(value, 'inject variable')]);
+        return rows([...first, ...requireRows(this.withoutDeleted(value), 'inject variable')]);
       }
       case 'bind':
         return rows(this.inputRows(op, scope).map((r) => {
