@@ -9,7 +9,7 @@ import {
 } from '../src/client/index.js';
 
 interface Seen { method: string; url: string; headers: IncomingHttpHeaders; body: string }
-interface Reply { status: number; body: string; statusMessage?: string; contentType?: string; headers?: Record<string, string> }
+interface Reply { status: number; body: string; statusMessage?: string; contentType?: string; headers?: Record<string, string>; delayMs?: number }
 
 let server: Server;
 let baseUrl: string;
@@ -27,8 +27,13 @@ beforeAll(async () => {
     req.on('end', () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
       const r = replies.shift() ?? { status: 200, body: '{}' };
-      res.writeHead(r.status, r.statusMessage ?? '', { 'Content-Type': r.contentType ?? 'application/json', ...r.headers });
-      res.end(r.body);
+      const reply = (): void => {
+        if (res.destroyed) return;
+        res.writeHead(r.status, r.statusMessage ?? '', { 'Content-Type': r.contentType ?? 'application/json', ...r.headers });
+        res.end(r.body);
+      };
+      if (r.delayMs === undefined) reply();
+      else setTimeout(reply, r.delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -262,7 +267,56 @@ describe('Client over HTTP', () => {
   });
 });
 
+describe('Client failures say what they mean and show no secret', () => {
+  const write = writeBatch().varAs('a', g().addN('A')).returning(['a']);
+
+  it('a key a header cannot carry is refused before sending, without the key in the message', async () => {
+    for (const apiKey of ['sk_live_SECRET\nabc', 'sk_live_SECRÉT\u20ac']) {
+      const e = await new Client({ baseUrl, apiKey }).query(countUsers).catch((x: unknown) => x) as SvcClientError;
+      expect(e).toBeInstanceOf(SvcClientError);
+      expect(e.msg).toContain('the API key holds a character an HTTP header cannot carry');
+      expect(`${e.message} ${e.msg} ${String(e.cause)}`).not.toContain('SECR');
+    }
+    expect(seen).toHaveLength(0);
+  });
+
+  it('a URL\'s credentials are not shown; a refused connection says nothing was sent', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const e = await new Client({ baseUrl: `http://user:s3cr3t@127.0.0.1:${port}`, fetch: (url, init) => fetch(url.replace('user:s3cr3t@', ''), init) })
+      .query(countUsers).catch((x: unknown) => x) as SvcClientError;
+    expect(e.status).toBe(0);
+    expect(e.msg).toBe(`cannot reach http://***@127.0.0.1:${port}/v2/query (ECONNREFUSED): nothing was sent`);
+  });
+
+  it('an abort after the request was sent says a write may have been applied; a retry wait ends at the abort', async () => {
+    answer({ ...json(200, { a: [] }), delayMs: 2_000 });
+    const aborted = await new Client({ baseUrl }).query(write, { signal: AbortSignal.timeout(100) }).catch((x: unknown) => x) as SvcClientError;
+    expect(aborted.status).toBe(0);
+    expect(aborted.msg).toMatch(/was aborted \(TimeoutError\) before an answer: it may have reached the server, so a write may have been applied$/);
+    expect(seen).toHaveLength(1);
+
+    answer({ ...json(503, { error: 'server_overloaded', msg: 'shed' }), headers: { 'Retry-After': '5' } });
+    const started = performance.now();
+    const waiting = await new Client({ baseUrl }).query(write, { retry: { attempts: 3, baseDelayMs: 1 }, signal: AbortSignal.timeout(300) })
+      .catch((x: unknown) => x) as SvcClientError;
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(waiting.msg).toBe('aborted while waiting to retry: the last attempt was answered and ran nothing');
+    expect(seen).toHaveLength(2);
+  });
+});
+
 describe('Client.embedded', () => {
+  it('after close() refuses queries with database_closed, not a new empty database', async () => {
+    const client = Client.embedded({ storage: 'memory' });
+    await client.query(writeBatch().run(g().addN('A')));
+    await client.close();
+    await expect(client.query(countUsers)).rejects.toMatchObject({ code: 'database_closed' });
+    await expect(client.query(writeBatch().run(g().addN('B')))).rejects.toMatchObject({ code: 'database_closed' });
+  });
+
   it('runs a real write and read in process with the same query API', async () => {
     const client = Client.embedded({ storage: 'memory' });
     try {

@@ -438,6 +438,24 @@ describe('tagged values: plain JS values get the tags of values.md §10', () => 
     expect(() => bytes([256])).toThrow(QueryBuildError);
     expect(() => dateTime('not a date')).toThrow(QueryBuildError);
   });
+
+  it('dateTime reads strings as RFC 3339 with their offset, never in the machine\'s time zone, and never moves an impossible date', () => {
+    expect(dateTime('2025-03-01T08:00:00Z').json).toStrictEqual({ date_time: 1740816000000 });
+    expect(dateTime('2025-03-01T09:00:00+01:00').json).toStrictEqual({ date_time: 1740816000000 });
+    expect(dateTime('2025-03-01 08:00:00.123456z').json).toStrictEqual({ date_time: 1740816000123 });
+    expect(dateTime('2016-12-31T23:59:60Z').json).toStrictEqual({ date_time: Date.UTC(2017, 0, 1) });
+    expect(dateTime('0050-01-01T00:00:00Z').json).toStrictEqual({ date_time: new Date('0050-01-01T00:00:00Z').getTime() });
+    for (const text of ['2025-03-01T08:00:00', 'March 1, 2025', '2025-02-30T08:00:00Z', '2025-03-01T24:00:00Z', '2025-13-01T00:00:00Z', '2025-03-01T08:00:00+24:00']) {
+      expect(() => dateTime(text), text).toThrow(/RFC 3339 date-time with its offset/);
+    }
+  });
+
+  it('writes arrays of bigints, or of whole numbers and bigints, as i64_array', () => {
+    expect(V.infer([1n, 2n]).json).toStrictEqual({ i64_array: [1n, 2n] });
+    expect(parseResponseJson(writeJson(V.infer([1, 2n ** 60n]).json))).toStrictEqual({ i64_array: [1, 2n ** 60n] });
+    expect(V.infer([1n, 'x']).json).toStrictEqual({ array: [{ i64: 1n }, { string: 'x' }] });
+    expect(() => V.infer([1n, 2n ** 63n])).toThrow(/out of range/);
+  });
 });
 
 describe('index specs (indexes.md §2)', () => {
@@ -597,11 +615,17 @@ describe('parameters (envelope.md §3)', () => {
     expect(() => b.toRequest({ ...ok, n: 1.5 })).toThrow(/'n' expects an integer/);
     expect(() => b.toRequest({ ...ok, n: 2n ** 63n })).toThrow(/out of range/);
     expect(() => b.toRequest({ ...ok, f: 1e39 })).toThrow(/f32 range/);
-    expect(() => b.toRequest({ ...ok, d: 'yesterday' })).toThrow(/'d' expects a date-time/);
+    expect(() => b.toRequest({ ...ok, d: 'yesterday' })).toThrow(/'d' expects an RFC 3339 date-time/);
     // RFC 3339: a four-digit year, and an offset (without one, Date reads local time).
     expect(() => b.toRequest({ ...ok, d: new Date(Date.UTC(10000, 0, 1)) })).toThrow(/'d' expects a date-time in the years 0000-9999/);
     expect(() => b.toRequest({ ...ok, d: -62198755200001 })).toThrow(/years 0000-9999/);
-    expect(() => b.toRequest({ ...ok, d: '2025-03-01T08:00' })).toThrow(/'d' expects a date-time with its offset/);
+    expect(() => b.toRequest({ ...ok, d: '2025-03-01T08:00' })).toThrow(/'d' expects an RFC 3339 date-time with its offset/);
+    // Impossible dates are refused as the server refuses them, not moved to another date.
+    for (const d of ['2025-02-30T08:00:00Z', '2025-04-31T00:00:00Z', '2025-03-01T24:00:00Z', '2025-03-01T08:00:00']) {
+      expect(() => b.toRequest({ ...ok, d }), d).toThrow(/'d' expects an RFC 3339 date-time/);
+    }
+    // A leap second is the next second's start, as POSIX time counts it.
+    expect(b.toRequest({ ...ok, d: '2016-12-31T23:59:60Z' }).parameters).toMatchObject({ d: '2017-01-01T00:00:00.000Z' });
     expect(() => b.toRequest({ ...ok, d: '2025-03-01T08:00:00-05:30' })).not.toThrow();
     expect(() => b.toRequest({ ...ok, row: { id: 1, extra: 2 } as never })).toThrow(/undeclared member 'extra'/);
     expect(() => b.toRequest({ n: 1, f: 1.5, d: 0 } as never)).toThrow(/missing: \[row\]/);

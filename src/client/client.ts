@@ -101,16 +101,27 @@ const HEADER_TENANT_ID = 'x-svc-tenant-id';
 class HttpTransport implements Transport {
   private readonly url: string;
 
+  /** The URL as messages show it: without a user name or password. */
+  private readonly shownUrl: string;
+
   constructor(private readonly options: ClientOptions) {
     this.url = `${(options.baseUrl ?? 'http://localhost:6969').replace(/\/+$/, '')}/v2/query`;
+    this.shownUrl = withoutCredentials(this.url);
   }
 
   headers(q: QueryOptions): Record<string, string> {
     const { apiKey, authHeader = 'Authorization', authScheme = 'bearer' } = this.options;
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-    if (apiKey !== undefined && apiKey !== '') headers[authHeader] = authScheme === 'raw' ? apiKey : `Bearer ${apiKey}`;
+    if (apiKey !== undefined && apiKey !== '') {
+      // fetch would refuse it with the whole header value, the key, in its message.
+      if (!headerValue.test(apiKey)) throw new SvcClientError({ status: 0, msg: 'the API key holds a character an HTTP header cannot carry (a line break, a control character or a non-ASCII letter); nothing was sent' });
+      headers[authHeader] = authScheme === 'raw' ? apiKey : `Bearer ${apiKey}`;
+    }
     const tenant = q.tenantId ?? this.options.tenantId;
-    if (tenant !== undefined) headers[HEADER_TENANT_ID] = tenant;
+    if (tenant !== undefined) {
+      if (!headerValue.test(tenant)) throw new SvcClientError({ status: 0, msg: `the tenant ID ${JSON.stringify(tenant)} holds a character an HTTP header cannot carry; nothing was sent` });
+      headers[HEADER_TENANT_ID] = tenant;
+    }
     if (q.warm === true) headers[HEADER_WARM] = 'true';
     if (q.requireWriter === true) headers[HEADER_REQUIRE_WRITER] = 'true';
     if (q.awaitDurable !== undefined) headers[HEADER_AWAIT_DURABLE] = q.awaitDurable ? 'true' : 'false';
@@ -122,12 +133,14 @@ class HttpTransport implements Transport {
     let text: string;
     const fetch = this.options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch;
     if (fetch === undefined) throw new TypeError('no fetch available: pass `fetch` in the client options');
+    const headers = this.headers(q);
+    let sent = false;
     try {
-      res = await fetch(this.url, { method: 'POST', headers: this.headers(q), body, ...(q.signal ? { signal: q.signal } : {}) });
+      res = await fetch(this.url, { method: 'POST', headers, body, ...(q.signal ? { signal: q.signal } : {}) });
+      sent = true;
       text = await res.text();
     } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
-      throw new SvcClientError({ status: 0, msg: `cannot reach ${this.url}: ${why}`, cause: err });
+      throw new SvcClientError({ status: 0, msg: failureMessage(err, this.shownUrl, sent), cause: err });
     }
     const retryAfter = res.headers?.get('retry-after') ?? null;
     const answer: Answer = { status: res.status, statusText: res.statusText, body: text };
@@ -150,6 +163,7 @@ interface EmbeddedDatabase {
 
 class EmbeddedTransport implements Transport {
   private db: Promise<EmbeddedDatabase> | null = null;
+  private closed = false;
 
   constructor(private readonly options: OpenEmbeddedOptions) {}
 
@@ -171,6 +185,8 @@ class EmbeddedTransport implements Transport {
         });
       }
     }
+    // Not a fresh, empty database opened in its place.
+    if (this.closed) throw new SvcClientError({ status: 500, code: 'database_closed', msg: 'database is closed' });
     const db = await this.open();
     try {
       const { status, body: text } = await db.queryRaw(body, q.awaitDurable === undefined ? {} : { awaitDurable: q.awaitDurable });
@@ -187,12 +203,58 @@ class EmbeddedTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.db !== null) await (await this.db).close();
     this.db = null;
   }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Visible ASCII, space and tab: what a header value may hold as text. */
+const headerValue = /^[\t\x20-\x7e]*$/;
+
+/** `url` with any user name and password replaced by `***`. */
+function withoutCredentials(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1***@');
+}
+
+/** Connection failures in which nothing reached the server. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * What a failed exchange means for the caller: whether the request can have reached the
+ * server (a write may then have been applied: replaying it is not always safe). fetch's own
+ * message may quote a header value; only its cause's code is shown.
+ */
+function failureMessage(err: unknown, url: string, answered: boolean): string {
+  const name = (err as { name?: unknown }).name;
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const code = typeof cause?.code === 'string' ? cause.code : typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : null;
+  if (name === 'AbortError' || name === 'TimeoutError') {
+    return `the request to ${url} was aborted (${name}) ${answered ? 'while its answer arrived' : 'before an answer'}: it may have reached the server, so a write may have been applied`;
+  }
+  if (!answered && code !== null && NOT_SENT.has(code)) return `cannot reach ${url} (${code}): nothing was sent`;
+  return `no answer from ${url} (${code ?? (err instanceof Error ? err.name : 'failure')}): the request may have reached the server, so a write may have been applied`;
+}
+
+/** Waits `ms`, or rejects as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted === true) return Promise.reject(abortedWhileWaiting(signal));
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortedWhileWaiting(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function abortedWhileWaiting(signal: AbortSignal): SvcClientError {
+  return new SvcClientError({ status: 0, msg: 'aborted while waiting to retry: the last attempt was answered and ran nothing', cause: signal.reason });
+}
 
 /** Delay before retry number `retry` (1-based): exponential, capped, jittered to [½, 1] of it. */
 export function backoffDelayMs(retry: number, policy: RetryOptions, random: () => number = Math.random): number {
@@ -242,7 +304,7 @@ export class Client {
       // ran. Not any 409: writer_fenced_commit_outcome_unknown may have committed.
       const retryable = (answer.status === 409 && err.code === 'transaction_conflict') || (answer.status === 503 && err.code === 'server_overloaded');
       if (!retryable || attempt >= attempts) throw err;
-      await sleep(Math.max(backoffDelayMs(attempt, policy!), answer.retryAfterMs ?? 0));
+      await sleep(Math.max(backoffDelayMs(attempt, policy!), answer.retryAfterMs ?? 0), options.signal);
     }
   }
 

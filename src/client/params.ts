@@ -13,6 +13,7 @@ import { defineMember, isPlainObject, type WireJson, type WireObject } from './j
 import { QueryBuildError } from './errors.js';
 import { ParamExpr } from './expr.js';
 import { TaggedValue, describe, i64Token } from './values.js';
+import { rfc3339Ms } from '../protocol/date-time.js';
 
 export type ParamScalarType = 'bool' | 'i64' | 'f64' | 'f32' | 'string' | 'date_time' | 'value' | 'object';
 /** A parameter declaration. `bytes` cannot travel as JSON and is not accepted. */
@@ -98,11 +99,16 @@ function refuse(path: string, expected: string, v: unknown): never {
 
 /** ISO-8601 UTC with milliseconds (`2025-03-01T07:00:00.000Z`). */
 function isoDateTime(v: unknown, path: string): string {
-  // A string must say its offset: without one, Date reads a time of day as local time.
-  if (typeof v === 'string' && !/[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})$/.test(v)) {
-    refuse(path, 'a date-time with its offset (e.g. 2025-03-01T08:00:00Z)', v);
+  // A string must be RFC 3339 with its offset, as the server checks it: Date reads one
+  // without an offset as local time, and moves February 30th to March 2nd.
+  let d: Date | undefined;
+  if (typeof v === 'string') {
+    const ms = rfc3339Ms(v);
+    if (ms === null) refuse(path, 'an RFC 3339 date-time with its offset (e.g. 2025-03-01T08:00:00Z)', v);
+    d = new Date(ms!);
+  } else {
+    d = v instanceof Date ? v : typeof v === 'number' ? new Date(v) : undefined;
   }
-  const d = v instanceof Date ? v : typeof v === 'string' || typeof v === 'number' ? new Date(v) : undefined;
   if (d === undefined || Number.isNaN(d.getTime())) refuse(path, 'a date-time (Date, ISO string or epoch milliseconds)', v);
   // RFC 3339 has four-digit years: toISOString writes others as +010000 or -000001.
   const year = d!.getUTCFullYear();

@@ -7,6 +7,7 @@
 
 import { defineMember, isPlainObject, type WireJson, type WireObject } from './json.js';
 import { QueryBuildError } from './errors.js';
+import { rfc3339Ms } from '../protocol/date-time.js';
 
 /** A value whose tag was chosen explicitly (see the helpers below). */
 export class TaggedValue {
@@ -58,8 +59,12 @@ function finite(n: number, what: string): number {
 }
 
 function epochMs(v: Date | number | string): number {
-  const ms = v instanceof Date ? v.getTime() : typeof v === 'string' ? Date.parse(v) : v;
-  if (!Number.isSafeInteger(ms)) throw new QueryBuildError(`date_time must be a valid date or integer epoch milliseconds, got ${String(v)}`);
+  // A string must be RFC 3339 with its offset, as the server reads one: Date.parse would read
+  // one without an offset in the machine's time zone, and move February 30th to March 2nd.
+  const ms = v instanceof Date ? v.getTime() : typeof v === 'string' ? rfc3339Ms(v) : v;
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms)) {
+    throw new QueryBuildError(`date_time must be a Date, integer epoch milliseconds or an RFC 3339 date-time with its offset (e.g. 2025-03-01T08:00:00Z), got ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`);
+  }
   return ms;
 }
 
@@ -122,12 +127,11 @@ export function tag(v: JsValue): WireJson {
   if (Array.isArray(v)) {
     const items = v as readonly JsValue[];
     if (items.every((x) => typeof x === 'string')) return { string_array: [...items] as string[] };
-    if (items.every((x) => typeof x === 'number' && Number.isFinite(x))) {
-      const numbers = items as readonly number[];
-      return numbers.every(Number.isInteger)
-        ? { i64_array: numbers.map((x) => i64Token(x)) }
-        : { f64_array: [...numbers] };
+    // Whole numbers and bigints (the only way to write integers past 2^53) are i64s.
+    if (items.length > 0 && items.every((x) => typeof x === 'bigint' || (typeof x === 'number' && Number.isInteger(x)))) {
+      return { i64_array: (items as readonly (number | bigint)[]).map((x) => i64Token(x)) };
     }
+    if (items.every((x) => typeof x === 'number' && Number.isFinite(x))) return { f64_array: [...(items as readonly number[])] };
     return { array: items.map(tag) };
   }
   if (isPlainObject(v)) return { object: tagMembers(v as { readonly [key: string]: JsValue }) };

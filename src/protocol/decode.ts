@@ -11,6 +11,7 @@ import { mutatingOps } from './ast.js';
 import { jsonError, type SvcError } from './errors.js';
 import { NegativeZeroInteger, parseJson, type JsonObject, type JsonValue } from './json.js';
 import { DateTime, F32, I64_MAX, I64_MIN, StringArray, type Value } from './value.js';
+import { isRfc3339 } from './date-time.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const VAR_MIN_SIZE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
@@ -618,22 +619,6 @@ function decodeParamType(v: JsonValue | undefined, what: string): ParamType {
       return tag;
   }
   throw jsonError(`${what}: unknown parameter type \`${tag}\``);
-}
-
-const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/** RFC 3339 §5.6 with its ranges (§5.7): the offset's hours 00-23 and minutes 00-59 too. */
-function isRfc3339(s: string): boolean {
-  const m = rfc3339.exec(s);
-  if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
-  const offsetHour = m[7] === undefined ? 0 : Number(m[7]), offsetMinute = m[8] === undefined ? 0 : Number(m[8]);
-  if (month! < 1 || month! > 12) return false;
-  // Gregorian leap years, year 0000 included (Date.UTC would read years 0-99 as 1900-1999).
-  const leap = year! % 4 === 0 && (year! % 100 !== 0 || year! % 400 === 0);
-  const daysInMonth = month === 2 && leap ? 29 : DAYS_IN_MONTH[month! - 1]!;
-  return day! >= 1 && day! <= daysInMonth && hour! <= 23 && minute! <= 59 && second! <= 60 && offsetHour <= 23 && offsetMinute <= 59;
 }
 
 const typeLabel = (t: ParamType): string => (typeof t === 'string' ? t.toUpperCase() : `ARRAY<${typeLabel(t.array)}>`);
