@@ -408,7 +408,7 @@ describe('property version reuse', () => {
     expect(dump(old)).toEqual(dump(store));
   });
 
-  it('a write that commits at a barrier still reads the records of elements it dropped before it', () => {
+  it('a write that commits at a barrier reads nothing of the elements it dropped before it, though a variable still names them', () => {
     const store = Store.create();
     const run = (entries: unknown[], returns: string[] = []) => {
       const out = executeRequest(store, JSON.stringify({ request_type: 'write', query: { write: { entries, returns } } }), noFlags, 'writer');
@@ -418,15 +418,21 @@ describe('property version reuse', () => {
     const q = (name: string | null, root: unknown) => ({ query: name === null ? { root } : { name, root } });
     const addN = (v: string) => ({ add_n: { label: 'N', properties: [['k', { value: { string: v } }]] } });
     for (let i = 0; i < 20; i++) run([q(null, addN(`old${i}`.padEnd(20, '-')))]);
-    // The drop commits at the index operation's barrier; 20 records of its size follow.
+    // The drop commits at the index operation's barrier; 20 records of its size follow and
+    // may take its record's space. Until 2026-11-27 the variable read the dropped record
+    // back (this test then checked it was still intact); now no row of a dropped element
+    // comes back to a later entry (var sources, select and inject leave it out; bind and
+    // path, which could hold one elsewhere in a row, are refused in write batches), so
+    // nothing reads that space after the drop.
     const body = run([
       q('n', { nodes: { reference: { ids: [0] } } }),
       q(null, { drop: { input: { nodes: { reference: { var: 'n' } } } } }),
       q(null, { create_index: { spec: { node_equality: { label: 'N', property: 'k', unique: false } }, if_not_exists: true } }),
       ...Array.from({ length: 20 }, (_, i) => q(null, addN(`new${i}`.padEnd(20, '+')))),
       q('v', { value_map: { input: { nodes: { reference: { var: 'n' } } }, properties: null } }),
-    ], ['v']);
-    expect(JSON.parse(body)).toEqual({ v: [{ $id: 0, $label: 'N', k: 'old0'.padEnd(20, '-') }] });
+      q('s', { count: { input: { select: { input: { nodes: { reference: { ids: [1] } } }, name: 'n' } } } }),
+    ], ['v', 's']);
+    expect(JSON.parse(body)).toEqual({ v: [], s: 0 });
   });
 
   it('readers on other threads never read a version whose space was reused under them', async () => {
