@@ -7,7 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
 import { defaultObjectWriterOptions, ObjectFollower, ObjectWriter } from '../src/durability/object-storage.js';
@@ -265,6 +267,84 @@ describe('object storage, failures', () => {
     expect(await db.query(countAll)).toEqual({ c: 4 });
     await db.close();
   });
+
+  it('a whole newest snapshot that is damaged is gone around and kept aside, never removed; without the WAL to its epoch nothing opens', async () => {
+    const flipMiddleByte = async (Key: string): Promise<void> => {
+      const got = await client.send(new GetObjectCommand({ Bucket: 'bucket', Key }));
+      const bytes = Buffer.from(await got.Body!.transformToByteArray());
+      bytes[bytes.length >> 1] ^= 0x01;
+      await client.send(new PutObjectCommand({ Bucket: 'bucket', Key, Body: bytes }));
+    };
+    const snapshotsOf = async (prefix: string) => (await keys(prefix)).filter((k) => /^snapshots\/\d{10}\.bin$/.test(k)).sort();
+    for (const prefix of ['snapdmg', 'snapdmg-nowal']) {
+      const db = await openDatabase(s3Options(prefix, { snapshotWalBytes: 1 }));
+      for (let i = 0; i < 6; i++) await db.query(addOne(i));
+      await db.close();
+    }
+    // The previous snapshot and the WAL reach the damaged one's epoch: it is gone around,
+    // and kept under another name (the next snapshot of that epoch takes its key).
+    const newest = (await snapshotsOf('snapdmg')).at(-1)!;
+    await flipMiddleByte(`snapdmg/${newest}`);
+    let db = await openDatabase(s3Options('snapdmg'));
+    expect(await db.query(countAll)).toEqual({ c: 6 });
+    const layout = await keys('snapdmg');
+    expect(layout.filter((k) => k.startsWith(`${newest}.damaged-`))).toHaveLength(1);
+    expect(await db.query(addOne(6))).toEqual({ x: [{ $id: 6 }] });
+    await db.close();
+    db = await openDatabase(s3Options('snapdmg'));
+    expect(await db.query(countAll)).toEqual({ c: 7 });
+    await db.close();
+
+    // Without the WAL after the previous snapshot (a snapshot makes the batches it holds
+    // durable, before their WAL objects land), going around it would lose them: refused.
+    const [previous, damaged] = (await snapshotsOf('snapdmg-nowal')).slice(-2);
+    const previousEpoch = Number(/(\d{10})/.exec(previous!)![1]);
+    const wal = (await keys('snapdmg-nowal')).filter((k) => k.startsWith('wal/') && Number(/-(\d{10})\.log$/.exec(k)![1]) > previousEpoch);
+    expect(wal.length).toBeGreaterThan(0);
+    await client.send(new DeleteObjectsCommand({ Bucket: 'bucket', Delete: { Objects: wal.map((k) => ({ Key: `snapdmg-nowal/${k}` })) } }));
+    await flipMiddleByte(`snapdmg-nowal/${damaged}`);
+    const before = await keys('snapdmg-nowal');
+    await expect(openDatabase(s3Options('snapdmg-nowal'))).rejects.toThrow(/cannot recover s3:\/\/bucket\/snapdmg-nowal: the newest snapshot .* is damaged .* reaches epoch \d+ of its \d+; every object is kept/);
+    expect((await keys('snapdmg-nowal')).filter((k) => k !== 'writer.lock')).toEqual(before.filter((k) => k !== 'writer.lock'));
+  });
+
+  it('a WAL object that downloads shorter than its listing is a failed download, not a torn upload: nothing is removed', async () => {
+    const server = await serve('shortget');
+    expect((await post(server.url, addOne(0))).status).toBe(200);
+    await server.stop('SIGKILL');
+    // A proxy that answers WAL downloads with half the body and a Content-Length to match.
+    const upstream = new URL(endpoint);
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+        const forward = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+          const body: Buffer[] = [];
+          up.on('data', (c: Buffer) => body.push(c)).on('end', () => {
+            let bytes = Buffer.concat(body);
+            const headers = { ...up.headers };
+            if (req.method === 'GET' && (req.url ?? '').includes('/wal/') && up.statusCode === 200) {
+              bytes = bytes.subarray(0, bytes.length >> 1);
+              headers['content-length'] = String(bytes.length);
+            }
+            res.writeHead(up.statusCode ?? 502, headers);
+            res.end(bytes);
+          });
+        });
+        forward.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const viaProxy = { ...s3Options('shortget'), endpointUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` };
+      await expect(openDatabase(viaProxy)).rejects.toThrow(/gave \d+ bytes, its listing says \d+/);
+    } finally {
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+    expect((await keys('shortget')).filter((k) => k.startsWith('wal/'))).not.toHaveLength(0);
+    const db = await openDatabase(s3Options('shortget'));
+    expect(await db.query(countAll)).toEqual({ c: 1 });
+    await db.close();
+  }, 60_000);
 
   it('a torn WAL object that is not the newest stops recovery with storage_error', async () => {
     let db = await openDatabase(s3Options('torn-mid'));

@@ -184,12 +184,24 @@ export class Bucket {
     }
   }
 
+  /** A server-side copy of the object at `from` (both keys within this bucket's prefix). */
+  async copy(from: string, to: string): Promise<void> {
+    try {
+      await this.client.send(new this.sdk.CopyObjectCommand({ Bucket: this.name, Key: to, CopySource: `${this.name}/${encodeURIComponent(from).replace(/%2F/g, '/')}` }));
+    } catch (err) {
+      throw this.fail('COPY', from, err);
+    }
+  }
+
   /** The object, or null if there is none. */
   async get(key: string): Promise<ObjectInfo | null> {
     try {
       const out = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.name, Key: key }));
       if (out.Body === undefined) return { bytes: new Uint8Array(0), etag: out.ETag, lastModified: out.LastModified };
       const bytes = await out.Body.transformToByteArray();
+      if (out.ContentLength !== undefined && bytes.byteLength !== out.ContentLength) {
+        throw new SvcError('storage_error', `storage error: downloading s3://${this.name}/${key} ended after ${bytes.byteLength} of ${out.ContentLength} bytes`);
+      }
       return { bytes, etag: out.ETag, lastModified: out.LastModified };
     } catch (err) {
       if (statusOf(err) === 404 || (err as S3ErrorShape).name === 'NoSuchKey') return null;

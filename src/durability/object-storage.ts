@@ -36,7 +36,7 @@ import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
 import { processAlive } from './process-alive.js';
 import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
-import { readSnapshot, snapshotName } from './snapshot.js';
+import { readSnapshot, SnapshotCutShort, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
@@ -131,6 +131,16 @@ async function fetchWal(bucket: Bucket, dir: string, object: WalObject): Promise
   for (let attempt = 1; ; attempt++) {
     const info = await bucket.get(object.key);
     if (info === null) return 'missing';
+    if (info.bytes.byteLength !== object.bytes) {
+      // The listing says how long the object is (WAL objects never change once written): a
+      // download of another length failed on the way, and says nothing about the object.
+      // Taken for a torn upload, it had the newest acknowledged write deleted (a probe).
+      if (attempt < INCOMPLETE_READ_ATTEMPTS) {
+        await sleep(INCOMPLETE_RETRY_MS * attempt);
+        continue;
+      }
+      throw new SvcError('storage_error', `storage error: downloading s3://${bucket.name}/${object.key} gave ${info.bytes.byteLength} bytes, its listing says ${object.bytes}`);
+    }
     const batches = decodeWalObject(dir, object, info.bytes, `s3://${bucket.name}/${object.key}`);
     if (batches !== null) return batches;
     if (attempt >= INCOMPLETE_READ_ATTEMPTS) return 'incomplete';
@@ -223,17 +233,20 @@ interface Loaded {
   report: RecoveryReport;
   lastKey: string | undefined;
   replay: Replay;
-  /** The newest snapshot object, when it downloaded whole and still does not read: torn. */
+  /** The newest snapshot object, when it downloaded whole and is shorter than it says: torn. */
   tornSnapshot: string | null;
+  /** The newest snapshot object, when it is whole and damaged (gone around; its epoch is covered). */
+  damagedSnapshot: string | null;
 }
 
 /**
  * Download a snapshot object to the staging dir and read it. Null if it is gone; 'torn'
- * if it downloaded completely and its framing is wrong. A download or local failure and
- * any error that is not a snapshot-framing storage_error propagate: they say nothing
+ * if it downloaded completely and is shorter than its own table says (an upload that never
+ * finished); the storage_error, when it is whole and still does not read (damage: never
+ * removed). A download or local failure and any other error propagate: they say nothing
  * about the object.
  */
-async function fetchSnapshot(bucket: Bucket, dir: string, key: string): Promise<Store | 'torn' | null> {
+async function fetchSnapshot(bucket: Bucket, dir: string, key: string): Promise<Store | 'torn' | SvcError | null> {
   const file = join(dir, `download-${randomUUID()}.bin`);
   try {
     const got = await bucket.getToFile(key, file);
@@ -241,7 +254,8 @@ async function fetchSnapshot(bucket: Bucket, dir: string, key: string): Promise<
     try {
       return readSnapshot(file);
     } catch (err) {
-      if (err instanceof SvcError && err.code === 'storage_error') return 'torn';
+      if (err instanceof SnapshotCutShort) return 'torn';
+      if (err instanceof SvcError && err.code === 'storage_error') return new SvcError('storage_error', err.msg.replace(file, `s3://${bucket.name}/${key}`));
       throw err; // version errors are final; anything else is a bug or a local problem
     }
   } finally {
@@ -254,6 +268,7 @@ async function load(bucket: Bucket, dir: string): Promise<Loaded> {
   let store: Store | null = null;
   let snapshotEpoch = 0;
   let tornSnapshot: string | null = null;
+  let damagedNewest: { key: string; epoch: number; problem: string } | null = null;
   const snapshots = await bucket.listSnapshots();
   for (const [i, snap] of snapshots.entries()) {
     const fetched = await fetchSnapshot(bucket, dir, snap.key);
@@ -264,10 +279,16 @@ async function load(bucket: Bucket, dir: string): Promise<Loaded> {
       tornSnapshot = snap.key;
       continue;
     }
-    if (fetched === 'torn' || fetched.committedEpoch() !== snap.epoch) {
+    if (fetched instanceof SvcError && i === 0) {
+      // Whole and damaged: gone around through the previous snapshot and the WAL, as on
+      // disk, if they reach its epoch (checked below); kept either way.
+      damagedNewest = { key: snap.key, epoch: snap.epoch, problem: fetched.msg };
+      continue;
+    }
+    if (fetched === 'torn' || fetched instanceof SvcError || fetched.committedEpoch() !== snap.epoch) {
       // An older snapshot damaged after it was whole is corruption, not a torn upload: stop
       // and keep every object.
-      const what = fetched === 'torn' ? 'does not read whole' : `holds epoch ${fetched.committedEpoch()}`;
+      const what = fetched === 'torn' ? 'is cut short' : fetched instanceof SvcError ? `does not read: ${fetched.msg}` : `holds epoch ${fetched.committedEpoch()}`;
       throw new SvcError('storage_error', `storage error: cannot recover ${bucket.uri}: snapshot s3://${bucket.name}/${snap.key} ${what}`);
     }
     store = fetched;
@@ -280,12 +301,21 @@ async function load(bucket: Bucket, dir: string): Promise<Loaded> {
   store.captureRedo = false;
   const replay = await replayWal(bucket, dir, store, await bucket.listWal(), undefined);
   if (replay.stop === 'unappliable') throw replay.applyError; // a bug or a damaged history: never skipped
+  if (damagedNewest !== null) {
+    // The damaged snapshot may hold batches whose WAL objects never landed (a snapshot makes
+    // the batches it holds durable): without them, refuse rather than lose them.
+    if (store.committedEpoch() < damagedNewest.epoch) {
+      throw new SvcError('storage_error', `storage error: cannot recover ${bucket.uri}: the newest snapshot s3://${bucket.name}/${damagedNewest.key} is damaged (${damagedNewest.problem}), and the previous snapshot with the WAL reaches epoch ${store.committedEpoch()} of its ${damagedNewest.epoch}; every object is kept`);
+    }
+    process.stderr.write(`svcdb: going around a damaged snapshot in ${bucket.uri}, kept as it is: ${damagedNewest.problem}\n`);
+  }
   return {
     store,
     report: { snapshotEpoch, replayedBatches: replay.replayed, truncatedBytes: 0, epoch: store.committedEpoch() },
     lastKey: replay.lastKey,
     replay,
     tornSnapshot,
+    damagedSnapshot: damagedNewest?.key ?? null,
   };
 }
 
@@ -395,11 +425,21 @@ export class ObjectWriter implements DurableStorage {
         throw new SvcError('storage_error', `storage error: cannot recover ${bucket.uri}: ${describeStop(bucket, loaded.replay, loaded.store.committedEpoch())}`);
       }
       if (lostBeforeOpen !== null) throw new SvcError('storage_error', `storage error: lost the writer lock on ${bucket.uri}: ${lostBeforeOpen}`);
-      if (torn.length > 0) {
+      if (torn.length > 0 || loaded.damagedSnapshot !== null) {
         // Deleting is for the lock holder only: make sure the lease did not run out while loading.
         if (!(await lock.ensureFresh())) throw new SvcError('storage_error', `storage error: the writer lock on ${bucket.uri} could not be renewed; removing nothing`);
+      }
+      if (torn.length > 0) {
         process.stderr.write(`svcdb: removing objects of an interrupted upload from ${bucket.uri}: ${torn.join(', ')}\n`);
         await bucket.delete(torn);
+      }
+      if (loaded.damagedSnapshot !== null) {
+        // Its key is the next snapshot's (the same epoch): keep it under another name, where
+        // no listing takes it for a snapshot, for whoever looks into the damage.
+        const aside = `${loaded.damagedSnapshot}.damaged-${Date.now()}`;
+        await bucket.copy(loaded.damagedSnapshot, aside);
+        await bucket.delete([loaded.damagedSnapshot]);
+        process.stderr.write(`svcdb: kept the damaged snapshot s3://${bucket.name}/${loaded.damagedSnapshot} as s3://${bucket.name}/${aside}\n`);
       }
       writer = new ObjectWriter(bucket, lock, dir, loaded, options);
       return writer;
@@ -697,7 +737,7 @@ export class ObjectWriter implements DurableStorage {
    */
   private async holdsSnapshot(key: string, epoch: number): Promise<boolean> {
     const fetched = await fetchSnapshot(this.bucket, this.dir, key);
-    return fetched !== null && fetched !== 'torn' && fetched.committedEpoch() === epoch;
+    return fetched instanceof Store && fetched.committedEpoch() === epoch;
   }
 
   /**

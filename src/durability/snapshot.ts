@@ -36,6 +36,16 @@ function damaged(file: string, offset: number, what: string): SvcError {
   return new SvcError('storage_error', `storage error: snapshot ${file} is corrupt at byte ${offset}: ${what}`);
 }
 
+/**
+ * A snapshot shorter than its own header and table say: an upload or a write that never
+ * finished (object storage tells these from damage to a whole file, which is never removed).
+ */
+export class SnapshotCutShort extends SvcError {}
+
+function cutShort(file: string, offset: number, what: string): SvcError {
+  return new SnapshotCutShort('storage_error', `storage error: snapshot ${file} is cut short at byte ${offset}: ${what}`);
+}
+
 function writeAll(fd: number, bytes: Uint8Array, position: number): void {
   let done = 0;
   while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
@@ -135,7 +145,7 @@ function openSnapshot(file: string): { fd: number; epoch: number; entries: Table
   try {
     const size = fstatSync(fd).size;
     const header = Buffer.alloc(HEADER_BYTES);
-    if (!readExactly(fd, header, HEADER_BYTES, 0)) throw damaged(file, 0, `${size} bytes is shorter than the header`);
+    if (!readExactly(fd, header, HEADER_BYTES, 0)) throw cutShort(file, 0, `${size} bytes is shorter than the header`);
     if (!header.subarray(0, 8).equals(MAGIC)) throw damaged(file, 0, 'not a svcdb snapshot (bad magic)');
     // An older format has no header checksum: its version decides first. A newer version
     // is believed only with a valid checksum (else it is a damaged byte).
@@ -146,7 +156,7 @@ function openSnapshot(file: string): { fd: number; epoch: number; entries: Table
     const count = header.readUInt32LE(16);
     if (count > limits.snapshotSectionsMax) throw damaged(file, 16, `${count} sections`);
     const table = Buffer.alloc(count * ENTRY_BYTES);
-    if (!readExactly(fd, table, table.length, HEADER_BYTES)) throw damaged(file, HEADER_BYTES, 'the section table is cut short');
+    if (!readExactly(fd, table, table.length, HEADER_BYTES)) throw cutShort(file, HEADER_BYTES, 'the section table is cut short');
     if (crc32(table) !== header.readUInt32LE(20)) throw damaged(file, HEADER_BYTES, 'the section table fails its checksum');
     const entries: TableEntry[] = [];
     let expected = HEADER_BYTES + table.length;
@@ -160,7 +170,8 @@ function openSnapshot(file: string): { fd: number; epoch: number; entries: Table
       expected = offset + byteLength;
       entries.push({ name, offset, byteLength, sum: table.readUInt32LE(base + 56) });
     }
-    if (expected !== size) throw damaged(file, Math.min(expected, size), `the file has ${size} bytes, its table describes ${expected}`);
+    if (expected > size) throw cutShort(file, size, `the file has ${size} bytes, its table describes ${expected}`);
+    if (expected !== size) throw damaged(file, expected, `the file has ${size} bytes, its table describes ${expected}`);
     return { fd, epoch: header.readUInt32LE(12), entries };
   } catch (err) {
     closeSync(fd);
@@ -176,7 +187,7 @@ function streamSections(file: string, fd: number, entries: TableEntry[], sink: (
     let sum = 0;
     for (let done = 0; done < entry.byteLength;) {
       const n = Math.min(buffer.length, entry.byteLength - done);
-      if (!readExactly(fd, buffer, n, entry.offset + done)) throw damaged(file, entry.offset + done, `section ${entry.name} is cut short`);
+      if (!readExactly(fd, buffer, n, entry.offset + done)) throw cutShort(file, entry.offset + done, `section ${entry.name} is cut short`);
       const chunk = buffer.subarray(0, n);
       sum = crc32(chunk, sum);
       write?.(chunk);
