@@ -57,6 +57,13 @@ export const limits = {
   /** Request body bytes (envelope.md §1); over it: 400 invalid_request_body. */
   bodyBytesMax: 16 * 1024 * 1024,
   /**
+   * Memory the parse of one request body may build, estimated per container and value
+   * (protocol/json.ts): 16 MiB of nested one-element arrays built 1.5 GB and killed reader
+   * threads, or held the writer for 15 s; an ordinary body builds 2-20x its size. More:
+   * 400 invalid_request_body, before the rest is parsed.
+   */
+  bodyStructureBytesMax: 256 * 1024 * 1024,
+  /**
    * Request body bytes `POST /v2/explain` takes; larger: 400 invalid_request_body. Explain
    * decodes and plans on the HTTP thread that received it (~60 us per KiB): 256 KiB is ~15 ms,
    * while a 15 MB body held a thread 0.9 s and stalled its other clients.

@@ -627,3 +627,38 @@ describe('renderValue: objects', () => {
     }), { numRuns: 3000 });
   });
 });
+
+describe('parseJson: the memory a body may build (bodyStructureBytesMax)', () => {
+  const structureError = (text: string, max: number): SvcError => {
+    try {
+      parseJson(text, limits.jsonDepthMax, max);
+    } catch (err) {
+      return err as SvcError;
+    }
+    throw new Error('parsed');
+  };
+
+  it('refuses, with invalid_request_body (400), a body whose containers and values pass the estimate', () => {
+    const nested = Array.from({ length: 2_000 }, () => '['.repeat(50) + ']'.repeat(50)).join(',');
+    const err = structureError(`[${nested}]`, 1024 * 1024);
+    expect(err).toBeInstanceOf(SvcError);
+    expect([err.code, err.status]).toEqual(['invalid_request_body', 400]);
+    expect(err.msg).toBe('failed to read request body: its JSON holds more arrays, objects and values than 1 MiB of memory can hold (the limit bodyStructureBytesMax)');
+    // Values count too: 100,000 numbers in one array.
+    expect(structureError(`[${Array(100_000).fill(1).join(',')}]`, 1024 * 1024).code).toBe('invalid_request_body');
+    // Under the estimate, and without a limit, the same texts parse.
+    expect(() => parseJson(`[${nested}]`, limits.jsonDepthMax, 64 * 1024 * 1024)).not.toThrow();
+    expect(() => parseJson(`[${nested}]`)).not.toThrow();
+  });
+
+  it('lets request bodies of the ordinary kind build 256 MiB: a 16 MiB body of rows is far from it, one of nested arrays is refused', async () => {
+    const { decodeRequest } = await import('../src/protocol/decode.js');
+    const read = (parameters: string) => `{"request_type":"read","query":{"read":{"entries":[],"returns":[]}},"parameters":${parameters}}`;
+    const rows = `{"rows":[${Array.from({ length: 200_000 }, (_, i) => `{"id":${i},"name":"user ${i} of many","score":${i / 7}}`).join(',')}]}`;
+    expect(rows.length).toBeGreaterThan(12 * 1024 * 1024);
+    expect(() => decodeRequest(read(rows))).not.toThrow();
+    // 6 MB of nested one-element arrays: 3 M containers.
+    const nested = `{"x":[${Array.from({ length: 3_000 }, () => '['.repeat(1_000) + ']'.repeat(1_000)).join(',')}]}`;
+    expect(() => decodeRequest(read(nested))).toThrow(/bodyStructureBytesMax/);
+  });
+});

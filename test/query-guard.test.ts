@@ -7,7 +7,7 @@ import { decodeRequest } from '../src/protocol/decode.js';
 import { planRequest } from '../src/plan/plan.js';
 import { InlineReads } from '../src/server/inline-reads.js';
 import { Store } from '../src/store/store.js';
-import { executeRequest, noFlags } from '../src/exec/request.js';
+import { executeRequest, execOptions, noFlags } from '../src/exec/request.js';
 import type { QueryJob, QuerySink } from '../src/server/job.js';
 import { spawnServer, type SpawnedServer } from './helpers/server.js';
 import { addN, count, nodes, q, read, write, type Json } from './helpers/requests.js';
@@ -216,6 +216,23 @@ it('the deadline counts from arrival: a read queued behind a slow one gets only 
     await server.stop();
   }
 }, 120_000);
+
+describe('work charged by what a predicate compares', () => {
+  it('is_in charges one unit per member of its set, so a large set sends an inline read to the pool', () => {
+    const store = Store.create();
+    const created = executeRequest(store, JSON.stringify(write([q('a', addN('U')), q('b', addN('U'))], [])), noFlags, 'writer');
+    expect(created).toMatchObject({ status: 200 });
+    const body = (members: number) => JSON.stringify({
+      ...read([q('r', count({ where: { input: nodes([0, 1]), predicate: { is_in: { value: { property: '$id' }, values: { param: 'x' } } } } }))], ['r']),
+      parameters: { x: Array.from({ length: members }, (_, i) => i + 5) },
+    });
+    const inline = execOptions({ queryTimeoutMs: 10_000, inlineWorkMax: 10_000 });
+    // Two rows compared against 100 members each fit the cap; against 6,000 each they do not.
+    expect(executeRequest(store, body(100), noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"r":0}' });
+    expect(executeRequest(store, body(6_000), noFlags, 'reader', inline)).toEqual({ forward: 'pool' });
+    expect(executeRequest(store, body(6_000), noFlags, 'reader', execOptions({ queryTimeoutMs: 10_000 }))).toEqual({ status: 200, body: '{"r":0}' });
+  });
+});
 
 describe('the HTTP thread runs only bounded plans', () => {
   const plan = (root: Json) => planRequest(decodeRequest(JSON.stringify(read([q('r', root)], ['r']))));

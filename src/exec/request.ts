@@ -142,7 +142,7 @@ let keyParameters: JsonValue | undefined;
 function parseParametersAt(text: string, span: [number, number]): boolean {
   try {
     // One level below the top: the depth limit counts as in the whole body.
-    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1);
+    keyParameters = parseJson(text.slice(span[0], span[1]), limits.jsonDepthMax - 1, limits.bodyStructureBytesMax);
   } catch {
     return false;
   }

@@ -405,7 +405,7 @@ const EMPTY_BODY: Buffer = Buffer.alloc(0);
 export function outerRequestType(body: Uint8Array): 'read' | 'write' {
   let doc: JsonValue;
   try {
-    doc = parseJson(body);
+    doc = parseJson(body, limits.jsonDepthMax, limits.bodyStructureBytesMax);
   } catch (err) {
     if (err instanceof SvcError) throw new GatewayError('invalid_query_json', err.message);
     throw err;

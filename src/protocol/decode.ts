@@ -12,6 +12,7 @@ import { jsonError, type SvcError } from './errors.js';
 import { NegativeZeroInteger, parseJson, type JsonObject, type JsonValue } from './json.js';
 import { DateTime, F32, I64_MAX, I64_MIN, StringArray, type Value } from './value.js';
 import { isRfc3339 } from './date-time.js';
+import { limits } from '../limits.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 const VAR_MIN_SIZE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
@@ -702,7 +703,7 @@ export function decodeParameterValues(params: JsonValue | undefined, types: Json
  * `parameter_types` member (undefined when absent), for decodeParameterValues later.
  */
 export function decodeRequest(body: Uint8Array | string, parts?: { parameterTypes?: JsonValue }): Request {
-  const root = parseJson(body);
+  const root = parseJson(body, limits.jsonDepthMax, limits.bodyStructureBytesMax);
   const o = expectObject(root, 'request');
   const requestType = field(o, 'request_type', 'request');
   if (requestType !== 'read' && requestType !== 'write') {

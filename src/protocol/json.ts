@@ -46,19 +46,36 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 let src = '';
 /** Cursor hand-off from the string/number readers. */
 let pos = 0;
+/** Estimated bytes the parse may still build (parseJson's structureBytesMax). */
+let structureLeft = Infinity;
+let structureMax = Infinity;
+/**
+ * What one container and one element cost V8 to hold, roughly: an array that grows by push
+ * gets 17 slots at its first element (~180 bytes), a Map a table of its own. The estimate
+ * only has to be within a small factor: a 16 MiB body of nested one-element arrays built
+ * 1.5 GB and killed the reader threads (a probe).
+ */
+const CONTAINER_BYTES_ESTIMATE = 128;
+const ELEMENT_BYTES_ESTIMATE = 16;
 
 /**
  * Parses one JSON document. Integer tokens become `bigint` (exact), other number tokens
  * `number`, objects `Map`s in document order. Containers nested deeper than `depthMax`,
  * duplicate keys, invalid UTF-8 and anything RFC 8259 forbids throw `jsonError`.
  */
-export function parseJson(input: Uint8Array | Buffer | string, depthMax: number = limits.jsonDepthMax): JsonValue {
+export function parseJson(input: Uint8Array | Buffer | string, depthMax: number = limits.jsonDepthMax, structureBytesMax = Infinity): JsonValue {
   src = typeof input === 'string' ? input : decodeUtf8(input);
+  structureLeft = structureMax = structureBytesMax;
   try {
     return parseDocument(src, depthMax);
   } finally {
     src = '';
   }
+}
+
+/** The parse would build more than structureBytesMax (estimated): refused before it does. */
+function structureTooLarge(): never {
+  throw new SvcError('invalid_request_body', `failed to read request body: its JSON holds more arrays, objects and values than ${structureMax / (1024 * 1024)} MiB of memory can hold (the limit bodyStructureBytesMax)`);
 }
 
 /**
@@ -156,6 +173,7 @@ function parseDocument(s: string, depthMax: number): JsonValue {
       i = pos;
     } else if (c === 0x7b) {
       if (frames.length >= depthMax) fail('recursion limit exceeded', i);
+      if ((structureLeft -= CONTAINER_BYTES_ESTIMATE) < 0) structureTooLarge();
       i = skipWs(s, i + 1);
       if (s.charCodeAt(i) === 0x7d) {
         value = new Map();
@@ -169,6 +187,7 @@ function parseDocument(s: string, depthMax: number): JsonValue {
       }
     } else if (c === 0x5b) {
       if (frames.length >= depthMax) fail('recursion limit exceeded', i);
+      if ((structureLeft -= CONTAINER_BYTES_ESTIMATE) < 0) structureTooLarge();
       i = skipWs(s, i + 1);
       if (s.charCodeAt(i) === 0x5d) {
         value = [];
@@ -207,6 +226,7 @@ function parseDocument(s: string, depthMax: number): JsonValue {
         return value;
       }
       const f = frames[depth - 1]!;
+      if ((structureLeft -= ELEMENT_BYTES_ESTIMATE) < 0) structureTooLarge();
       i = skipWs(s, i);
       const d = s.charCodeAt(i);
       if (Array.isArray(f)) {
