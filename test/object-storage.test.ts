@@ -608,6 +608,48 @@ describe('object storage, large objects, staging and followers', () => {
     expect(mine().length).toBe(before);
   });
 
+  it('a follower reports not ready at a damaged WAL object, and at one cut short that newer ones follow; a new one opened there too', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      for (const damage of ['flip', 'cut'] as const) {
+        const prefix = `follow-${damage}`;
+        const storage = { uri: `s3://bucket/${prefix}`, endpointUrl: endpoint, region: 'us-east-1', credentials };
+        const writer = await ObjectWriter.open(storage);
+        for (let i = 0; i < 3; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+        const follower = await ObjectFollower.open(storage);
+        try {
+          const epoch = follower.store.committedEpoch();
+          for (let i = 3; i < 5; i++) expect((await writeThrough(writer, pairBatch(i))).status).toBe(200);
+          await writer.sync();
+          const wal = (await keys(prefix)).filter((k) => k.startsWith('wal/')).sort();
+          const next = wal.find((k) => Number(/^wal\/(\d{10})-/.exec(k)![1]) === epoch + 1)!;
+          const Key = `${prefix}/${next}`;
+          const bytes = Buffer.from(await (await client.send(new GetObjectCommand({ Bucket: 'bucket', Key }))).Body!.transformToByteArray());
+          if (damage === 'flip') bytes[bytes.length - 5] ^= 0x01;
+          await client.send(new PutObjectCommand({ Bucket: 'bucket', Key, Body: damage === 'flip' ? bytes : bytes.subarray(0, bytes.length - 30) }));
+          await follower.refresh().catch(() => false);
+          expect(follower.store.committedEpoch(), damage).toBe(epoch);
+          expect(follower.health().ready, damage).toBe(false);
+          expect(follower.health().problem, damage).toContain(next);
+          if (damage === 'cut') {
+            const opened = await ObjectFollower.open(storage);
+            try {
+              expect(opened.health().ready).toBe(false);
+              expect(opened.health().problem).toContain(next);
+            } finally {
+              opened.close();
+            }
+          }
+        } finally {
+          follower.close();
+          await writer.close().catch(() => undefined);
+        }
+      }
+    } finally {
+      stderr.mockRestore();
+    }
+  });
+
   it('a follower stops at a batch it cannot apply: keeps its epoch, reports not ready once, never applies past it', async () => {
     const storage = { uri: 's3://bucket/stuck', endpointUrl: endpoint, region: 'us-east-1', credentials };
     const writer = await ObjectWriter.open(storage);

@@ -801,6 +801,12 @@ export class ObjectFollower {
     this.store = loaded.store;
     this.report = loaded.report;
     this.lastKey = loaded.lastKey;
+    // Opened at an object cut short that newer ones follow: not an upload in flight.
+    if (loaded.replay.stop === 'incomplete' && !loaded.replay.stoppedAtLast) this.setStuck(this.stoppedAt(loaded.replay));
+  }
+
+  private stoppedAt(replay: Replay): string {
+    return `stopped following ${this.uri} at epoch ${this.store.committedEpoch()}: ${describeStop(this.bucket, replay, this.store.committedEpoch())}`;
   }
 
   static async open(storage: ObjectStorageOptions): Promise<ObjectFollower> {
@@ -834,7 +840,12 @@ export class ObjectFollower {
    * one after it.
    */
   refresh(): Promise<boolean> {
-    this.refreshing ??= this.refreshOnce().finally(() => { this.refreshing = null; });
+    this.refreshing ??= this.refreshOnce().catch((err: unknown) => {
+      // A damaged object, or storage it cannot reach: not ready while it lasts (it serves
+      // what it has; a later refresh that gets through makes it ready again).
+      this.setStuck(`cannot follow ${this.uri} past epoch ${this.store.committedEpoch()}: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
+    }).finally(() => { this.refreshing = null; });
     return this.refreshing;
   }
 
@@ -842,8 +853,10 @@ export class ObjectFollower {
     const objects = await this.bucket.listWal(this.lastKey);
     const replay = await replayWal(this.bucket, this.dir, this.store, objects, this.lastKey);
     this.lastKey = replay.lastKey;
-    if (replay.stop === 'unappliable') {
-      this.setStuck(`stopped following ${this.uri} at epoch ${this.store.committedEpoch()}: ${describeStop(this.bucket, replay, this.store.committedEpoch())}`);
+    // A batch it cannot apply, or an object cut short that newer ones follow (not an upload
+    // still in flight): stopped there, and says so.
+    if (replay.stop === 'unappliable' || (replay.stop === 'incomplete' && !replay.stoppedAtLast)) {
+      this.setStuck(this.stoppedAt(replay));
       return false;
     }
     if (replay.stop === 'end') this.setStuck(null);
