@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { action } from './errors.js';
 import { httpRequest, Unreachable } from './http.js';
 import { integerOption } from './options.js';
+import { withoutCredentials } from '../url-credentials.js';
 
 interface UpdateOptions {
   registry?: string;
@@ -104,17 +105,4 @@ export function compareVersions(a: string, b: string): number {
   if (x === null || y === null) return 0;
   for (let i = 0; i < 3; i++) if (x.core[i] !== y.core[i]) return x.core[i]! - y.core[i]!;
   return x.pre === y.pre ? 0 : x.pre ? -1 : 1;
-}
-
-/** `url` with any user name and password replaced by `***`. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.username === '' && parsed.password === '') return url;
-    parsed.username = '***';
-    parsed.password = '';
-    return parsed.toString().replace(/\/$/, url.endsWith('/') ? '/' : '');
-  } catch {
-    return url.replace(/\/\/[^/@]*@/, '//***@');
-  }
 }

@@ -15,6 +15,7 @@
 import { isPlainObject, parseResponseJson, writeJson, type WireObject } from './json.js';
 import { SvcClientError, errorFromResponse } from './errors.js';
 import type { WireRequest } from './batch.js';
+import { withoutCredentials } from '../url-credentials.js';
 
 /** The longest Retry-After honoured (a far date would stall the caller). */
 const RETRY_AFTER_MS_MAX = 60_000;
@@ -114,12 +115,12 @@ class HttpTransport implements Transport {
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     if (apiKey !== undefined && apiKey !== '') {
       // fetch would refuse it with the whole header value, the key, in its message.
-      if (!headerValue.test(apiKey)) throw new SvcClientError({ status: 0, msg: 'the API key holds a character an HTTP header cannot carry (a line break, a control character or a non-ASCII letter); nothing was sent' });
+      if (!headerText.test(apiKey)) throw new SvcClientError({ status: 0, msg: 'the API key holds a character an HTTP header cannot carry (a line break, a control character or a non-ASCII letter); nothing was sent' });
       headers[authHeader] = authScheme === 'raw' ? apiKey : `Bearer ${apiKey}`;
     }
     const tenant = q.tenantId ?? this.options.tenantId;
     if (tenant !== undefined) {
-      if (!headerValue.test(tenant)) throw new SvcClientError({ status: 0, msg: `the tenant ID ${JSON.stringify(tenant)} holds a character an HTTP header cannot carry; nothing was sent` });
+      if (!headerText.test(tenant)) throw new SvcClientError({ status: 0, msg: `the tenant ID ${JSON.stringify(tenant)} holds a character an HTTP header cannot carry; nothing was sent` });
       headers[HEADER_TENANT_ID] = tenant;
     }
     if (q.warm === true) headers[HEADER_WARM] = 'true';
@@ -209,13 +210,11 @@ class EmbeddedTransport implements Transport {
   }
 }
 
-/** Visible ASCII, space and tab: what a header value may hold as text. */
-const headerValue = /^[\t\x20-\x7e]*$/;
-
-/** `url` with any user name and password replaced by `***`. */
-function withoutCredentials(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1***@');
-}
+/**
+ * Visible ASCII, space and tab: what a header value may hold as text (the rule of
+ * protocol/headers.ts, written here so that the client loads no server module).
+ */
+const headerText = /^[\t\x20-\x7e]*$/;
 
 /** Connection failures in which nothing reached the server. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);

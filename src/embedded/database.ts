@@ -1,7 +1,7 @@
 // The embedded handle: the same decode/plan/exec/store as the server, in the caller's
 // thread, without HTTP. Answers are exactly what the server would send.
 import { NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
-import { bodyError, errorBody, SvcError } from '../protocol/errors.js';
+import { bodyTooLargeError, errorBody, SvcError } from '../protocol/errors.js';
 import { defaultExecOptions, executeRequest, execOptions, explainRequest, noFlags, type ExplainedSource, type QueryBounds, type RequestFlags } from '../exec/request.js';
 import { limits } from '../limits.js';
 import { DiskFollower } from '../durability/disk-storage.js';
@@ -181,7 +181,7 @@ export class Database {
     const timeoutMs = integerSetting('timeoutMs', options.timeoutMs, 1, limits.queryTimeoutMsMax, 'invalid_request_option');
     const flags: RequestFlags = awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable };
     const body = requestText(request);
-    if (tooLarge(body)) return { status: 400, body: errorBody(bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`)) };
+    if (tooLarge(body)) return { status: 400, body: errorBody(bodyTooLargeError(limits.bodyBytesMax)) };
     // The committer holds this handle's bounds: given no timeout, it reuses its options object.
     if (backing.kind === 'writer') return backing.committer.execute(body, flags, timeoutMs);
     const exec = execOptions({ queryTimeoutMs: timeoutMs ?? this.bounds.queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });

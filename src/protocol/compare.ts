@@ -76,6 +76,14 @@ export function compareComparable(a: Value, b: Value): number | undefined {
 }
 
 /** values.md §7.4. */
+/** How many members isMember compares `value` against: its work (0 for a value that is not a set). */
+export function memberCount(set: Value): number {
+  if (Array.isArray(set)) return set.length;
+  if (set instanceof StringArray) return set.items.length;
+  if (set instanceof BigInt64Array || set instanceof Float64Array || set instanceof Float32Array) return set.length;
+  return 0;
+}
+
 export function isMember(value: Value, set: Value): boolean {
   if (Array.isArray(set)) return set.some((item) => valuesEqual(value, item));
   if (set instanceof StringArray) return set.items.some((item) => valuesEqual(value, item));

@@ -99,6 +99,8 @@ export const queryError = (detail: string) => new SvcError('invalid_query', `db 
 export const dbError = (code: ErrorCode, detail: string) => new SvcError(code, `db error: ${detail}`);
 export const optionError = (detail: string, status = 400) => new SvcError('invalid_request_option', detail, status);
 export const bodyError = (detail: string) => new SvcError('invalid_request_body', `failed to read request body: ${detail}`);
+/** A body over `max` bytes (limits.bodyBytesMax): the server's and the embedded handle's answer. */
+export const bodyTooLargeError = (max: number) => bodyError(`length limit exceeded (the maximum is ${max} bytes)`);
 /** `queue`: which queue is full, `full`: how ("4096 requests waiting"). */
 export const overloadError = (queue: string, full: string) =>
   new SvcError('server_overloaded', `server overloaded: ${queue} is full (${full}); retry later`);

@@ -20,7 +20,7 @@
 import assert from 'node:assert/strict';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { limits, type LimitOverrides } from '../limits.js';
-import { asSvcError, bodyError, errorBody, overloadError, SvcError } from '../protocol/errors.js';
+import { asSvcError, bodyError, bodyTooLargeError, errorBody, overloadError, SvcError } from '../protocol/errors.js';
 import {
   HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_TENANT_ID, HEADER_WARM, parseRequestFlags, type RequestFlags,
 } from '../protocol/headers.js';
@@ -178,7 +178,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (total > limits.bodyBytesMax) {
       this.buffer = null;
       this.front.releaseReceiving(this);
-      this.fail(bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`));
+      this.fail(bodyTooLargeError(limits.bodyBytesMax));
       return;
     }
     if (isLast && this.buffer === null && size > 0 && size <= this.front.bodyScratch.byteLength) {
@@ -585,7 +585,7 @@ export class HttpFrontEnd {
     if (expected > limits.bodyBytesMax) {
       // Announced too large: answer now, buffer nothing. uWS skips the unread body and
       // keeps the connection (closing it now could reset the client before it reads this).
-      const e = bodyError(`length limit exceeded (the maximum is ${limits.bodyBytesMax} bytes)`);
+      const e = bodyTooLargeError(limits.bodyBytesMax);
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e), this.closing);
       return;
     }

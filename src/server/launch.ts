@@ -2,7 +2,7 @@
 // memory. The `svc` launcher's #! line (src/cli/main.ts) carries the same (a test keeps
 // the two equal), so `svc serve` has them; svc start and the cloud's process runtime
 // spawn `node main.js serve`, which reads no #! line, so they pass them from here. A server
-// started as a bare `node dist/src/cli/main.js serve` has neither (docs/limits.md).
+// started as a bare `node dist/src/cli/main.js serve` has neither (README, "Server").
 
 /**
  * 1 MiB semi-spaces for the main (HTTP) thread: V8's young generation grows to 3 x 16 MiB
