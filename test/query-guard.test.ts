@@ -178,6 +178,30 @@ describe('deadlines inside every long loop', () => {
   }
 });
 
+it('a write batch that reads a large variable once per for_each row is cut at its deadline', async () => {
+  const db = await openDatabase({ storage: 'memory', queryTimeoutMs: 1_000 });
+  try {
+    await completeBipartite(db, 600);
+    // 720,000 rows bound once, then read back 2,000 times: each read looks for elements the
+    // batch deleted, work that must count (it ran ~5 s between deadline checks before).
+    const body = JSON.stringify({
+      ...write([
+        q('v', both(nodes('all'))),
+        { for_each: { param: 'rows', body: [q('c', count({ select: { input: nodes([0]), name: 'v' } }))] } },
+      ], []),
+      parameters: { rows: Array.from({ length: 2_000 }, (_, i) => ({ i })) },
+    });
+    const started = performance.now();
+    const r = await db.queryRaw(body);
+    const elapsed = performance.now() - started;
+    expect(errorOf(r.body).error).toBe('query_deadline_exceeded');
+    expect(r.status).toBe(500);
+    expect(elapsed).toBeLessThan(1_500);
+  } finally {
+    await db.close();
+  }
+}, 60_000);
+
 it('a repeat both x10000 emitting nothing fails fast on a limit instead of exhausting the heap', async () => {
   const db = await openDatabase({ storage: 'memory' });
   try {

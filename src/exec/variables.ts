@@ -19,13 +19,15 @@ import { CONTAINER_BYTES, ENTRY_BYTES, guard } from './guard.js';
 function withoutDeleted(ctx: ExecCtx, s: Stream): Stream {
   if (!ctx.writing || (s.kind !== 'rows' && s.kind !== 'fold')) return s;
   const rows = s.rows;
+  // Work per read of the variable, checked against the deadline: a for_each may read a
+  // large one once per row.
+  guard.step(rows.length);
   let firstGone = -1;
   for (let i = 0; i < rows.length && firstGone < 0; i++) {
     const el = rows.el[i]!;
     if (el !== NO_ELEMENT && !exists(ctx, idOfKey(el), isEdgeKey(el))) firstGone = i;
   }
   if (firstGone < 0) return s;
-  guard.step(rows.length);
   const out = new RowSet();
   for (let i = 0; i < rows.length; i++) {
     const el = rows.el[i]!;
