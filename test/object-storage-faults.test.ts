@@ -1,15 +1,17 @@
 // Local faults of object storage: a full staging disk (node:fs mocked) and snapshot writes
 // failing on the snapshot thread (snapshotFaults):
 // a snapshot download that fails is not evidence against the snapshot (the open fails with
-// storage_error and every object stays), and a snapshot that cannot be written is retried
-// with backoff while the writer stays ready.
-import { mkdtempSync, rmSync } from 'node:fs';
+// storage_error and every object stays), a snapshot that cannot be written is retried
+// with backoff while the writer stays ready, and an uploaded snapshot is read back and
+// verified before anything older is deleted (Bucket.putFile spied to store damaged bytes).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { ObjectWriter } from '../src/durability/object-storage.js';
+import { Bucket } from '../src/durability/object-bucket.js';
 import { limits } from '../src/limits.js';
 import { snapshotFaults } from '../src/durability/snapshot.js';
 import { executeRequest } from '../src/exec/request.js';
@@ -147,5 +149,61 @@ it('a snapshot that cannot be written is retried with backoff, not per group com
     snapshotFaults.failWrites = 0;
     stderr.mockRestore();
     await writer.close();
+  }
+});
+
+it('an uploaded snapshot that reads back damaged is kept aside and fails the snapshot; nothing older is deleted, and the retry replaces it', async () => {
+  const storage = { uri: 's3://bucket/readback', endpointUrl: endpoint, region: 'us-east-1', credentials: s3Credentials };
+  const writer = await ObjectWriter.open(storage);
+  const writeSome = async (from: number, n: number) => {
+    for (let i = from; i < from + n; i++) {
+      const res = executeRequest(writer.store, JSON.stringify(write([q('x', addN('U', [['n', i64(i)]]))], ['x'])), flags, 'writer',
+        { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+      expect((res as { status: number }).status).toBe(200);
+    }
+    await writer.sync();
+  };
+  const keysUnder = async (dir: string) => {
+    const out = await client.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: `readback/${dir}/` }));
+    return (out.Contents ?? []).map((o) => o.Key!).sort();
+  };
+  // The bytes S3 stores differ from those sent, once: the last section's last bytes flipped.
+  let damagedUploads = 0;
+  const damageNextSnapshotUpload = () => vi.spyOn(Bucket.prototype, 'putFile').mockImplementation(async function (this: Bucket, path, key, condition) {
+    const bytes = readFileSync(path);
+    if (damagedUploads === 0 && key.includes('/snapshots/')) {
+      bytes[bytes.length - 2]! ^= 0xff;
+      damagedUploads++;
+    }
+    return (await this.put(key, bytes, condition)) === 'precondition' ? 'precondition' : 'stored';
+  });
+  let reopened: ObjectWriter | null = null;
+  try {
+    await writeSome(0, 5);
+    await writer.snapshot();
+    const first = await keysUnder('snapshots');
+    expect(first).toHaveLength(1);
+    await writeSome(5, 5);
+    const walBefore = await keysUnder('wal');
+    damageNextSnapshotUpload();
+    await expect(writer.snapshot()).rejects.toThrow(/storage error: the snapshot s3:\/\/bucket\/readback\/snapshots\/\S+ read back damaged \(.*fails its checksum\); kept as .*\.damaged-\d+, nothing older deleted/);
+    expect(damagedUploads).toBe(1);
+    vi.restoreAllMocks();
+    const afterDamage = await keysUnder('snapshots');
+    // The first snapshot stays; the damaged one is only under its aside name, no listing's snapshot.
+    expect(afterDamage.filter((k) => k.endsWith('.bin'))).toEqual(first);
+    expect(afterDamage.filter((k) => /\.bin\.damaged-\d+$/.test(k))).toHaveLength(1);
+    expect(await keysUnder('wal')).toEqual(walBefore);
+    // The retry uploads a whole snapshot under the same epoch's key.
+    await writer.snapshot();
+    expect((await keysUnder('snapshots')).filter((k) => k.endsWith('.bin'))).toHaveLength(2);
+    await writer.close();
+    reopened = await ObjectWriter.open(storage);
+    const res = executeRequest(reopened.store, JSON.stringify(countAll), flags, 'writer', { queryTimeoutMs: 10_000 });
+    expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 10 });
+  } finally {
+    vi.restoreAllMocks();
+    await writer.close();
+    await reopened?.close();
   }
 });

@@ -6,8 +6,9 @@
 // (store.publish), only after that PUT succeeded: readers never see a batch the bucket
 // does not hold. Uploads are strictly one after another, so the bucket always holds a
 // gap-free prefix of the history and key order is epoch order. Snapshots (snapshot.ts
-// format) are uploaded as `snapshots/<epoch>.bin`; then what the PREVIOUS snapshot covers
-// is deleted, so a follower up to one snapshot interval behind can still tail WAL objects.
+// format) are uploaded as `snapshots/<epoch>.bin` and read back and verified whole; then
+// what the PREVIOUS snapshot covers is deleted, so a follower up to one snapshot interval
+// behind can still tail WAL objects.
 //
 // Outages: a failed group upload is retried with the same key and bytes (a retry of a
 // PUT that did land meets If-None-Match's 412 and a byte comparison) with bounded
@@ -692,18 +693,25 @@ export class ObjectWriter implements DurableStorage {
     // Cut between batches; the snapshot thread writes it while writes go on.
     const cut = this.store.cut();
     const file = join(this.dir, snapshotName(cut.epoch));
+    let size: number;
     try {
-      await this.snapshotThread.write(this.store.shared, cut, file);
+      size = await this.snapshotThread.write(this.store.shared, cut, file);
     } finally {
       this.store.releaseCut(cut);
     }
     const key = this.bucket.snapshotKey(epoch);
     try {
       // The snapshot may hold batches whose group is not uploaded yet: once it is in the
-      // bucket they are durable (their WAL object follows and overlaps, which recovery skips).
-      if (await this.bucket.putFile(file, key, { ifNoneMatch: true }) === 'precondition' && !(await this.holdsSnapshot(key, epoch))) {
-        this.fence(`s3://${this.bucket.name}/${key} already exists and is not our snapshot: another writer wrote ${this.uri}`);
-        throw this.fenced!;
+      // bucket, read back and verified, they are durable (their WAL object follows and
+      // overlaps, which recovery skips).
+      if (await this.bucket.putFile(file, key, { ifNoneMatch: true }) === 'precondition') {
+        // holdsSnapshot reads the object whole: that is its read-back.
+        if (!(await this.holdsSnapshot(key, epoch))) {
+          this.fence(`s3://${this.bucket.name}/${key} already exists and is not our snapshot: another writer wrote ${this.uri}`);
+          throw this.fenced!;
+        }
+      } else {
+        await this.verifyUploaded(key, epoch, size);
       }
     } finally {
       rmSync(file, { force: true });
@@ -728,6 +736,43 @@ export class ObjectWriter implements DurableStorage {
         process.stderr.write(`svcdb: deleting covered objects failed: ${errorText(err)}\n`);
       }
     }
+  }
+
+  /**
+   * Read the uploaded snapshot back and check every checksum before anything relies on it
+   * (its batches acknowledged, older objects deleted): uploads carry no checksum the
+   * server checks (requestChecksumCalculation WHEN_REQUIRED, for S3-compatible servers),
+   * so bytes changed on the way or at rest show only here. A damaged copy is kept aside as
+   * `<key>.damaged-<ms>` and the snapshot fails, to be retried with backoff; the previous
+   * snapshot and the WAL still hold every acknowledged write.
+   */
+  private async verifyUploaded(key: string, epoch: number, size: number): Promise<void> {
+    const file = join(this.dir, `readback-${randomUUID()}.bin`);
+    const where = `s3://${this.bucket.name}/${key}`;
+    let problem: string;
+    try {
+      const got = await this.bucket.getToFile(key, file);
+      if (got === null) {
+        throw new SvcError('storage_error', `storage error: the snapshot ${where} was gone when read back after its upload`);
+      }
+      if (got.bytes !== size) {
+        problem = `${got.bytes} bytes read back of the ${size} uploaded`;
+      } else {
+        const verdict = await this.snapshotThread.verify(file);
+        if (typeof verdict === 'number') {
+          if (verdict === epoch) return;
+          problem = `it holds epoch ${verdict}, not ${epoch}`;
+        } else {
+          problem = verdict.msg.replace(/^storage error: /, '').replace(file, where);
+        }
+      }
+    } finally {
+      rmSync(file, { force: true });
+    }
+    const aside = `${key}.damaged-${Date.now()}`;
+    await this.bucket.copy(key, aside);
+    await this.bucket.delete([key]);
+    throw new SvcError('storage_error', `storage error: the snapshot ${where} read back damaged (${problem}); kept as s3://${this.bucket.name}/${aside}, nothing older deleted`);
   }
 
   /**
