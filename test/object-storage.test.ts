@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createServer, request as httpRequest } from 'node:http';
+import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
@@ -343,6 +344,51 @@ describe('object storage, failures', () => {
     expect((await keys('shortget')).filter((k) => k.startsWith('wal/'))).not.toHaveLength(0);
     const db = await openDatabase(s3Options('shortget'));
     expect(await db.query(countAll)).toEqual({ c: 1 });
+    await db.close();
+  }, 60_000);
+
+  it('a WAL upload whose bytes change on the way is refused by a server that checks Content-MD5, retried, and stored whole', async () => {
+    // A proxy that flips one byte of the first WAL object's body and then checks
+    // Content-MD5 as S3 does (400 BadDigest on a mismatch, no check without the header).
+    const upstream = new URL(endpoint);
+    let flipped = 0, refused = 0;
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (req.method === 'PUT' && (req.url ?? '').includes('/wal/') && flipped === 0 && body.length > 0) {
+          body[body.length - 3] ^= 0x10;
+          flipped++;
+        }
+        const md5 = req.headers['content-md5'];
+        if (typeof md5 === 'string' && createHash('md5').update(body).digest('base64') !== md5) {
+          refused++;
+          res.writeHead(400, { 'content-type': 'application/xml' });
+          res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>BadDigest</Code><Message>The Content-MD5 you specified did not match what we received.</Message></Error>');
+          return;
+        }
+        const forward = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        });
+        forward.end(body);
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const viaProxy = { ...s3Options('md5'), endpointUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` };
+      const db = await openDatabase(viaProxy);
+      for (let i = 0; i < 3; i++) await db.query(addOne(i));
+      await db.close();
+    } finally {
+      stderr.mockRestore();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+    expect(flipped).toBe(1);
+    expect(refused).toBe(1);
+    const db = await openDatabase(s3Options('md5'));
+    expect(await db.query(countAll)).toEqual({ c: 3 });
     await db.close();
   }, 60_000);
 

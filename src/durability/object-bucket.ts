@@ -17,12 +17,17 @@
 // never pay for it.
 import { closeSync, createWriteStream, fstatSync, openSync, readSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
 import { processAlive } from './process-alive.js';
+
+/** The Content-MD5 header of `body` (base64 of its MD5), which the server checks the bytes it received against. */
+function contentMd5(body: Uint8Array): string {
+  return createHash('md5').update(body).digest('base64');
+}
 
 /** Where object storage lives and how to reach it (plain data: crosses to worker threads). */
 export interface ObjectStorageOptions {
@@ -168,12 +173,14 @@ export class Bucket {
   /**
    * Store `body` under `key`. `ifNoneMatch` creates only (S3 answers 412 if the key
    * exists); `ifMatch` replaces only that version. Servers without conditional writes
-   * (s3rver 3.7) ignore both. Returns the new ETag, or 'precondition' on a 412.
+   * (s3rver 3.7) ignore both. Returns the new ETag, or 'precondition' on a 412. The body
+   * goes with its Content-MD5: S3 (and the compatible servers that check it) refuses a body
+   * that changed on the way (BadDigest) instead of storing it.
    */
   async put(key: string, body: Uint8Array, condition: { ifNoneMatch?: boolean; ifMatch?: string } = {}): Promise<string | undefined | 'precondition'> {
     try {
       const out = await this.client.send(new this.sdk.PutObjectCommand({
-        Bucket: this.name, Key: key, Body: body, ContentLength: body.byteLength,
+        Bucket: this.name, Key: key, Body: body, ContentLength: body.byteLength, ContentMD5: contentMd5(body),
         ...(condition.ifNoneMatch ? { IfNoneMatch: '*' } : {}),
         ...(condition.ifMatch !== undefined ? { IfMatch: condition.ifMatch } : {}),
       }));
@@ -243,7 +250,7 @@ export class Bucket {
       for (let offset = 0, number = 1; offset < size; offset += partBytes, number++) {
         const body = readRange(fd, offset, Math.min(partBytes, size - offset));
         const out = await this.client.send(new this.sdk.UploadPartCommand({
-          Bucket: this.name, Key: key, UploadId: uploadId, PartNumber: number, Body: body, ContentLength: body.byteLength,
+          Bucket: this.name, Key: key, UploadId: uploadId, PartNumber: number, Body: body, ContentLength: body.byteLength, ContentMD5: contentMd5(body),
         }));
         if (out.ETag === undefined) throw new Error(`UploadPart ${number} returned no ETag`);
         parts.push({ PartNumber: number, ETag: out.ETag });
