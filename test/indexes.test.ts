@@ -106,6 +106,12 @@ describe('index DDL and lifecycle', () => {
     expect(await fails(db, create(spec('node_equality', { label: '', property: 'email' })))).toMatchObject({ status: 400, error: 'invalid_empty_name' });
     expect(await fails(db, create(spec('node_equality', { label: '  ', property: 'email' })))).toMatchObject({ status: 500, error: 'invalid_configuration' });
     expect(await fails(db, create(spec('node_vector', { label: 'A', property: 'v', dimension: 0, metric: 'cosine' })))).toMatchObject({ status: 400, error: 'invalid_query_json' });
+    // A float token is no integer, even when whole (values.md §2; a probe had 3.0 and 1e1 accepted).
+    for (const token of ['3.0', '1e1']) {
+      const body = JSON.stringify(create(spec('node_vector', { label: 'A', property: 'v', dimension: 7, metric: 'cosine' }))).replace('"dimension":7', `"dimension":${token}`);
+      expect(body).toContain(`"dimension":${token}`);
+      expect(await fails(db, body), token).toMatchObject({ status: 400, error: 'invalid_query_json', msg: expect.stringContaining('dimension: expected an integer >= 1') });
+    }
     expect(await fails(db, create(spec('node_equality', { label: 'L'.repeat(65536), property: 'x' })))).toMatchObject({ status: 500, error: 'invalid_index_model' });
     // Dropping, then creating in the same request: the identity is busy while it drops.
     const busy = await fails(db, write([

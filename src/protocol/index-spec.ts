@@ -85,12 +85,12 @@ export function definitionOf(spec: RawIndexSpec, what: string): IndexDefinition 
     direction = d;
   }
   if (lane === 'vector') {
+    // An integer token (values.md §2: `3.0` and `1e1` are floats, refused where an integer is due).
     const d = f.get('dimension');
-    const n = typeof d === 'bigint' ? Number(d) : d;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 0xffffffff) {
+    if (typeof d !== 'bigint' || d < 1n || d > 0xffffffffn) {
       throw jsonError(`${what}.${spec.kind}.dimension: expected an integer >= 1`);
     }
-    dimension = n;
+    dimension = Number(d);
     const m = str('metric', true);
     if (m !== 'cosine' && m !== 'euclidean' && m !== 'manhattan') throw jsonError(`${what}.${spec.kind}.metric: expected "cosine", "euclidean" or "manhattan"`);
     metric = m;
