@@ -61,7 +61,10 @@ export interface ControlPlane {
   database(databaseId: string): Promise<DatabaseRoute | null>;
   /** The workspace's allowance state for the current month. */
   allowance(workspaceId: string): Promise<Allowance>;
-  /** Adds admitted requests to the workspace's usage of the current month. */
-  recordUsage(workspaceId: string, kind: UsageKind, count: number): Promise<void>;
+  /**
+   * Adds admitted requests to the workspace's usage of `month` (`YYYY-MM`, UTC; default the
+   * current one): the month the requests were admitted in, not the one they are sent in.
+   */
+  recordUsage(workspaceId: string, kind: UsageKind, count: number, month?: string): Promise<void>;
   close(): Promise<void>;
 }

@@ -11,6 +11,7 @@ import { PostgresDriver } from './postgres-driver.js';
 import type { SqlDriver } from './sql-driver.js';
 import { openSqliteDriver } from './sqlite-driver.js';
 import { SqlControlPlaneStore } from './sql-store.js';
+import { withoutSecretParameters } from '../url-credentials.js';
 
 export type { ControlPlaneStore } from './admin-store.js';
 
@@ -22,14 +23,14 @@ export function parseStoreLocation(location: string): { kind: 'postgres'; url: s
   return { kind: 'sqlite', path: path === ':memory:' ? path : resolve(path) };
 }
 
-/** The location for logs: a PostgreSQL URL without its password. */
+/** The location for logs: a PostgreSQL URL without its credentials (user info, `?password=`). */
 export function describeStoreLocation(location: string): string {
   const parsed = parseStoreLocation(location);
   if (parsed.kind === 'sqlite') return `sqlite:${parsed.path}`;
   try {
     const url = new URL(parsed.url);
     if (url.password !== '') url.password = '***';
-    return url.toString();
+    return withoutSecretParameters(url.toString());
   } catch {
     return 'postgres://(unparsable URL)';
   }

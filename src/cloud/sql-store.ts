@@ -13,7 +13,7 @@ import {
 } from './control-plane.js';
 import { allowancePerMonthMax, isPlanName, monthOf } from './plans.js';
 import { apiKeyHash, newApiKeySecret, newId, newSlug } from './secrets.js';
-import type { SqlDriver, SqlRow } from './sql-driver.js';
+import type { SqlDriver, SqlExecutor, SqlRow } from './sql-driver.js';
 
 /** Names of workspaces, databases and keys: printable, bounded. */
 export const nameLengthMax = 100;
@@ -38,10 +38,16 @@ const databaseColumns = `d.id, d.workspace_id, d.name, d.slug, d.endpoint, d.sta
   d.storage_prefix, d.reader_count, d.writer_url, d.reader_urls, d.rate_per_second, d.rate_burst,
   d.created_at, w.plan`;
 
+/** Controls, format characters (bidi overrides, zero-width), line and paragraph separators. */
+const unprintable = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
 export function checkName(what: string, name: unknown): string {
   if (typeof name !== 'string') throw new ControlPlaneError('invalid', `${what} name must be a string`);
   const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > nameLengthMax || /[\u0000-\u001f\u007f]/.test(trimmed)) {
+  // Characters, not UTF-16 units: an emoji is one. A lone surrogate is no character.
+  let characters = 0;
+  for (const _ of trimmed) characters++;
+  if (characters === 0 || characters > nameLengthMax || !trimmed.isWellFormed() || unprintable.test(trimmed)) {
     throw new ControlPlaneError('invalid', `${what} name must have 1 to ${nameLengthMax} printable characters`);
   }
   return trimmed;
@@ -151,8 +157,9 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
     };
   }
 
-  async recordUsage(workspaceId: string, kind: UsageKind, count: number): Promise<void> {
+  async recordUsage(workspaceId: string, kind: UsageKind, count: number, month: string = monthOf(new Date())): Promise<void> {
     if (!Number.isSafeInteger(count) || count < 0) throw new ControlPlaneError('invalid', `usage count must be a non-negative integer, got ${count}`);
+    if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new ControlPlaneError('invalid', `usage month must be YYYY-MM, got ${JSON.stringify(month)}`);
     if (count === 0) return;
     const reads = kind === 'read' ? count : 0;
     const writes = kind === 'write' ? count : 0;
@@ -160,7 +167,7 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
       `INSERT INTO workspace_usage (workspace_id, month, reads, writes) VALUES (?, ?, ?, ?)
        ON CONFLICT (workspace_id, month) DO UPDATE
          SET reads = workspace_usage.reads + excluded.reads, writes = workspace_usage.writes + excluded.writes`,
-      [workspaceId, monthOf(new Date()), reads, writes]);
+      [workspaceId, month, reads, writes]);
   }
 
   async close(): Promise<void> {
@@ -203,8 +210,20 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
     return toWorkspace(rows[0]);
   }
 
+  /**
+   * Inside a transaction: whether the workspace exists (not deleted), holding its row until
+   * the transaction ends (PostgreSQL FOR UPDATE; SQLite's BEGIN IMMEDIATE already holds the
+   * one write lock), so creating a database in it and deleting it are never both done.
+   */
+  private async lockWorkspace(tx: SqlExecutor, workspaceId: string): Promise<boolean> {
+    const forUpdate = this.driver.dialect === 'postgres' ? ' FOR UPDATE' : '';
+    const rows = await tx.query<{ id: string }>(`SELECT id FROM workspaces WHERE id = ? AND deleted_at IS NULL${forUpdate}`, [workspaceId]);
+    return rows.length > 0;
+  }
+
   async deleteWorkspace(workspaceId: string): Promise<void> {
     await this.driver.transaction(async (tx) => {
+      if (!(await this.lockWorkspace(tx, workspaceId))) throw notFound('workspace', workspaceId);
       const live = await tx.query<{ n: number | string }>(
         "SELECT COUNT(*) AS n FROM databases WHERE workspace_id = ? AND status <> 'Deleted'", [workspaceId]);
       if (Number(live[0]?.n ?? 0) > 0) {
@@ -271,16 +290,20 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
       throw new ControlPlaneError('invalid', `readers must be an integer from 0 to ${readerCountMax}`);
     }
     const override = spec.rateLimitOverride == null ? null : checkRateLimit(spec.rateLimitOverride);
-    if ((await this.workspace(spec.workspaceId)) === null) throw notFound('workspace', spec.workspaceId);
     const id = newId('db');
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.driver.query(
-          `INSERT INTO databases (id, workspace_id, name, slug, endpoint, status, status_detail, storage_prefix,
-             reader_count, writer_url, reader_urls, rate_per_second, rate_burst, created_at)
-           VALUES (?, ?, ?, ?, ?, 'Provisioning', NULL, ?, ?, NULL, '[]', ?, ?, ?)`,
-          [id, spec.workspaceId, name, newSlug(name), endpoint, `databases/${id}`, spec.readerCount,
-            override?.perSecond ?? null, override?.burst ?? null, now()]);
+        await this.driver.transaction(async (tx) => {
+          // The workspace row locked (as deleteWorkspace does): a delete running at once
+          // either sees this database or makes this insert find no workspace.
+          if (!(await this.lockWorkspace(tx, spec.workspaceId))) throw notFound('workspace', spec.workspaceId);
+          await tx.query(
+            `INSERT INTO databases (id, workspace_id, name, slug, endpoint, status, status_detail, storage_prefix,
+               reader_count, writer_url, reader_urls, rate_per_second, rate_burst, created_at)
+             VALUES (?, ?, ?, ?, ?, 'Provisioning', NULL, ?, ?, NULL, '[]', ?, ?, ?)`,
+            [id, spec.workspaceId, name, newSlug(name), endpoint, `databases/${id}`, spec.readerCount,
+              override?.perSecond ?? null, override?.burst ?? null, now()]);
+        });
         break;
       } catch (err) {
         // Only the slug is drawn again: the ID has 80 random bits, a slug's suffix 31.

@@ -1,20 +1,43 @@
 // Usage metering per workspace (SPEC "What the service does" 5: a plan's read and write
 // allowances are shared by every database of the workspace). Admitted requests are counted
-// in memory and sent to the control plane every `flushIntervalMs`, so the hot path does no
-// store write. A failed flush keeps its counts for the next one; counts of a gateway that
+// in memory, per workspace and UTC month of admission, and sent to the control plane every
+// `flushIntervalMs`, so the hot path does no store write. A failed flush keeps its counts for the next one; counts of a gateway that
 // crashes between flushes are lost (at most one interval's worth), which undercounts, never
 // double counts.
 import type { Logger } from 'pino';
 import type { ControlPlane, UsageKind } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
+import { monthOf } from '../cloud/plans.js';
 
 interface Counts {
+  readonly workspaceId: string;
+  /** The UTC month (`YYYY-MM`) the requests were admitted in: what they count toward. */
+  readonly month: string;
   read: number;
   write: number;
 }
 
+/** The current UTC month, recomputed only when the clock leaves the month (either way). */
+export class MonthClock {
+  private month = '';
+  private startsAtMs = 0;
+  private endsAtMs = 0;
+
+  now(ms: number = Date.now()): string {
+    if (ms >= this.endsAtMs || ms < this.startsAtMs) {
+      const at = new Date(ms);
+      this.month = monthOf(at);
+      this.startsAtMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+      this.endsAtMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+    }
+    return this.month;
+  }
+}
+
 export class UsageMeter {
+  /** Keyed by month and workspace: counts held across a month's end go to the month they were made in. */
   private pending = new Map<string, Counts>();
+  private readonly clock = new MonthClock();
   private readonly controlPlane: ControlPlane;
   private readonly log: Logger;
   private readonly timer: NodeJS.Timeout;
@@ -28,10 +51,12 @@ export class UsageMeter {
   }
 
   add(workspaceId: string, kind: UsageKind): void {
-    let counts = this.pending.get(workspaceId);
+    const month = this.clock.now();
+    const key = `${month} ${workspaceId}`;
+    let counts = this.pending.get(key);
     if (counts === undefined) {
-      counts = { read: 0, write: 0 };
-      this.pending.set(workspaceId, counts);
+      counts = { workspaceId, month, read: 0, write: 0 };
+      this.pending.set(key, counts);
       if (this.pending.size >= limits.gatewayUsageWorkspacesMax) void this.flush();
     }
     counts[kind]++;
@@ -48,17 +73,18 @@ export class UsageMeter {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    for (const [workspaceId, counts] of batch) {
+    for (const [key, counts] of batch) {
+      const { workspaceId, month } = counts;
       for (const kind of ['read', 'write'] as const) {
         const count = counts[kind];
         if (count === 0) continue;
         try {
-          await this.controlPlane.recordUsage(workspaceId, kind, count);
+          await this.controlPlane.recordUsage(workspaceId, kind, count, month);
         } catch (err) {
-          this.log.warn({ workspaceId, kind, count, err: (err as Error).message }, 'usage flush failed; kept for the next flush');
-          const kept = this.pending.get(workspaceId) ?? { read: 0, write: 0 };
+          this.log.warn({ workspaceId, month, kind, count, err: (err as Error).message }, 'usage flush failed; kept for the next flush');
+          let kept = this.pending.get(key);
+          if (kept === undefined) this.pending.set(key, kept = { workspaceId, month, read: 0, write: 0 });
           kept[kind] += count;
-          this.pending.set(workspaceId, kept);
         }
       }
     }

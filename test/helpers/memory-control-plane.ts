@@ -73,7 +73,7 @@ export class MemoryControlPlane implements ControlPlane {
     return this.allowances.get(workspaceId) ?? { readsAllowed: true, writesAllowed: true };
   }
 
-  async recordUsage(workspaceId: string, kind: UsageKind, count: number): Promise<void> {
+  async recordUsage(workspaceId: string, kind: UsageKind, count: number, _month?: string): Promise<void> {
     this.calls.recordUsage++;
     if (this.failure !== null) throw this.failure;
     const key = `${workspaceId}/${kind}`;

@@ -1,0 +1,22 @@
+// URLs as messages and logs show them: no password, token or secret, wherever the URL
+// carries it (user info or query parameters; a probe found `?password=` printed whole).
+import { expect, it } from 'vitest';
+import { describeStoreLocation } from '../src/cloud/open.js';
+import { withoutCredentials } from '../src/url-credentials.js';
+
+it('the control-plane store location hides a password given in user info or as a query parameter', () => {
+  expect(describeStoreLocation('postgres://svc:hunter2@db.example:5432/cp')).toBe('postgres://svc:***@db.example:5432/cp');
+  const shown = describeStoreLocation('postgres://svc@127.0.0.1:7940/cp?password=hunter2&sslmode=require&sslpassword=k3y&application_name=svc');
+  expect(shown).not.toContain('hunter2');
+  expect(shown).not.toContain('k3y');
+  expect(shown).toBe('postgres://svc@127.0.0.1:7940/cp?password=***&sslmode=require&sslpassword=***&application_name=svc');
+  expect(describeStoreLocation('postgresql://h/cp?PASSWORD=x%26y')).toBe('postgresql://h/cp?PASSWORD=***');
+  expect(describeStoreLocation('sqlite:/tmp/cp.sqlite')).toBe('sqlite:/tmp/cp.sqlite');
+});
+
+it('withoutCredentials hides user info and secret query parameters, and keeps the rest', () => {
+  expect(withoutCredentials('https://user:tok@registry.example/npm/')).toBe('https://***@registry.example/npm/');
+  expect(withoutCredentials('https://registry.example/npm/?access_token=abc&x=1')).toBe('https://registry.example/npm/?access_token=***&x=1');
+  expect(withoutCredentials('http://127.0.0.1:6969/v2/query?api_key=abc#frag')).toBe('http://127.0.0.1:6969/v2/query?api_key=***#frag');
+  expect(withoutCredentials('http://127.0.0.1:6969/v2/query?timeout=5')).toBe('http://127.0.0.1:6969/v2/query?timeout=5');
+});
