@@ -10,7 +10,7 @@ import type { ControlPlaneStore } from '../src/cloud/admin-store.js';
 import { startAdminApi, type RunningAdminApi } from '../src/cloud/admin-api.js';
 import { createCloudLogger } from '../src/cloud/log.js';
 import { openControlPlane } from '../src/cloud/open.js';
-import { ProcessRuntime, Provisioner } from '../src/cloud/provision.js';
+import { ProcessRuntime, Provisioner, type BackendRuntime } from '../src/cloud/provision.js';
 import { serverMallocEnvironment, serverNodeFlags } from '../src/server/launch.js';
 import { apiKeyHash, apiKeyPattern } from '../src/cloud/secrets.js';
 import { svc, tempDir } from './helpers/cli.js';
@@ -63,6 +63,12 @@ async function admin(method: string, path: string, body?: unknown, token: string
   const res = await fetch(`${api.url}/admin/v1/${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   const text = await res.text();
   return { status: res.status, json: text === '' ? null : JSON.parse(text) };
+}
+
+async function countOn(url: string): Promise<number> {
+  const res = await post(url, read([q('c', count(nodes('all')))], ['c']));
+  expect(res.status, res.body).toBe(200);
+  return (JSON.parse(res.body) as { c: number }).c;
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
@@ -314,7 +320,65 @@ describe('admin API', () => {
     expect(record!.status).toBe('Failed');
     expect(record!.statusDetail).toMatch(/writer server exited during start-up/);
     expect(badProvisioner.running(database.id)).toEqual([]);
-  });
+
+    // An operator provisions it again, through the API (with this API's provisioner, whose servers start).
+    expect((await admin('POST', `databases/${database.id}/provision`)).status).toBe(202);
+    const active = await eventually(async () => {
+      const got = (await admin('GET', `databases/${database.id}`)).json;
+      if (got.status === 'Failed') throw new Error(`provisioning again failed: ${got.status_detail}`);
+      return got.status === 'Active' ? got : null;
+    }, 'the database is Active after provisioning again', { ...slowly, timeoutMs: 60_000 });
+    expect((await post(active.writer_url, write([q('x', addN('Again', [['n', i64(1)]]))], ['x']))).status).toBe(200);
+    // Only a Failed database is provisioned again.
+    expect(await admin('POST', `databases/${database.id}/provision`)).toMatchObject({ status: 409, json: { error: 'conflict' } });
+    expect((await admin('POST', 'databases/db_00000000000000000000/provision')).status).toBe(404);
+    expect((await admin('DELETE', `databases/${database.id}`)).status).toBe(204);
+  }, 90_000);
+
+  it('a restored database whose servers cannot start yet (storage down at the restart) is tried again until Active, not left Failed', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Restored', plan: 'Idea' })).json;
+    const storage = { kind: 'directory' as const, path: join(dir, 'restore-data') };
+    const runtime = new ProcessRuntime({ cliPath, readerRefreshMs: 100 });
+    const first = new Provisioner(store, runtime, { storage, readyTimeoutMs: 30_000 });
+    const database = await store.createDatabase({ workspaceId: workspace.id, name: 'kept', readerCount: 1 }, 'http://g');
+    await first.provision(database.id);
+    const before = (await store.databaseRecord(database.id))!;
+    expect(before.status).toBe('Active');
+    expect((await post(before.writerUrl!, write([q('x', addN('Kept', [['n', i64(1)]]))], ['x']))).status).toBe(200);
+    await first.close(); // the control plane stops (its servers with it)
+
+    // After the restart the first three server starts fail, as with storage still down.
+    let failing = 3;
+    const flaky: BackendRuntime = {
+      start: async (spec) => {
+        if (failing > 0) {
+          failing--;
+          throw new Error(`${spec.role} server exited during start-up: storage error: injected outage`);
+        }
+        return runtime.start(spec);
+      },
+    };
+    const second = new Provisioner(store, flaky, { storage, readyTimeoutMs: 30_000, restartDelayMs: 100, restartDelayMaxMs: 400 });
+    try {
+      const { restored } = await second.restoreAll();
+      const details: (string | null)[] = [];
+      let done = false;
+      void restored.then(() => { done = true; });
+      while (!done) {
+        const record = (await store.databaseRecord(database.id))!;
+        expect(record.status, record.statusDetail ?? '').not.toBe('Failed');
+        details.push(record.statusDetail);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(failing).toBe(0);
+      expect(details.some((d) => d !== null && /^attempt \d failed, trying again in \d+ ms: .*injected outage/.test(d))).toBe(true);
+      const after = (await store.databaseRecord(database.id))!;
+      expect(after).toMatchObject({ status: 'Active', statusDetail: null });
+      expect(await countOn(after.writerUrl!)).toBe(1);
+    } finally {
+      await second.close();
+    }
+  }, 90_000);
 });
 
 describe('svc cloud commands', () => {

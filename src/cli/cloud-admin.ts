@@ -159,6 +159,16 @@ export function registerCloudAdmin(program: Command): void {
       print(created);
       if (created.status === 'Failed') throw new CliError(`database ${created.id} failed to provision: ${created.status_detail ?? 'no reason given'}`);
     }));
+  database.command('provision').description('start a Failed database\'s servers again on its data (status Provisioning, then Active or Failed)').argument('<id>')
+    .option('--wait', 'wait until the database is Active (exit 1 if it Failed)')
+    .option('--wait-timeout-ms <ms>', 'with --wait: give up after this long', integerOption('wait-timeout-ms', 1, 3_600_000), 300_000)
+    .addOption(adminUrlOption())
+    .action(action('cloud database provision', async (id: string, o: AdminFlags & { wait?: boolean; waitTimeoutMs: number }) => {
+      let database = await callAdmin(o, 'POST', `databases/${encodeURIComponent(id)}/provision`) as { id: string; status: string; status_detail?: string | null };
+      if (o.wait === true) database = await waitForStatus(o, database.id, o.waitTimeoutMs);
+      print(database);
+      if (database.status === 'Failed') throw new CliError(`database ${database.id} failed to provision: ${database.status_detail ?? 'no reason given'}`);
+    }));
   database.command('list').description('list databases').option('--workspace <id>', 'only this workspace\'s').addOption(adminUrlOption())
     .action(action('cloud database list', async (o: AdminFlags & { workspace?: string }) => {
       print(await callAdmin(o, 'GET', o.workspace === undefined ? 'databases' : `databases?workspace_id=${encodeURIComponent(o.workspace)}`));

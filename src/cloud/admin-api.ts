@@ -307,6 +307,18 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
         logger?.info({ databaseId: id }, 'database deleted');
         return [204, null];
       }
+      if (method === 'POST' && arity === 3 && sub === 'provision') {
+        // A Failed database (its servers did not start: storage down, a bad host) is started
+        // again on its data, once; Active and Provisioning ones are left as they are.
+        const database = await databaseOr404(id!);
+        if (database.status !== 'Failed') throw new HttpError(409, 'conflict', `database ${id} is ${database.status}: only a Failed database is provisioned again`);
+        await store.setDatabaseStatus(id!, 'Provisioning');
+        logger?.info({ databaseId: id }, 'provisioning again');
+        void provisioner.provision(id!).catch((err: unknown) => {
+          logger?.error({ databaseId: id, reason: err instanceof Error ? err.message : String(err) }, 'provisioning did not start');
+        });
+        return [202, databaseJson(await databaseOr404(id!))];
+      }
       if (sub === 'keys') {
         if (method === 'POST' && arity === 3) {
           const body = await readBody(req);

@@ -15,6 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { processAlive } from '../durability/process-alive.js';
 import { serverProcess } from '../server/launch.js';
 import type { ControlPlaneStore, Database } from './admin-store.js';
@@ -225,7 +226,10 @@ export interface ProvisionerOptions {
   readonly storage: StorageRoot;
   /** How long a server may take to answer /readyz 200 once started. */
   readonly readyTimeoutMs?: number;
-  /** First wait before restarting a server that exited by itself; doubles up to restartDelayMaxMs. */
+  /**
+   * First wait before restarting a server that exited by itself, or before provisioning a
+   * restored database again; doubles up to restartDelayMaxMs.
+   */
   readonly restartDelayMs?: number;
   readonly restartDelayMaxMs?: number;
   readonly logger?: Logger;
@@ -239,6 +243,8 @@ interface DatabaseServers {
   started: Set<RunningBackend>;
   /** Set by deprovision(): a provisioning or restart under way stops what it started. */
   cancelled: boolean;
+  /** Aborted with `cancelled`: ends a wait between provisioning attempts at once. */
+  readonly cancel: AbortController;
   /** Settles when the first provisioning ended (Active, Failed or cancelled). */
   done: Promise<void>;
   /** Restarts under way (deprovision waits for them). */
@@ -302,16 +308,21 @@ export class Provisioner {
   /**
    * Starts the database's servers in the background; the returned promise settles when
    * the database is Active or Failed (callers that answer at once need not wait for it).
+   * `untilActive` (a database restored after a restart, whose data exists): a failed
+   * attempt is not final but tried again with growing delays (restartDelayMs doubling up to
+   * restartDelayMaxMs, as a crashed server is), the status staying Provisioning with the
+   * last failure in status_detail, until it is Active or deleted. A storage outage while
+   * the control plane restarts must not leave a database Failed for good.
    */
-  provision(databaseId: string): Promise<void> {
+  provision(databaseId: string, options: { untilActive?: boolean } = {}): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the provisioner is shut down'));
     const existing = this.servers.get(databaseId);
     if (existing !== undefined) return existing.done;
     const entry: DatabaseServers = {
-      writer: null, readers: [], started: new Set(), cancelled: false, done: Promise.resolve(), restarts: new Set(),
+      writer: null, readers: [], started: new Set(), cancelled: false, cancel: new AbortController(), done: Promise.resolve(), restarts: new Set(),
     };
     this.servers.set(databaseId, entry);
-    entry.done = this.run(databaseId, entry);
+    entry.done = this.run(databaseId, entry, options.untilActive === true);
     return entry.done;
   }
 
@@ -329,18 +340,47 @@ export class Provisioner {
     return backend;
   }
 
-  private async run(databaseId: string, entry: DatabaseServers): Promise<void> {
+  private async run(databaseId: string, entry: DatabaseServers, untilActive: boolean): Promise<void> {
+    const log = this.options.logger?.child({ databaseId });
+    let delayMs = this.options.restartDelayMs ?? 1_000;
+    const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
+    for (let attempt = 1; ; attempt++) {
+      const failure = await this.attempt(databaseId, entry);
+      if (failure === null || entry.cancelled || this.closed) return;
+      if (!untilActive || failure.final) {
+        this.servers.delete(databaseId);
+        await this.store.setDatabaseStatus(databaseId, 'Failed', failure.reason).catch(() => undefined);
+        return;
+      }
+      log?.warn({ attempt, retryInMs: delayMs, reason: failure.reason }, 'provisioning failed: trying again');
+      await this.store.setDatabaseStatus(databaseId, 'Provisioning', `attempt ${attempt} failed, trying again in ${delayMs} ms: ${failure.reason}`)
+        .catch((err: unknown) => log?.error({ reason: messageOf(err) }, 'recording the failed attempt failed'));
+      try {
+        await sleep(delayMs, undefined, { signal: entry.cancel.signal });
+      } catch {
+        return; // deprovisioned meanwhile
+      }
+      if (entry.cancelled || this.closed) return;
+      delayMs = Math.min(delayMs * 2, delayMaxMs);
+    }
+  }
+
+  /**
+   * One provisioning attempt: null once Active (or cancelled), else why it failed, with
+   * every server it started stopped again. `final`: trying again cannot help.
+   */
+  private async attempt(databaseId: string, entry: DatabaseServers): Promise<{ reason: string; final: boolean } | null> {
     const log = this.options.logger?.child({ databaseId });
     const started = Date.now();
     try {
       const database = await this.store.databaseRecord(databaseId);
-      if (database === null || database.status === 'Deleted') throw new Error('the database does not exist (any more)');
+      if (database === null || database.status === 'Deleted') return { reason: 'the database does not exist (any more)', final: true };
       const storage = this.storageOf(database);
       log?.info({ readers: database.readerCount }, 'provisioning');
 
       // The writer first: it creates the storage layout the readers follow.
       entry.writer = await this.startReady(entry, { databaseId, role: 'writer', ordinal: 0, storage });
-      if (entry.cancelled) return;
+      if (entry.cancelled) return null;
       // allSettled, not all: on a failure every reader still starting must have settled
       // (and be in entry.started) before the cleanup below stops them, or one would be left.
       const readers = await Promise.allSettled(Array.from({ length: database.readerCount },
@@ -348,23 +388,21 @@ export class Provisioner {
       const failed = readers.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
       entry.readers = readers.map((r) => (r as PromiseFulfilledResult<RunningBackend>).value);
-      if (entry.cancelled) return;
+      if (entry.cancelled) return null;
 
       await this.publish(databaseId, entry);
       await this.store.setDatabaseStatus(databaseId, 'Active');
       entry.readers.forEach((reader, ordinal) => this.supervise(databaseId, entry, reader!, 'reader', ordinal, storage));
       this.supervise(databaseId, entry, entry.writer, 'writer', 0, storage);
       log?.info({ writerUrl: entry.writer.url, readerUrls: entry.readers.map((r) => r!.url), ms: Date.now() - started }, 'database active');
+      return null;
     } catch (err) {
       const reason = messageOf(err);
       log?.error({ reason }, 'provisioning failed');
       await Promise.all([...entry.started].map((b) => b.stop()));
       entry.writer = null;
       entry.readers = [];
-      if (!entry.cancelled) {
-        this.servers.delete(databaseId);
-        await this.store.setDatabaseStatus(databaseId, 'Failed', reason).catch(() => undefined);
-      }
+      return { reason, final: false };
     }
   }
 
@@ -435,6 +473,7 @@ export class Provisioner {
     const entry = this.servers.get(databaseId);
     if (entry === undefined) return;
     entry.cancelled = true;
+    entry.cancel.abort();
     await entry.done;
     await Promise.all([...entry.started].map((b) => b.stop()));
     await Promise.all([...entry.restarts]);
@@ -446,13 +485,16 @@ export class Provisioner {
   /**
    * After a restart of the control plane: marks every database that was Provisioning or
    * Active as Provisioning again and starts its servers (their data is in the storage; the
-   * old processes are gone). Resolves once marked; `restored` settles when all are done.
+   * old processes are gone), trying again until each is Active (`untilActive`: the storage
+   * or the old servers' writer locks may take a while). Resolves once marked; `restored`
+   * settles when all are done. A Failed database stays Failed until an operator provisions
+   * it again (POST /admin/v1/databases/:id/provision).
    */
   async restoreAll(): Promise<{ readonly restored: Promise<void> }> {
     const databases = (await this.store.listDatabases()).filter((d) => d.status === 'Active' || d.status === 'Provisioning');
     // Marked before this resolves, so nobody reads the old run's URLs as Active meanwhile.
     for (const d of databases) await this.store.setDatabaseStatus(d.id, 'Provisioning');
-    return { restored: Promise.all(databases.map((d) => this.provision(d.id))).then(() => undefined) };
+    return { restored: Promise.all(databases.map((d) => this.provision(d.id, { untilActive: true }))).then(() => undefined) };
   }
 
   /** Shutdown: stops every server this provisioner started. */
