@@ -6,7 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provisionerLockKey } from '../src/cloud/postgres-driver.js';
 import { svc, tempDir } from './helpers/cli.js';
 import { startPostgres, type PostgresCluster } from './helpers/postgres.js';
 import { cliPath } from './helpers/server.js';
@@ -157,4 +159,40 @@ describe('svc cloud serve', () => {
     // The store's URL carries no password here, but would be shown without one.
     expect(first.stderr()).toContain('control plane started');
   }, 300_000);
+
+  it('a control plane whose lock session ends takes the lock again; when another process holds it, it stops and exits 1', async () => {
+    const first = await startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken });
+    const dba = new pg.Client({ connectionString: storeUrl });
+    await dba.connect();
+    try {
+      const holders = async (): Promise<number[]> => (await dba.query<{ pid: number }>(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1 AND granted", [provisionerLockKey])).rows.map((r) => r.pid);
+      const [firstPid] = await holders();
+      expect(firstPid).toBeDefined();
+      // A PostgreSQL restart or a network cut ends the lock's session: the lock is free.
+      await dba.query('SELECT pg_terminate_backend($1)', [firstPid]);
+      await eventually(async () => {
+        const now = await holders();
+        return now.length === 1 && now[0] !== firstPid ? true : null;
+      }, 'the control plane holds the lock again, on a new session', { ...slowly, timeoutMs: 20_000 });
+      expect(first.stderr()).toContain('took the control-plane lock again');
+      // Held again: a second control plane is still refused (a probe had it start, and fail every database).
+      await expect(startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken })).rejects.toThrow(/another `svc cloud serve` runs on the store/);
+
+      // This time another process takes the lock the moment it is free: the control plane stops.
+      const [secondPid] = await holders();
+      await dba.query('SELECT pg_terminate_backend($1)', [secondPid]);
+      await dba.query('SELECT pg_advisory_lock($1)', [provisionerLockKey]); // granted once that session is gone
+      const exited = await new Promise<number | null>((resolve) => {
+        if (first.child.exitCode !== null) resolve(first.child.exitCode);
+        else first.child.once('exit', (c) => resolve(c));
+      });
+      expect(exited).toBe(1);
+      expect(first.stderr()).toContain('stopping this one and its servers');
+      await dba.query('SELECT pg_advisory_unlock($1)', [provisionerLockKey]);
+    } finally {
+      await dba.end();
+      if (first.child.exitCode === null) first.child.kill('SIGKILL');
+    }
+  }, 90_000);
 });

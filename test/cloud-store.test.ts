@@ -318,14 +318,14 @@ for (const variant of [sqliteVariant, postgresVariant]) {
     it('one provisioner lock per store: a second holder is refused until the first lets go', () => withStore(async (store, _raw, location) => {
       const other = await openControlPlane(location);
       try {
-        const release = await store.tryProvisionerLock();
-        expect(release).not.toBeNull();
+        const lock = await store.tryProvisionerLock();
+        expect(lock).not.toBeNull();
         expect(await other.tryProvisionerLock()).toBeNull();
-        await release!();
-        const releaseOther = await other.tryProvisionerLock();
-        expect(releaseOther).not.toBeNull();
+        await lock!.release();
+        const otherLock = await other.tryProvisionerLock();
+        expect(otherLock).not.toBeNull();
         expect(await store.tryProvisionerLock()).toBeNull();
-        await releaseOther!();
+        await otherLock!.release();
       } finally {
         await other.close();
       }

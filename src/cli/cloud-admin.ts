@@ -11,6 +11,8 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { action, CliError } from './errors.js';
 import { httpRequest, Unreachable, type HttpResponse } from './http.js';
 import { integerOption } from './options.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProvisionerLock } from '../cloud/sql-driver.js';
 
 export const adminUrlEnv = 'SVC_CLOUD_ADMIN_URL';
 export const defaultAdminPort = 7070;
@@ -23,6 +25,9 @@ const defaultStore = 'svc-cloud.sqlite';
 const planChoices = ['Idea', 'Startup', 'Growth'];
 const requestTimeoutMs = 30_000;
 const waitPollMs = 500;
+/** A lost control-plane lock is taken again within this many attempts, one a second, or the control plane stops. */
+const lockRetakeAttempts = 15;
+const lockRetakeDelayMs = 1_000;
 
 interface AdminFlags {
   adminUrl?: string;
@@ -272,11 +277,13 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
   } catch (err) {
     throw new CliError(`cannot open the control-plane store ${describeStoreLocation(location)}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const releaseLock = await store.tryProvisionerLock();
-  if (releaseLock === null) {
+  const firstLock = await store.tryProvisionerLock();
+  if (firstLock === null) {
     await store.close();
     throw new CliError(`another \`svc cloud serve\` runs on the store ${describeStoreLocation(location)}: one control plane per store (it starts the databases' servers)`);
   }
+  let lock: ProvisionerLock = firstLock;
+
   const { resolve: resolvePath } = await import('node:path');
   const runtime = new ProcessRuntime({ threadsPerServer: flags.threadsPerServer, pidDir: resolvePath(flags.runDir), logger });
   // Servers of a previous run killed without stopping them hold the storages' writer locks.
@@ -289,7 +296,7 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
   try {
     restoring = await provisioner.restoreAll();
   } catch (err) {
-    await releaseLock();
+    await lock.release();
     await store.close();
     throw new CliError(`cannot restore the databases: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -299,7 +306,7 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
     api = await startAdminApi({ store, provisioner, adminToken: token!, gatewayUrl, host: flags.host, port: flags.port, logger });
   } catch (err) {
     await provisioner.close();
-    await releaseLock();
+    await lock.release();
     await store.close();
     throw new CliError(`cannot start the admin API: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -309,19 +316,49 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
 
   await new Promise<void>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals): void => {
+    const stop = (why: NodeJS.Signals | 'lock lost'): void => {
       if (stopping) return;
       stopping = true;
-      logger.info({ signal }, 'stopping: database servers, admin API, store');
+      if (why === 'lock lost') process.exitCode = 1;
+      logger.info({ reason: why }, 'stopping: database servers, admin API, store');
       void (async () => {
         await api.close();
         await provisioner.close();
-        await releaseLock();
+        await lock.release();
         await store.close();
         logger.flush();
         resolve();
       })();
     };
+    // The lock lost while held (PostgreSQL: its session ended): take it again at once. If
+    // another control plane took it meanwhile, this one stops, servers and all, rather than
+    // run a second set of servers for the same databases.
+    const watch = (held: ProvisionerLock): void => {
+      void held.lost.then(async (why) => {
+        if (stopping) return;
+        logger.error({ reason: why }, 'lost the control-plane lock: taking it again');
+        for (let attempt = 1; attempt <= lockRetakeAttempts && !stopping; attempt++) {
+          const again = await store.tryProvisionerLock().catch((err: unknown) => {
+            logger.warn({ attempt, reason: err instanceof Error ? err.message : String(err) }, 'taking the control-plane lock again failed');
+            return undefined;
+          });
+          // null: held, by another control plane or still by this one's ending session
+          // (PostgreSQL frees it once it sees that session gone): tried again until the end.
+          if (again !== null && again !== undefined) {
+            if (stopping) { await again.release(); return; }
+            lock = again;
+            logger.warn({ attempt }, 'took the control-plane lock again');
+            watch(again);
+            return;
+          }
+          await sleep(lockRetakeDelayMs);
+        }
+        if (stopping) return;
+        logger.error('another `svc cloud serve` holds the control-plane lock, or the store stayed unreachable: stopping this one and its servers');
+        stop('lock lost');
+      });
+    };
+    watch(lock);
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });

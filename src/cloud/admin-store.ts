@@ -5,6 +5,7 @@
 import type {
   ControlPlane, DatabaseStatus, Permission, PlanName, RateLimit, UsageKind,
 } from './control-plane.js';
+import type { ProvisionerLock } from './sql-driver.js';
 
 /** A plan's monthly allowances: requests admitted per calendar month (UTC), per workspace. */
 export interface PlanAllowance {
@@ -121,10 +122,10 @@ export interface ControlPlaneStore extends ControlPlane {
   markDatabaseDeleted(databaseId: string): Promise<void>;
 
   /**
-   * The store's one provisioner lock (held until the release function is called or the
-   * process ends); null when another `svc cloud serve` holds it.
+   * The store's one provisioner lock (held until released or the process ends, unless
+   * `lost` settles); null when another `svc cloud serve` holds it.
    */
-  tryProvisionerLock(): Promise<(() => Promise<void>) | null>;
+  tryProvisionerLock(): Promise<ProvisionerLock | null>;
 
   // API keys
   createApiKey(databaseId: string, name: string, permission: Permission): Promise<CreatedApiKey>;

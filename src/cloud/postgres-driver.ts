@@ -1,14 +1,17 @@
 // The shared store's driver: a pg connection pool, for several gateway replicas and the
 // admin server against one PostgreSQL database.
 import pg from 'pg';
-import { numberPlaceholders, type SqlDriver, type SqlExecutor, type SqlRow, type SqlValue } from './sql-driver.js';
+import { numberPlaceholders, type ProvisionerLock, type SqlDriver, type SqlExecutor, type SqlRow, type SqlValue } from './sql-driver.js';
 
 /** Connections per process: the gateway caches answers, so few queries are in flight. */
 const poolSizeMax = 8;
 const connectTimeoutMs = 5_000;
 /** Any fixed number shared by every process of the control plane: the migration lock. */
 const migrationLockKey = 0x5376_6301;
-const provisionerLockKey = 0x5376_6302;
+export const provisionerLockKey = 0x5376_6302;
+/** How often the provisioner lock's session is asked whether it is alive, and how long it may take to answer. */
+const lockHeartbeatMs = 2_000;
+const lockHeartbeatTimeoutMs = 5_000;
 
 export class PostgresDriver implements SqlDriver {
   readonly dialect = 'postgres' as const;
@@ -56,20 +59,47 @@ export class PostgresDriver implements SqlDriver {
     await tx.query('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
   }
 
-  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+  async tryProvisionerLock(): Promise<ProvisionerLock | null> {
     // A session lock on a connection of its own, outside the pool: it lasts as long as the
-    // connection, so a process that dies (even kill -9) lets go of it with its socket.
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: connectTimeoutMs });
-    client.on('error', () => undefined);
+    // connection, so a process that dies (even kill -9) lets go of it with its socket. The
+    // holder must also learn when the session ends under it (a PostgreSQL restart, a
+    // network cut, pg_terminate_backend): the lock is then free for another process.
+    const client = new pg.Client({
+      connectionString: this.connectionString, connectionTimeoutMillis: connectTimeoutMs,
+      keepAlive: true, query_timeout: lockHeartbeatTimeoutMs,
+    });
+    let lose: (why: string) => void = () => undefined;
+    const lost = new Promise<string>((resolve) => { lose = resolve; });
+    client.on('error', (err) => lose(`the lock's session failed: ${err.message}`));
+    client.on('end', () => lose('the lock\'s session ended'));
     await client.connect();
     const rows = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [provisionerLockKey])).rows;
     if (rows[0]?.locked !== true) {
       await client.end();
       return null;
     }
-    return async () => {
-      await client.query('SELECT pg_advisory_unlock($1)', [provisionerLockKey]).catch(() => undefined);
-      await client.end().catch(() => undefined);
+    let released = false;
+    // A session that stops answering is ended from this side, so PostgreSQL frees the lock
+    // as soon as it sees the socket close and this process can take it again at once.
+    const heartbeat = setInterval(() => {
+      client.query('SELECT 1').catch((err: unknown) => {
+        if (released) return;
+        lose(`the lock's session stopped answering: ${err instanceof Error ? err.message : String(err)}`);
+        void client.end().catch(() => undefined);
+      });
+    }, lockHeartbeatMs);
+    heartbeat.unref();
+    return {
+      lost: lost.then((why) => {
+        clearInterval(heartbeat);
+        return released ? new Promise<string>(() => undefined) : why;
+      }),
+      release: async () => {
+        released = true;
+        clearInterval(heartbeat);
+        await client.query('SELECT pg_advisory_unlock($1)', [provisionerLockKey]).catch(() => undefined);
+        await client.end().catch(() => undefined);
+      },
     };
   }
 

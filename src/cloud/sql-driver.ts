@@ -25,7 +25,7 @@ export interface SqlDriver extends SqlExecutor {
    * ends; null when another process holds it. One `svc cloud serve` per store: two would
    * both start servers for the same databases.
    */
-  tryProvisionerLock(): Promise<(() => Promise<void>) | null>;
+  tryProvisionerLock(): Promise<ProvisionerLock | null>;
   /** True when `err` is a unique-constraint violation (a slug or key collision). */
   isUniqueViolation(err: unknown): boolean;
   close(): Promise<void>;
@@ -35,4 +35,14 @@ export interface SqlDriver extends SqlExecutor {
 export function numberPlaceholders(sql: string): string {
   let n = 0;
   return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+/** The store's one provisioner lock, while held. */
+export interface ProvisionerLock {
+  release(): Promise<void>;
+  /**
+   * Settles, with why, if the lock is lost while held (PostgreSQL: its session ended or
+   * stopped answering, so another process may take it). Never for a lock file.
+   */
+  readonly lost: Promise<string>;
 }

@@ -13,7 +13,7 @@ import {
 } from './control-plane.js';
 import { allowancePerMonthMax, isPlanName, monthOf } from './plans.js';
 import { apiKeyHash, newApiKeySecret, newId, newSlug } from './secrets.js';
-import type { SqlDriver, SqlExecutor, SqlRow } from './sql-driver.js';
+import type { ProvisionerLock, SqlDriver, SqlExecutor, SqlRow } from './sql-driver.js';
 
 /** Names of workspaces, databases and keys: printable, bounded. */
 export const nameLengthMax = 100;
@@ -369,7 +369,7 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
     });
   }
 
-  tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
+  tryProvisionerLock(): Promise<ProvisionerLock | null> {
     return this.driver.tryProvisionerLock();
   }
 

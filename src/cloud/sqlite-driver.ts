@@ -13,7 +13,7 @@
 import { closeSync, openSync, readFileSync, realpathSync, rmSync, writeSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { processAlive } from '../durability/process-alive.js';
-import type { SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
+import type { ProvisionerLock, SqlDriver, SqlExecutor, SqlRow, SqlValue } from './sql-driver.js';
 
 const busyTimeoutMs = 5_000;
 /** Prepared statements kept per connection; our queries are a fixed, small set. */
@@ -132,8 +132,10 @@ export class SqliteDriver implements SqlDriver {
     // BEGIN IMMEDIATE already holds the database's one write lock.
   }
 
-  async tryProvisionerLock(): Promise<(() => Promise<void>) | null> {
-    if (this.path === ':memory:') return async () => undefined;
+  async tryProvisionerLock(): Promise<ProvisionerLock | null> {
+    // A lock file is not lost while held (only a person deleting it could).
+    const held = (release: () => Promise<void>): ProvisionerLock => ({ release, lost: new Promise<string>(() => undefined) });
+    if (this.path === ':memory:') return held(async () => undefined);
     // A lock file beside the database holding the owner's PID; a file left by a process
     // that no longer runs (kill -9) is taken over.
     const lockPath = `${this.path}.provisioner.lock`;
@@ -142,7 +144,7 @@ export class SqliteDriver implements SqlDriver {
         const fd = openSync(lockPath, 'wx');
         writeSync(fd, String(process.pid));
         closeSync(fd);
-        return async () => rmSync(lockPath, { force: true });
+        return held(async () => rmSync(lockPath, { force: true }));
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const owner = Number(readFileSync(lockPath, 'utf8').trim());
