@@ -972,6 +972,35 @@ describe('bounded memory', () => {
     }
   });
 
+  it('close() waits until an answer still being written is written whole (a probe had a stop cut answers short)', async () => {
+    const size = 8 * MiB;
+    const big = await bigAnswerServer(size);
+    try {
+      cp.addDatabase({ id: 'db_closing', workspaceId: 'ws_a', writerUrl: big.url, readerUrls: [], rateLimit: UNLIMITED });
+      const key = cp.addKey('db_closing').secret;
+      const g = await gatewayWith({ bufferedResponseBytesMax: 64 * MiB });
+      gateways.splice(gateways.indexOf(g), 1);
+      const body = countNodesBody('X');
+      const socket = connect(g.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.pause();
+      socket.write(`POST /v2/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nx-svc-tenant-id: db_closing\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      await eventually(() => g.bufferedBytes().responses > 0, 'the answer is being written');
+      const closed = g.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      let received = 0;
+      socket.on('data', (d: Buffer) => { received += d.length; });
+      const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.resume();
+      await eventually(() => received >= size, 'the whole answer arrives while the gateway closes', { timeoutMs: 4_000 });
+      await closed;
+      socket.destroy();
+      await ended;
+    } finally {
+      big.close();
+    }
+  });
+
   it('warming keeps no backend answer body: a large warm read fits a small budget', async () => {
     const big = await bigAnswerServer(256 * 1024);
     try {

@@ -102,3 +102,37 @@ describe('answers to slow readers', () => {
     expect(await res.text()).toBe(`{"c":${NODES}}`);
   }, 60_000);
 });
+
+describe.each([1, 2])('a stop while answers are still being written (--http-threads %i)', (threads) => {
+  it('SIGTERM waits until every answer begun is written whole, then exits 0', async () => {
+    const server = await spawnServer(['--readers', '1', '--http-threads', String(threads)]);
+    try {
+      for (let first = 0; first < NODES; first += 2_000) {
+        const entries = Array.from({ length: 2_000 }, (_, i) => ({ query: { name: null, root: { add_n: { label: 'Row', properties: [['n', { value: { i64: first + i } }], ['pad', { value: { string: PAD } }]] } } } }));
+        const res = await fetch(`${server.url}/v2/query`, { method: 'POST', body: JSON.stringify({ request_type: 'write', query: { write: { entries, returns: [] } } }) });
+        expect(res.status).toBe(200);
+      }
+      // Several connections (spread over the threads), each with a ~10 MB answer the socket
+      // takes only part of while the client does not read.
+      const sockets = Array.from({ length: 4 }, () => connect(server.port, '127.0.0.1'));
+      for (const socket of sockets) {
+        socket.pause();
+        socket.write(post(ALL_ROWS));
+      }
+      await sleep(1_000);
+      const answers = sockets.map((socket) => readAnswers(socket, 1));
+      const exit = server.stop('SIGTERM');
+      await sleep(300); // the stop has begun; the answers are still half written
+      for (const socket of sockets) socket.resume();
+      for (const answer of answers) {
+        const [big] = await answer;
+        expect(big!.status).toBe(200);
+        expect((JSON.parse(big!.body) as { a: unknown[] }).a).toHaveLength(NODES);
+      }
+      expect(await exit).toEqual({ code: 0, signal: null });
+      for (const socket of sockets) socket.destroy();
+    } finally {
+      await server.stop('SIGKILL');
+    }
+  }, 60_000);
+});

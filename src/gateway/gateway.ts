@@ -829,6 +829,8 @@ class GatewayServer {
   readonly responseBudget: ByteBudget;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
+  /** Answers still being written as their sockets drain: close() waits for them too. */
+  private answersWriting = 0;
   /** What this thread answered (GET /metrics). */
   readonly metrics = new GatewayMetrics();
   /** What GET /metrics answers (gateway-threads.ts replaces it with the merge of every thread's). */
@@ -1145,14 +1147,20 @@ class GatewayServer {
         } else {
           res.writeHeader('Content-Type', answer!.contentType);
           if (answer!.retryAfter !== null) res.writeHeader('Retry-After', answer!.retryAfter);
-          if (this.closing) res.end(answer!.body, true);
-          else {
-            const release = (): void => {
-              request.answerWritten = null;
-              this.responseBudget.give(heldBytes);
-            };
-            writtenNow = endAsTheSocketDrains(res, answer!.body, release);
-            if (!writtenNow) request.answerWritten = release;
+          // While closing, the client is told to close its connection after this answer.
+          if (this.closing) res.writeHeader('Connection', 'close');
+          const release = (): void => {
+            request.answerWritten = null;
+            this.responseBudget.give(heldBytes);
+            this.answersWriting--;
+            this.wakeIfDrained();
+          };
+          // Written as the socket drains; close() waits for the last byte (closing the
+          // socket earlier cuts the answer short).
+          writtenNow = endAsTheSocketDrains(res, answer!.body, release);
+          if (!writtenNow) {
+            request.answerWritten = release;
+            this.answersWriting++;
           }
         }
       });
@@ -1172,7 +1180,11 @@ class GatewayServer {
       this.log.info(entry, 'query');
     }
     this.inFlight--;
-    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+    this.wakeIfDrained();
+  }
+
+  private wakeIfDrained(): void {
+    if (this.inFlight === 0 && this.answersWriting === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       setImmediate(() => { for (const wake of waiters) wake(); });
@@ -1389,7 +1401,7 @@ class GatewayServer {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;
     }
-    if (this.inFlight > 0) {
+    if (this.inFlight > 0 || this.answersWriting > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainTimeoutMs);
         this.drainWaiters.push(() => { clearTimeout(timer); resolve(); });

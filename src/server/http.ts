@@ -125,6 +125,8 @@ class PendingQuery implements QueryJob, QueryResponder {
   readonly explain: boolean;
   readonly responder: QueryResponder = this;
   settled = false;
+  /** The answer is being written as the socket drains (HttpFrontEnd.answerWriting). */
+  private writing = false;
   receivedAtMs = 0;
   costly = false;
   private aborted = false;
@@ -168,7 +170,15 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.front.releaseReceiving(this);
     if (!this.settled) this.logFinished(null, null);
     this.settle();
+    this.answerWritten(); // the client went away: nothing more will be written
   }
+
+  /** The answer's last byte went to the socket, or the client went away. */
+  private readonly answerWritten = (): void => {
+    if (!this.writing) return;
+    this.writing = false;
+    this.front.answerWritten();
+  };
 
   /** Stage 2. `chunk` is only valid during this call: copy it. */
   onData(chunk: ArrayBuffer, isLast: boolean): void {
@@ -271,14 +281,17 @@ class PendingQuery implements QueryJob, QueryResponder {
     if (this.settled) return;
     if (!this.aborted) {
       const res = this.res;
-      // While draining, close each connection after its answer so clients move on.
-      const close = this.front.closing;
       res.cork(() => {
         res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
         if (retryAfterSeconds !== undefined) res.writeHeader('Retry-After', String(retryAfterSeconds));
-        // Closing: the connection ends after this answer, so what uWS buffers is bounded.
-        if (close) res.end(body, true);
-        else endAsTheSocketDrains(res, body);
+        // While draining, each client is told to close its connection after this answer.
+        if (this.front.closing) res.writeHeader('Connection', 'close');
+        // An answer larger than the socket takes at once is written as it drains; until its
+        // last byte is out it counts as being written, and a stop waits for it (drained()).
+        if (!endAsTheSocketDrains(res, body, this.answerWritten)) {
+          this.writing = true;
+          this.front.answerWriting();
+        }
       });
     }
     this.logFinished(status, body);
@@ -343,6 +356,8 @@ export class HttpFrontEnd {
   private readonly receivingUnfilledBytesMax: number;
   /** Query requests accepted and neither answered nor aborted. */
   private inFlight = 0;
+  /** Answers still being written as their sockets drain (PendingQuery.respond). */
+  private answersWriting = 0;
   private drainWaiters: (() => void)[] = [];
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
@@ -457,9 +472,13 @@ export class HttpFrontEnd {
     }
   }
 
-  /** Resolves when every accepted query has been answered (or aborted), or at the timeout. */
+  /**
+   * Resolves when every accepted query has been answered (or aborted) and every answer's
+   * last byte written (closing a socket with an answer half written cuts it short: a
+   * probe's 20 MB answers arrived 4-19 MB long after a SIGTERM), or at the timeout.
+   */
   drained(timeoutMs: number): Promise<boolean> {
-    if (this.inFlight === 0) return Promise.resolve(true);
+    if (this.inFlight === 0 && this.answersWriting === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), timeoutMs);
       this.drainWaiters.push(() => {
@@ -531,7 +550,23 @@ export class HttpFrontEnd {
   finished(): void {
     assert(this.inFlight > 0, 'a query finished twice');
     this.inFlight--;
-    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+    this.wakeIfDrained();
+  }
+
+  /** An answer is larger than its socket took at once: it is written as the socket drains. */
+  answerWriting(): void {
+    this.answersWriting++;
+  }
+
+  /** Such an answer's last byte was written, or its client went away. */
+  answerWritten(): void {
+    assert(this.answersWriting > 0, 'an answer was written twice');
+    this.answersWriting--;
+    this.wakeIfDrained();
+  }
+
+  private wakeIfDrained(): void {
+    if (this.inFlight === 0 && this.answersWriting === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       // After the current uWS callback: an answer written inside a handler (inline reads)
