@@ -5,9 +5,11 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, copyFileSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase, SvcError, type Database } from '../src/index.js';
-import { repairDirectory } from '../src/durability/disk-storage.js';
+import { DiskWriter, repairDirectory } from '../src/durability/disk-storage.js';
+import type { StorageHealth } from '../src/durability/durable.js';
+import { executeRequest, noFlags } from '../src/exec/request.js';
 import { snapshotFaults } from '../src/durability/snapshot.js';
 import { walFaults } from '../src/durability/wal.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
@@ -343,6 +345,31 @@ describe('failing storage', () => {
     const again = await openDatabase({ storage: 'disk', path: copy });
     expect(await values(again)).toEqual([0, 2]);
     await again.close();
+  });
+
+  it('a failed append makes the storage not ready, said once in the log, until an append succeeds (a full disk freed)', async () => {
+    const writer = DiskWriter.open(tempDir());
+    const logged: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => { logged.push(String(chunk)); return true; });
+    const changes: StorageHealth[] = [];
+    const stop = writer.onHealthChange((h) => changes.push(h));
+    const writeOne = (n: number) => executeRequest(writer.store, JSON.stringify(addOne(n)), noFlags, 'writer', { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+    try {
+      expect((writeOne(0) as { status: number }).status).toBe(200);
+      walFaults.failAppends = 3;
+      for (let i = 1; i <= 3; i++) expect((writeOne(i) as { body: string }).body).toContain('WAL append failed');
+      expect(writer.health()).toMatchObject({ ready: false, problem: expect.stringContaining('WAL append failed') });
+      expect(logged.filter((l) => l.includes('storage NOT READY'))).toHaveLength(1);
+      expect((writeOne(4) as { status: number }).status).toBe(200);
+      expect(writer.health()).toEqual({ ready: true, problem: null });
+      expect(logged.filter((l) => /storage ready\n/.test(l))).toHaveLength(1);
+      expect(changes.map((h) => h.ready)).toEqual([false, true]);
+      await writer.sync();
+    } finally {
+      stop();
+      stderr.mockRestore();
+      await writer.close();
+    }
   });
 
   it('a failed snapshot is retried with backoff, not on every commit, and a failed stop snapshot is reported', async () => {

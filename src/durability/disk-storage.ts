@@ -216,6 +216,8 @@ export class DiskWriter implements DurableStorage {
   private readonly flushBackoff = new Backoff();
   /** Set while fsync fails (new writes are refused) or after the lock was lost (for good). */
   private unavailable: SvcError | null = null;
+  /** The last WAL append failed (disk full, I/O error), until one succeeds: not ready meanwhile. */
+  private appendFailure: SvcError | null = null;
   private fenced: SvcError | null = null;
   private walBytesSinceSnapshot = 0;
   private lastSnapshotEpoch: number;
@@ -282,6 +284,7 @@ export class DiskWriter implements DurableStorage {
   health(): StorageHealth {
     if (this.fenced) return { ready: false, problem: this.fenced.msg };
     if (this.unavailable) return { ready: false, problem: this.unavailable.msg };
+    if (this.appendFailure) return { ready: false, problem: this.appendFailure.msg };
     return this.snapshotProblem === null ? healthy : { ready: true, problem: this.snapshotProblem };
   }
 
@@ -302,7 +305,21 @@ export class DiskWriter implements DurableStorage {
       throw new SvcError('storage_error', `storage error: storage unavailable, the write was not applied (${this.unavailable.msg})`);
     }
     const before = this.wal.bytes;
-    this.wal.append(batch);
+    try {
+      this.wal.append(batch);
+    } catch (err) {
+      // The batch rolls back (its error answers it); until an append succeeds again (a full
+      // disk freed), writes cannot be made durable: not ready, said once in the log.
+      if (this.appendFailure === null && err instanceof SvcError) {
+        this.appendFailure = err;
+        this.healthChanged();
+      }
+      throw err;
+    }
+    if (this.appendFailure !== null) {
+      this.appendFailure = null;
+      this.healthChanged();
+    }
     this.walBytesSinceSnapshot += this.wal.bytes - before;
     this.loggedEpoch = batch.epoch;
   }
