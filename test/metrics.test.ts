@@ -10,9 +10,9 @@ import { addN, count, q, read, write } from './helpers/requests.js';
 interface Answer { status: number; text: string; contentType: string }
 
 /** A request on a connection of its own, so the kernel picks a front-end thread for each. */
-function fresh(url: string, method: 'GET' | 'POST', path: string, body = ''): Promise<Answer> {
+function fresh(url: string, method: 'GET' | 'POST', path: string, body = '', headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}${path}`, { method, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = httpRequest(`${url}${path}`, { method, agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, text, contentType: String(res.headers['content-type']) }));
     });
@@ -43,6 +43,9 @@ describe('GET /metrics', () => {
       const answers = await Promise.all(Array.from({ length: reads }, () => fresh(server.url, 'POST', '/v2/query', countLabel)));
       for (const a of answers) expect(a.text).toBe(`{"c":${writes}}`);
       for (let i = 0; i < bad; i++) expect((await fresh(server.url, 'POST', '/v2/query', '{"request_type":')).status).toBe(400);
+      // Refused on their headers, before the body is read: counted too, under route "none".
+      const badHeaders = 4;
+      for (let i = 0; i < badHeaders; i++) expect((await fresh(server.url, 'POST', '/v2/query', countLabel, { 'x-svc-warm': 'maybe' })).status).toBe(400);
 
       // Scrapes on fresh connections reach different threads: each gives the same totals.
       const scrapes = await Promise.all(Array.from({ length: 12 }, () => fresh(server.url, 'GET', '/metrics')));
@@ -51,11 +54,12 @@ describe('GET /metrics', () => {
         expect(m.contentType).toContain('text/plain; version=0.0.4');
         const total = ['inline', 'pool', 'writer', 'none'].flatMap((route) => ['2xx', '4xx', '5xx'].map((c) => sample(m.text, `svc_queries_total{route="${route}",status="${c}"}`)))
           .reduce((a, b) => a + b, 0);
-        expect(total).toBe(writes + reads + bad);
+        expect(total).toBe(writes + reads + bad + badHeaders);
+        expect(sample(m.text, 'svc_queries_total{route="none",status="4xx"}')).toBeGreaterThanOrEqual(badHeaders);
         expect(sample(m.text, 'svc_queries_total{route="writer",status="2xx"}')).toBe(writes);
         expect(sample(m.text, 'svc_queries_total{route="pool",status="2xx"}') + sample(m.text, 'svc_queries_total{route="inline",status="2xx"}')).toBe(reads);
         const durations = ['inline', 'pool', 'writer', 'none'].reduce((a, route) => a + sample(m.text, `svc_query_duration_seconds_count{route="${route}"}`), 0);
-        expect(durations).toBe(writes + reads + bad);
+        expect(durations).toBe(writes + reads + bad + badHeaders);
         expect(sample(m.text, 'svc_ready')).toBe(1);
         expect(sample(m.text, 'svc_reader_queue_requests')).toBe(0);
         expect(sample(m.text, 'svc_reader_threads')).toBe(1);

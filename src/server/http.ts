@@ -604,8 +604,10 @@ export class HttpFrontEnd {
     }
     // Before the execution headers: another database's request is not this server's to
     // judge at all. An absent header passes (local tools talk to backends directly).
+    // Answers given here, before the body is read, are counted as every other (route "none").
     if (this.databaseId !== null && seenTenantId !== undefined && seenTenantId !== this.databaseId) {
       res.writeStatus(MISDIRECTED_STATUS_LINE).writeHeader('Content-Type', JSON_TYPE).end(this.misdirectedBody, this.closing);
+      this.metrics.record(null, 421, 0);
       return;
     }
     try {
@@ -613,6 +615,7 @@ export class HttpFrontEnd {
     } catch (err) {
       const e = asSvcError(err);
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e));
+      this.metrics.record(null, e.status, 0);
       return;
     }
     const length = seenContentLength ?? '';
@@ -622,6 +625,7 @@ export class HttpFrontEnd {
       // keeps the connection (closing it now could reset the client before it reads this).
       const e = bodyTooLargeError(limits.bodyBytesMax);
       res.writeStatus(statusLine(e.status)).writeHeader('Content-Type', JSON_TYPE).end(errorBody(e), this.closing);
+      this.metrics.record(null, e.status, 0);
       return;
     }
     this.inFlight++;
