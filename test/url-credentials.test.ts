@@ -3,6 +3,8 @@
 import { expect, it } from 'vitest';
 import { describeStoreLocation } from '../src/cloud/open.js';
 import { withoutCredentials } from '../src/url-credentials.js';
+import { parseStorageUri } from '../src/durability/object-bucket.js';
+import type { SvcError } from '../src/protocol/errors.js';
 
 it('the control-plane store location hides a password given in user info or as a query parameter', () => {
   expect(describeStoreLocation('postgres://svc:hunter2@db.example:5432/cp')).toBe('postgres://svc:***@db.example:5432/cp');
@@ -19,4 +21,19 @@ it('withoutCredentials hides user info and secret query parameters, and keeps th
   expect(withoutCredentials('https://registry.example/npm/?access_token=abc&x=1')).toBe('https://registry.example/npm/?access_token=***&x=1');
   expect(withoutCredentials('http://127.0.0.1:6969/v2/query?api_key=abc#frag')).toBe('http://127.0.0.1:6969/v2/query?api_key=***#frag');
   expect(withoutCredentials('http://127.0.0.1:6969/v2/query?timeout=5')).toBe('http://127.0.0.1:6969/v2/query?timeout=5');
+});
+
+it('a storage URI with credentials in it is refused, and the message does not show them', () => {
+  let message = '';
+  try {
+    parseStorageUri('s3://AKIAXXX:supersecret@bucket/prefix');
+  } catch (err) {
+    message = (err as SvcError).msg;
+  }
+  expect(message).toContain('holds credentials');
+  expect(message).not.toContain('supersecret');
+  expect(message).not.toContain('AKIAXXX');
+  expect(() => parseStorageUri('s3://my-bucket/a/b')).not.toThrow();
+  expect(parseStorageUri('s3://my_bucket.v2/a/b/')).toEqual({ bucket: 'my_bucket.v2', prefix: 'a/b' });
+  expect(() => parseStorageUri('s3://bad:bucket/a')).toThrow(/a bucket name has letters, digits/);
 });

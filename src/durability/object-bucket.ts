@@ -23,6 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
 import { processAlive } from './process-alive.js';
+import { withoutCredentials } from '../url-credentials.js';
 
 /** The Content-MD5 header of `body` (base64 of its MD5), which the server checks the bytes it received against. */
 function contentMd5(body: Uint8Array): string {
@@ -54,11 +55,17 @@ export interface StorageUri {
 }
 
 export function parseStorageUri(uri: string): StorageUri {
+  // Every storage message quotes the URI: one with credentials in it is refused, and never shown.
+  const shown = withoutCredentials(uri);
   const m = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(uri);
-  if (m === null) throw new SvcError('invalid_configuration', `storage URI \`${uri}\` is not of the form s3://bucket/prefix`);
+  if (m === null) throw new SvcError('invalid_configuration', `storage URI \`${shown}\` is not of the form s3://bucket/prefix`);
+  if (m[1]!.includes('@')) {
+    throw new SvcError('invalid_configuration', `storage URI \`${shown}\` holds credentials: give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the SDK's other sources), never in the URI`);
+  }
+  if (!/^[A-Za-z0-9._-]+$/.test(m[1]!)) throw new SvcError('invalid_configuration', `storage URI \`${shown}\`: a bucket name has letters, digits, '.', '-' and '_' only`);
   const prefix = (m[2] ?? '').replace(/^\/+|\/+$/g, '');
   if (prefix.split('/').some((part, i, all) => part === '' && all.length > 1)) {
-    throw new SvcError('invalid_configuration', `storage URI \`${uri}\` has an empty path segment`);
+    throw new SvcError('invalid_configuration', `storage URI \`${shown}\` has an empty path segment`);
   }
   return { bucket: m[1]!, prefix };
 }
