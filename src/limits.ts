@@ -245,6 +245,13 @@ export const limits = {
    * is on); the rest is cut, and the line says `"query_truncated": true`. No error.
    */
   slowQueryLogBodyBytesMax: 256,
+  /**
+   * Slow-query lines per front-end thread and second (on by default: under overload every
+   * request is slow, and a line per request would flood the log). Past it, lines are counted
+   * and one summary line per second says how many were left out. `--log-requests`, asked
+   * for explicitly, still writes every request's line, without the query.
+   */
+  slowQueryLogLinesPerSecondMax: 20,
   /** Read requests coalesced into one reader-pool task. */
   readBatchRequestsMax: 256,
   /**

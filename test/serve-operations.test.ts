@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { limits } from '../src/limits.js';
 import { describe, expect, it } from 'vitest';
 import { isLoopbackHost, noAuthenticationWarning } from '../src/cli/bind-address.js';
 import { RequestLog } from '../src/server/request-log.js';
@@ -253,5 +254,21 @@ describe('RequestLog (the lines themselves)', () => {
     expect(lines).toEqual([]); // under the threshold
     log.finished({ ...base, status: 200, answer: '{}', durationMs: 5, bodyBytes: 266, queryPrefix: prefix });
     expect(lines[0]).toMatchObject({ msg: 'slow query', query: `${'x'.repeat(255)}\ufffd`, query_truncated: true });
+  });
+
+  it('writes at most slowQueryLogLinesPerSecondMax slow-query lines a second, then one line counting the rest', async () => {
+    const max = limits.slowQueryLogLinesPerSecondMax;
+    const { log, lines } = capture({ logRequests: false, slowQueryMs: 5 });
+    // Under overload every request is slow: 10x the bound in one burst.
+    for (let i = 0; i < 10 * max; i++) log.finished({ ...base, status: 200, answer: '{}', durationMs: 50, queryPrefix: new Uint8Array([0x7b, 0x7d]) });
+    expect(lines.filter((l) => l['msg'] === 'slow query')).toHaveLength(max);
+    await log.flush();
+    expect(lines.filter((l) => l['left_out'] !== undefined)).toEqual([expect.objectContaining({ level: 'warn', left_out: 9 * max })]);
+    // The next second starts afresh; with --log-requests every request still has its line.
+    const both = capture({ logRequests: true, slowQueryMs: 5 });
+    for (let i = 0; i < 2 * max; i++) both.log.finished({ ...base, status: 200, answer: '{}', durationMs: 50, queryPrefix: null });
+    expect(both.lines).toHaveLength(2 * max);
+    expect(both.lines.filter((l) => l['msg'] === 'slow query')).toHaveLength(max);
+    await both.log.flush();
   });
 });

@@ -58,6 +58,10 @@ export class RequestLog {
   private readonly slowQueryMs: number;
   private readonly httpThread: number;
   private readonly logger: Logger;
+  /** Slow-query lines written in the current second, and those left out (limits.slowQueryLogLinesPerSecondMax). */
+  private slowLines = 0;
+  private slowLeftOut = 0;
+  private slowWindow: NodeJS.Timeout | null = null;
 
   private constructor(options: RequestLogOptions) {
     this.logRequests = options.logRequests;
@@ -86,9 +90,32 @@ export class RequestLog {
     return this.wantsQueryPrefix ? body.slice(0, limits.slowQueryLogBodyBytesMax) : null;
   }
 
+  /**
+   * Whether a slow query may have its line now: at most limits.slowQueryLogLinesPerSecondMax
+   * a second; the rest are counted and summed up in one line when the second ends.
+   */
+  private slowLineAllowed(): boolean {
+    if (this.slowWindow === null) {
+      this.slowWindow = setTimeout(() => {
+        this.slowWindow = null;
+        if (this.slowLeftOut > 0) this.logger.warn({ left_out: this.slowLeftOut, http_thread: this.httpThread }, 'slow queries not logged (more than limits.slowQueryLogLinesPerSecondMax in a second)');
+        this.slowLines = 0;
+        this.slowLeftOut = 0;
+      }, 1000);
+      this.slowWindow.unref();
+    }
+    if (this.slowLines < limits.slowQueryLogLinesPerSecondMax) {
+      this.slowLines++;
+      return true;
+    }
+    this.slowLeftOut++;
+    return false;
+  }
+
   /** Called once per request, answered or abandoned. */
   finished(query: FinishedQuery): void {
-    const slow = this.slowQueryMs > 0 && query.durationMs >= this.slowQueryMs;
+    let slow = this.slowQueryMs > 0 && query.durationMs >= this.slowQueryMs;
+    if (slow && !this.slowLineAllowed()) slow = false;
     if (!slow && !this.logRequests) return;
     const line: Record<string, unknown> = {
       status: query.status,
@@ -112,8 +139,15 @@ export class RequestLog {
     else this.logger.info(line, 'query');
   }
 
-  /** Write out what is buffered (the server's stop calls this). */
+  /** Write out what is buffered (the server's stop calls this), the count of slow queries left out too. */
   flush(): Promise<void> {
+    if (this.slowWindow !== null) {
+      clearTimeout(this.slowWindow);
+      this.slowWindow = null;
+      if (this.slowLeftOut > 0) this.logger.warn({ left_out: this.slowLeftOut, http_thread: this.httpThread }, 'slow queries not logged (more than limits.slowQueryLogLinesPerSecondMax in a second)');
+      this.slowLines = 0;
+      this.slowLeftOut = 0;
+    }
     return new Promise((resolve) => this.logger.flush(() => resolve()));
   }
 }
