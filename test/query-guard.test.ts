@@ -258,6 +258,34 @@ describe('work charged by what a predicate compares', () => {
   });
 });
 
+describe('work charged by what an equality compares', () => {
+  it('eq, neq, has and is_in over large values charge the elements compared, so they send an inline read to the pool', () => {
+    const store = Store.create();
+    const big = Array.from({ length: 6_000 }, (_, i) => i);
+    const arrayProperty = { value: { i64_array: big } };
+    const created = executeRequest(store, JSON.stringify(write([q('a', addN('U', [['a', arrayProperty]])), q('b', addN('U', [['a', arrayProperty]]))], [])), noFlags, 'writer');
+    expect(created).toMatchObject({ status: 200 });
+    const inline = execOptions({ queryTimeoutMs: 10_000, inlineWorkMax: 10_000 });
+    const body = (predicate: Json) => JSON.stringify(read([q('r', count({ where: { input: nodes([0, 1]), predicate } }))], ['r']));
+    const constant = (values: number[]) => ({ constant: { i64_array: values } });
+    const eq = (values: number[]) => ({ eq: { left: { property: 'a' }, right: constant(values) } });
+    const neq = (values: number[]) => ({ neq: { left: { property: 'a' }, right: constant(values) } });
+    const isIn = (values: number[]) => ({ is_in: { value: { property: 'a' }, values: { constant: { array: [{ i64_array: values }] } } } });
+    const has = (values: number[]) => ({ has: { input: nodes([0, 1]), property: 'a', value: { i64_array: values } } });
+    const pooled = execOptions({ queryTimeoutMs: 10_000 });
+    // Two rows, each comparing 6,000 elements equal to the constant's: past the 10,000 cap.
+    for (const [name, predicate, equalRows] of [['eq', eq, 2], ['neq', neq, 0], ['is_in', isIn, 2]] as const) {
+      expect(executeRequest(store, body(predicate(big)), noFlags, 'reader', inline), name).toEqual({ forward: 'pool' });
+      expect(executeRequest(store, body(predicate(big)), noFlags, 'reader', pooled), name).toEqual({ status: 200, body: `{"r":${equalRows}}` });
+      // Different lengths are unequal at once: no elements compared, the read stays inline.
+      expect(executeRequest(store, body(predicate(big.slice(1))), noFlags, 'reader', inline), name).toEqual({ status: 200, body: `{"r":${2 - equalRows}}` });
+    }
+    const hasBody = (values: number[]) => JSON.stringify(read([q('r', count(has(values)))], ['r']));
+    expect(executeRequest(store, hasBody(big), noFlags, 'reader', inline)).toEqual({ forward: 'pool' });
+    expect(executeRequest(store, hasBody(big), noFlags, 'reader', pooled)).toEqual({ status: 200, body: '{"r":2}' });
+  });
+});
+
 describe('the HTTP thread runs only bounded plans', () => {
   const plan = (root: Json) => planRequest(decodeRequest(JSON.stringify(read([q('r', root)], ['r']))));
 

@@ -6,7 +6,7 @@ import { queryError } from '../protocol/errors.js';
 import { DateTime, F32, I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { recordGet } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
-import { compareComparable, isMember, memberCount, valuesEqual } from '../protocol/compare.js';
+import { compareComparable, isMember, memberCount, takeEqualityWork, valuesEqual } from '../protocol/compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
 import { deadlineExceeded, guard } from './guard.js';
 
@@ -145,9 +145,21 @@ export function evalExpr(ctx: ExecCtx, e: Expr, el: number, extra: RowExtra | nu
 
 // ---------------------------------------------------------------- predicates
 
+/**
+ * valuesEqual, with the elements it compared inside large values charged as work. (The
+ * count is taken before too: other callers of valuesEqual, index code, do not take it.)
+ */
+export function chargedEqual(l: Value, r: Value): boolean {
+  takeEqualityWork();
+  const equal = valuesEqual(l, r);
+  const work = takeEqualityWork();
+  if (work > 0) guard.step(work);
+  return equal;
+}
+
 function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r: Value): boolean {
-  if (op === 'eq') return valuesEqual(l, r);
-  if (op === 'neq') return !valuesEqual(l, r);
+  if (op === 'eq') return chargedEqual(l, r);
+  if (op === 'neq') return !chargedEqual(l, r);
   const c = compareComparable(l, r);
   if (c === undefined) return false;
   switch (op) {
@@ -199,7 +211,12 @@ export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: Row
       // A linear search: its work is the set's size, not one unit per row (a probe's 18 sets
       // of 1,200 held the HTTP thread 150 ms within an inline work cap meant for ~1-2 ms).
       guard.step(memberCount(set));
-      return isMember(evalExpr(ctx, p.value, el, extra), set);
+      const value = evalExpr(ctx, p.value, el, extra);
+      takeEqualityWork();
+      const member = isMember(value, set);
+      const work = takeEqualityWork(); // members that are themselves large values
+      if (work > 0) guard.step(work);
+      return member;
     }
     case 'and':
       for (const c of p.predicates) if (!evalPredicate(ctx, c, el, extra)) return false;

@@ -2,8 +2,7 @@
 import type { Op } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
-import { valuesEqual } from '../protocol/compare.js';
-import { evalPredicate, resolveProperty, type ExecCtx } from './context.js';
+import { chargedEqual, evalPredicate, resolveProperty, type ExecCtx } from './context.js';
 import { NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream } from './rows.js';
 import { renderValueKey } from './render.js';
 import { ElementMarks } from './marks.js';
@@ -20,8 +19,8 @@ export const filterOps = new Set<string>(['has', 'edge_has', 'has_label', 'edge_
 export function keepRow(ctx: ExecCtx, op: FilterOp, el: number, extra: RowExtra | null): boolean {
   guard.step(1);
   switch (op.op) {
-    case 'has': return valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, op.value);
-    case 'edge_has': return valuesEqual(resolveProperty(ctx, el, extra, op.property) ?? null, inputValue(ctx, op.value, el, extra));
+    case 'has': return chargedEqual(resolveProperty(ctx, el, extra, op.property) ?? null, op.value);
+    case 'edge_has': return chargedEqual(resolveProperty(ctx, el, extra, op.property) ?? null, inputValue(ctx, op.value, el, extra));
     case 'has_label': case 'edge_has_label': return resolveProperty(ctx, el, extra, '$label') === op.label;
     case 'has_key': return resolveProperty(ctx, el, extra, op.property) !== undefined;
     case 'where': return evalPredicate(ctx, op.predicate, el, extra);

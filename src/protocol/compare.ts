@@ -12,14 +12,30 @@ function num(v: Value): Num | undefined {
   return undefined;
 }
 
+/**
+ * Elements compared inside containers (arrays, objects) by valuesEqual since the last
+ * takeEqualityWork(): an equality of two large values is that many steps of work, not one
+ * (the query guard charges them; scalars add nothing).
+ */
+let equalityWork = 0;
+
+/** The elements compared since the last call (and start counting again). */
+export function takeEqualityWork(): number {
+  const work = equalityWork;
+  equalityWork = 0;
+  return work;
+}
+
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
+  equalityWork += a.length;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
 function numericArraysEqual(a: ArrayLike<Num>, b: ArrayLike<Num>): boolean {
   if (a.length !== b.length) return false;
+  equalityWork += a.length;
   for (let i = 0; i < a.length; i++) if (a[i] != b[i]) return false; // eslint-disable-line eqeqeq
   return true;
 }
@@ -38,10 +54,14 @@ export function valuesEqual(a: Value, b: Value): boolean {
   if (a instanceof Float64Array) return b instanceof Float64Array && numericArraysEqual(a, b);
   if (a instanceof Float32Array) return b instanceof Float32Array && numericArraysEqual(a, b);
   if (a instanceof StringArray) {
-    return b instanceof StringArray && a.items.length === b.items.length && a.items.every((s, i) => s === b.items[i]);
+    if (!(b instanceof StringArray) || a.items.length !== b.items.length) return false;
+    equalityWork += a.items.length;
+    return a.items.every((s, i) => s === b.items[i]);
   }
   if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((item, i) => structurallyEqual(item, b[i]!));
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    equalityWork += a.length;
+    return a.every((item, i) => structurallyEqual(item, b[i]!));
   }
   return b instanceof Map && objectsEqual(a as ValueObject, b);
 }
@@ -55,6 +75,7 @@ function structurallyEqual(a: Value, b: Value): boolean {
 
 function objectsEqual(a: ValueObject, b: ValueObject): boolean {
   if (a.size !== b.size) return false;
+  equalityWork += a.size;
   for (const [k, v] of a) {
     const other = b.get(k);
     if (other === undefined || !structurallyEqual(v, other)) return false;
