@@ -221,12 +221,12 @@ async function main(): Promise<void> {
   log('');
   const goalRows = goals.map((g) => {
     const v = g.measure(results);
-    if (v === undefined) return [g.label, `${g.better === 'higher' ? '>=' : '<='} ${g.target}${g.unit === 'x' ? 'x' : ' MiB'}`, 'not measured', '-'];
+    if (v === undefined) return [g.label, `${g.better === 'higher' ? '>=' : '<='} ${Number(g.target.toFixed(1))}${g.unit === 'x' ? 'x' : ' MiB'}`, 'not measured', '-'];
     const met = g.better === 'higher' ? v >= g.target : v <= g.target;
-    const shown = g.unit === 'x' ? fmtRatio(v) : `${v.toFixed(0)} MiB`;
-    const over = g.unit === 'x' ? `${fmtRatio(v / g.target)} the target` : `${(v - g.target).toFixed(0)} MiB over`;
+    const shown = g.unit === 'x' ? fmtRatio(v) : `${v.toFixed(1)} MiB`;
+    const over = g.unit === 'x' ? `${fmtRatio(v / g.target)} the target` : `${(v - g.target).toFixed(1)} MiB over`;
     const verdict = met ? 'met' : g.better === 'higher' ? `MISSED (reached ${((v / g.target) * 100).toFixed(0)}% of target)` : `MISSED (${over})`;
-    return [g.label, `${g.better === 'higher' ? '>=' : '<='} ${g.target}${g.unit === 'x' ? 'x' : ' MiB'}`, shown, verdict];
+    return [g.label, `${g.better === 'higher' ? '>=' : '<='} ${Number(g.target.toFixed(1))}${g.unit === 'x' ? 'x' : ' MiB'}`, shown, verdict];
   });
   log(table(['goal', 'target', 'measured', 'verdict'], goalRows));
   const limit = measureOpts.threshold;
