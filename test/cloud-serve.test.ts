@@ -160,9 +160,9 @@ describe('svc cloud serve', () => {
     expect(first.stderr()).toContain('control plane started');
   }, 300_000);
 
-  it('a control plane whose lock session ends takes the lock again; when another process holds it, it stops and exits 1', async () => {
+  it('a control plane whose lock session ends takes the lock again, also after a long store outage; when another process holds it, it stops and exits 1', async () => {
     const first = await startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken });
-    const dba = new pg.Client({ connectionString: storeUrl });
+    let dba = new pg.Client({ connectionString: storeUrl });
     await dba.connect();
     try {
       const holders = async (): Promise<number[]> => (await dba.query<{ pid: number }>(
@@ -178,6 +178,17 @@ describe('svc cloud serve', () => {
       expect(first.stderr()).toContain('took the control-plane lock again');
       // Held again: a second control plane is still refused (a probe had it start, and fail every database).
       await expect(startControlPlane({ SVC_CLOUD_ADMIN_TOKEN: adminToken })).rejects.toThrow(/another `svc cloud serve` runs on the store/);
+
+      // PostgreSQL down for 20 s (a restart, a fail-over): the control plane keeps its
+      // servers and takes the lock again once the store answers (a review had it stop after 15 s).
+      await dba.end().catch(() => undefined);
+      await cluster.restart(20_000);
+      expect(first.child.exitCode).toBeNull();
+      dba = new pg.Client({ connectionString: storeUrl });
+      await dba.connect();
+      await eventually(async () => ((await holders()).length === 1 ? true : null), 'the lock is held again after the outage', { ...slowly, timeoutMs: 20_000 });
+      expect(first.child.exitCode).toBeNull();
+      expect(first.stderr()).toContain('the control-plane store does not answer');
 
       // This time another process takes the lock the moment it is free: the control plane stops.
       const [secondPid] = await holders();

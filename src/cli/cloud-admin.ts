@@ -25,9 +25,9 @@ const defaultStore = 'svc-cloud.sqlite';
 const planChoices = ['Idea', 'Startup', 'Growth'];
 const requestTimeoutMs = 30_000;
 const waitPollMs = 500;
-/** A lost control-plane lock is taken again within this many attempts, one a second, or the control plane stops. */
-const lockRetakeAttempts = 15;
-const lockRetakeDelayMs = 1_000;
+/** Waits between attempts to take a lost control-plane lock again: doubling from the first to the last. */
+const lockRetakeDelayFirstMs = 250;
+const lockRetakeDelayMaxMs = 5_000;
 
 interface AdminFlags {
   adminUrl?: string;
@@ -330,32 +330,42 @@ async function serveControlPlane(flags: ServeFlags): Promise<void> {
         resolve();
       })();
     };
-    // The lock lost while held (PostgreSQL: its session ended): take it again at once. If
-    // another control plane took it meanwhile, this one stops, servers and all, rather than
-    // run a second set of servers for the same databases.
+    // The lock lost while held (PostgreSQL: its session ended): take it again at once, and
+    // go on trying while the store does not answer (the servers serve without it, and no
+    // other control plane can take the lock meanwhile either). Only a lock held by another
+    // process makes this one stop, servers and all, rather than run a second set of servers
+    // for the same databases.
     const watch = (held: ProvisionerLock): void => {
       void held.lost.then(async (why) => {
         if (stopping) return;
         logger.error({ reason: why }, 'lost the control-plane lock: taking it again');
-        for (let attempt = 1; attempt <= lockRetakeAttempts && !stopping; attempt++) {
-          const again = await store.tryProvisionerLock().catch((err: unknown) => {
-            logger.warn({ attempt, reason: err instanceof Error ? err.message : String(err) }, 'taking the control-plane lock again failed');
-            return undefined;
-          });
-          // null: held, by another control plane or still by this one's ending session
-          // (PostgreSQL frees it once it sees that session gone): tried again until the end.
-          if (again !== null && again !== undefined) {
-            if (stopping) { await again.release(); return; }
-            lock = again;
-            logger.warn({ attempt }, 'took the control-plane lock again');
-            watch(again);
-            return;
+        let delayMs = lockRetakeDelayFirstMs;
+        for (let attempt = 1; !stopping; attempt++) {
+          try {
+            const again = await store.tryProvisionerLock();
+            if (again !== null) {
+              if (stopping) { await again.release(); return; }
+              lock = again;
+              logger.warn({ attempt }, 'took the control-plane lock again');
+              watch(again);
+              return;
+            }
+            // Held: by a session of this process the store still keeps (ended by this
+            // call; tried again at once), or by another control plane.
+            if (await store.provisionerLockHolder() === 'another process') {
+              logger.error('another `svc cloud serve` holds the control-plane lock: stopping this one and its servers');
+              stop('lock lost');
+              return;
+            }
+          } catch (err) {
+            // Logged at attempts 1, 2, 4, 8...: an outage of minutes is a few lines.
+            if ((attempt & (attempt - 1)) === 0) {
+              logger.warn({ attempt, reason: err instanceof Error ? err.message : String(err) }, 'the control-plane store does not answer: the lock is taken again once it does');
+            }
           }
-          await sleep(lockRetakeDelayMs);
+          await sleep(delayMs);
+          delayMs = Math.min(delayMs * 2, lockRetakeDelayMaxMs);
         }
-        if (stopping) return;
-        logger.error('another `svc cloud serve` holds the control-plane lock, or the store stayed unreachable: stopping this one and its servers');
-        stop('lock lost');
       });
     };
     watch(lock);

@@ -126,6 +126,8 @@ export interface ControlPlaneStore extends ControlPlane {
    * `lost` settles); null when another `svc cloud serve` holds it.
    */
   tryProvisionerLock(): Promise<ProvisionerLock | null>;
+  /** Who holds the provisioner lock (SqlDriver.provisionerLockHolder). */
+  provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'>;
 
   // API keys
   createApiKey(databaseId: string, name: string, permission: Permission): Promise<CreatedApiKey>;

@@ -1,5 +1,6 @@
 // The shared store's driver: a pg connection pool, for several gateway replicas and the
 // admin server against one PostgreSQL database.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { numberPlaceholders, type ProvisionerLock, type SqlDriver, type SqlExecutor, type SqlRow, type SqlValue } from './sql-driver.js';
 
@@ -16,6 +17,8 @@ const lockHeartbeatTimeoutMs = 5_000;
 export class PostgresDriver implements SqlDriver {
   readonly dialect = 'postgres' as const;
   private readonly pool: pg.Pool;
+  /** The application_name of this process's lock sessions: tells its own stale session from another process's. */
+  private readonly lockSessionName = `svc-cloud-lock ${randomUUID()}`;
 
   constructor(private readonly connectionString: string) {
     this.pool = new pg.Pool({ connectionString, max: poolSizeMax, connectionTimeoutMillis: connectTimeoutMs });
@@ -67,14 +70,23 @@ export class PostgresDriver implements SqlDriver {
     const client = new pg.Client({
       connectionString: this.connectionString, connectionTimeoutMillis: connectTimeoutMs,
       keepAlive: true, query_timeout: lockHeartbeatTimeoutMs,
+      // Every lock session of this process carries its token (provisionerLockHolder).
+      application_name: this.lockSessionName,
     });
     let lose: (why: string) => void = () => undefined;
     const lost = new Promise<string>((resolve) => { lose = resolve; });
     client.on('error', (err) => lose(`the lock's session failed: ${err.message}`));
     client.on('end', () => lose('the lock\'s session ended'));
     await client.connect();
-    const rows = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [provisionerLockKey])).rows;
-    if (rows[0]?.locked !== true) {
+    let locked: boolean;
+    try {
+      locked = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [provisionerLockKey])).rows[0]?.locked === true;
+    } catch (err) {
+      // A query that timed out may still be granted on the server: ending the session frees it.
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (!locked) {
       await client.end();
       return null;
     }
@@ -101,6 +113,18 @@ export class PostgresDriver implements SqlDriver {
         await client.end().catch(() => undefined);
       },
     };
+  }
+
+  async provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'> {
+    const rows = await this.query<{ pid: number; application_name: string | null }>(
+      `SELECT a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = ? AND l.objsubid = 1 AND l.granted`, [provisionerLockKey]);
+    if (rows.length === 0) return 'none';
+    const holder = rows[0]!;
+    if (holder.application_name !== this.lockSessionName) return 'another process';
+    // A session of this process that PostgreSQL still keeps (its end not seen yet): end it.
+    await this.query('SELECT pg_terminate_backend(?)', [holder.pid]);
+    return 'this process';
   }
 
   isUniqueViolation(err: unknown): boolean {

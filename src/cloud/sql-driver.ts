@@ -26,6 +26,11 @@ export interface SqlDriver extends SqlExecutor {
    * both start servers for the same databases.
    */
   tryProvisionerLock(): Promise<ProvisionerLock | null>;
+  /**
+   * Who holds the provisioner lock, for a process that lost it: nobody, this process (a
+   * session of its own the store still keeps, which this call ends), or another process.
+   */
+  provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'>;
   /** True when `err` is a unique-constraint violation (a slug or key collision). */
   isUniqueViolation(err: unknown): boolean;
   close(): Promise<void>;

@@ -373,6 +373,10 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
     return this.driver.tryProvisionerLock();
   }
 
+  provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'> {
+    return this.driver.provisionerLockHolder();
+  }
+
   // ------------------------------------------------------------ API keys
 
   async createApiKey(databaseId: string, name: string, permission: Permission): Promise<CreatedApiKey> {

@@ -56,6 +56,7 @@ function referenceTo(entry: { driver: SqliteDriver; references: number }): SqlDr
     transaction: (work) => driver.transaction(work),
     lockForMigrations: () => driver.lockForMigrations(),
     tryProvisionerLock: () => driver.tryProvisionerLock(),
+    provisionerLockHolder: () => driver.provisionerLockHolder(),
     isUniqueViolation: (err) => driver.isUniqueViolation(err),
     async close() {
       if (closed) return;
@@ -153,6 +154,18 @@ export class SqliteDriver implements SqlDriver {
       }
     }
     return null;
+  }
+
+  async provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'> {
+    if (this.path === ':memory:') return 'this process';
+    let owner: number;
+    try {
+      owner = Number(readFileSync(`${this.path}.provisioner.lock`, 'utf8').trim());
+    } catch {
+      return 'none';
+    }
+    if (owner === process.pid) return 'this process';
+    return Number.isInteger(owner) && owner > 0 && processAlive(owner) ? 'another process' : 'none';
   }
 
   isUniqueViolation(err: unknown): boolean {

@@ -13,6 +13,8 @@ export interface PostgresCluster {
   readonly port: number;
   /** A new empty database; its postgres:// URL. */
   createDatabase(name: string): Promise<string>;
+  /** Stops the server (fast shutdown: every session ends), waits `downMs`, starts it again on the same data and port. */
+  restart(downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,33 +54,45 @@ export async function startPostgres(startTimeoutMs = 30_000): Promise<PostgresCl
   execFileSync(join(bin, 'initdb'), ['-D', dataDir, '-U', superuser, '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-locale'],
     { ...ids, stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
   const port = await freePort();
-  // fsync off and a small footprint: the cluster lives for one test file.
-  const child: ChildProcess = spawn(join(bin, 'postgres'), ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'shared_buffers=16MB', '-c', 'max_connections=40'],
-  { ...ids, stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-
   const adminUrl = `postgres://${superuser}@127.0.0.1:${port}/postgres`;
-  const until = Date.now() + startTimeoutMs;
-  for (;;) {
-    const client = new pg.Client({ connectionString: adminUrl });
-    try {
-      await client.connect();
-      await client.query('SELECT 1');
-      await client.end();
-      break;
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      if (child.exitCode !== null || Date.now() > until) {
-        child.kill('SIGKILL');
-        rmSync(dir, { recursive: true, force: true });
-        throw new Error(`PostgreSQL did not start: ${err instanceof Error ? err.message : String(err)}\n${stderr}`);
+  let child!: ChildProcess;
+  let exited!: Promise<void>;
+  const launch = async (): Promise<void> => {
+    // fsync off and a small footprint: the cluster lives for one test file.
+    child = spawn(join(bin, 'postgres'), ['-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
+      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'shared_buffers=16MB', '-c', 'max_connections=40'],
+    { ...ids, stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+    const started = child;
+    exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const until = Date.now() + startTimeoutMs;
+    for (;;) {
+      const client = new pg.Client({ connectionString: adminUrl });
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+        await client.end();
+        return;
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        if (started.exitCode !== null || Date.now() > until) {
+          started.kill('SIGKILL');
+          rmSync(dir, { recursive: true, force: true });
+          throw new Error(`PostgreSQL did not start: ${err instanceof Error ? err.message : String(err)}\n${stderr}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 100));
     }
-  }
+  };
+  const halt = async (): Promise<void> => {
+    // SIGINT: PostgreSQL's fast shutdown (ends sessions, no wait for clients).
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killer);
+  };
+  await launch();
 
   return {
     port,
@@ -93,12 +107,13 @@ export async function startPostgres(startTimeoutMs = 30_000): Promise<PostgresCl
       }
       return `postgres://${superuser}@127.0.0.1:${port}/${name}`;
     },
+    async restart(downMs: number): Promise<void> {
+      await halt();
+      await new Promise((r) => setTimeout(r, downMs));
+      await launch();
+    },
     async stop(): Promise<void> {
-      // SIGINT: PostgreSQL's fast shutdown (ends sessions, no wait for clients).
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(killer);
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };
