@@ -15,7 +15,12 @@ export function withoutSecretParameters(url: string): string {
   });
 }
 
-/** `url` with any user name and password, and every secret query parameter's value, replaced by `***`. */
+/**
+ * `url` with any user name and password, and every secret query parameter's value, replaced
+ * by `***`. User info is taken to run to the LAST `@`: a raw secret may hold `/` or `?` (AWS
+ * secret keys are base64), so an `@` later in a path hides the host too, which only shows
+ * less.
+ */
 export function withoutCredentials(url: string): string {
-  return withoutSecretParameters(url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1***@'));
+  return withoutSecretParameters(url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1***@'));
 }

@@ -21,6 +21,8 @@ it('withoutCredentials hides user info and secret query parameters, and keeps th
   expect(withoutCredentials('https://registry.example/npm/?access_token=abc&x=1')).toBe('https://registry.example/npm/?access_token=***&x=1');
   expect(withoutCredentials('http://127.0.0.1:6969/v2/query?api_key=abc#frag')).toBe('http://127.0.0.1:6969/v2/query?api_key=***#frag');
   expect(withoutCredentials('http://127.0.0.1:6969/v2/query?timeout=5')).toBe('http://127.0.0.1:6969/v2/query?timeout=5');
+  expect(withoutCredentials('http://u:pa?ss@host/x')).toBe('http://***@host/x');
+  expect(withoutCredentials('http://u:pa/ss@host/x')).toBe('http://***@host/x');
 });
 
 it('a storage URI with credentials in it is refused, and the message does not show them', () => {
@@ -33,6 +35,13 @@ it('a storage URI with credentials in it is refused, and the message does not sh
   expect(message).toContain('holds credentials');
   expect(message).not.toContain('supersecret');
   expect(message).not.toContain('AKIAXXX');
+  // Raw secrets hold '/' and '?' (base64): still refused, still not shown (a review).
+  for (const uri of ['s3://AKIAEXAMPLE:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY@bucket/prefix', 's3://AKIAEXAMPLE:a?b@bucket/p']) {
+    let shown = '';
+    try { parseStorageUri(uri); } catch (err) { shown = (err as SvcError).msg; }
+    expect(shown, uri).toContain('s3://***@bucket/');
+    expect(shown, uri).not.toMatch(/wJal|K7MD|a\?b|AKIA/);
+  }
   expect(() => parseStorageUri('s3://my-bucket/a/b')).not.toThrow();
   expect(parseStorageUri('s3://my_bucket.v2/a/b/')).toEqual({ bucket: 'my_bucket.v2', prefix: 'a/b' });
   expect(() => parseStorageUri('s3://bad:bucket/a')).toThrow(/a bucket name has letters, digits/);

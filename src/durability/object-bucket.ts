@@ -57,11 +57,11 @@ export interface StorageUri {
 export function parseStorageUri(uri: string): StorageUri {
   // Every storage message quotes the URI: one with credentials in it is refused, and never shown.
   const shown = withoutCredentials(uri);
+  if (uri.includes('@')) {
+    throw new SvcError('invalid_configuration', `storage URI \`${shown}\` holds credentials (or an @): give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the SDK's other sources), never in the URI`);
+  }
   const m = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(uri);
   if (m === null) throw new SvcError('invalid_configuration', `storage URI \`${shown}\` is not of the form s3://bucket/prefix`);
-  if (m[1]!.includes('@')) {
-    throw new SvcError('invalid_configuration', `storage URI \`${shown}\` holds credentials: give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the SDK's other sources), never in the URI`);
-  }
   if (!/^[A-Za-z0-9._-]+$/.test(m[1]!)) throw new SvcError('invalid_configuration', `storage URI \`${shown}\`: a bucket name has letters, digits, '.', '-' and '_' only`);
   const prefix = (m[2] ?? '').replace(/^\/+|\/+$/g, '');
   if (prefix.split('/').some((part, i, all) => part === '' && all.length > 1)) {
