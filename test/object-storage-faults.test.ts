@@ -197,10 +197,22 @@ it('an uploaded snapshot that reads back damaged is kept aside and fails the sna
     // The retry uploads a whole snapshot under the same epoch's key.
     await writer.snapshot();
     expect((await keysUnder('snapshots')).filter((k) => k.endsWith('.bin'))).toHaveLength(2);
+
+    // Damaged again, and this time it cannot be moved aside (a copy fails, as one over 5 GB
+    // does): it stays under its key, and the retry at the same epoch replaces it instead of
+    // taking it for another writer's (a review).
+    await writeSome(10, 3);
+    damagedUploads = 0;
+    damageNextSnapshotUpload();
+    vi.spyOn(Bucket.prototype, 'copy').mockRejectedValueOnce(new Error('EntityTooLarge'));
+    await expect(writer.snapshot()).rejects.toThrow(/read back damaged .*left in place, to be replaced by the retry .*EntityTooLarge/);
+    vi.restoreAllMocks();
+    await writer.snapshot();
+    expect(writer.health().ready).toBe(true);
     await writer.close();
     reopened = await ObjectWriter.open(storage);
     const res = executeRequest(reopened.store, JSON.stringify(countAll), flags, 'writer', { queryTimeoutMs: 10_000 });
-    expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 10 });
+    expect(JSON.parse((res as { body: string }).body)).toEqual({ c: 13 });
   } finally {
     vi.restoreAllMocks();
     await writer.close();

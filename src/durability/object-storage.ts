@@ -363,6 +363,8 @@ export class ObjectWriter implements DurableStorage {
   /** The snapshot being taken (the loop's, close()'s or snapshot()'s: one at a time). */
   private snapshotting: Promise<void> | null = null;
   private readonly snapshotThread = new SnapshotThread();
+  /** A snapshot key whose upload read back damaged and stayed in place: the next upload of it replaces it. */
+  private damagedUpload: string | null = null;
   /** Why the last group upload failed, until one succeeds: not ready, new writes refused. */
   private uploadProblem: string | null = null;
   private snapshotProblem: string | null = null;
@@ -704,7 +706,9 @@ export class ObjectWriter implements DurableStorage {
       // The snapshot may hold batches whose group is not uploaded yet: once it is in the
       // bucket, read back and verified, they are durable (their WAL object follows and
       // overlaps, which recovery skips).
-      if (await this.bucket.putFile(file, key, { ifNoneMatch: true }) === 'precondition') {
+      // A copy of this epoch that read back damaged and could not be moved aside is ours to replace.
+      const condition = key === this.damagedUpload ? {} : { ifNoneMatch: true };
+      if (await this.bucket.putFile(file, key, condition) === 'precondition') {
         // holdsSnapshot reads the object whole: that is its read-back.
         if (!(await this.holdsSnapshot(key, epoch))) {
           this.fence(`s3://${this.bucket.name}/${key} already exists and is not our snapshot: another writer wrote ${this.uri}`);
@@ -760,7 +764,10 @@ export class ObjectWriter implements DurableStorage {
       } else {
         const verdict = await this.snapshotThread.verify(file);
         if (typeof verdict === 'number') {
-          if (verdict === epoch) return;
+          if (verdict === epoch) {
+            if (this.damagedUpload === key) this.damagedUpload = null;
+            return;
+          }
           problem = `it holds epoch ${verdict}, not ${epoch}`;
         } else {
           problem = verdict.msg.replace(/^storage error: /, '').replace(file, where);
@@ -769,10 +776,20 @@ export class ObjectWriter implements DurableStorage {
     } finally {
       rmSync(file, { force: true });
     }
+    // Kept aside for whoever looks into the damage; if that fails (a copy is limited to
+    // 5 GB), the damaged copy stays under its key and the retry replaces it.
     const aside = `${key}.damaged-${Date.now()}`;
-    await this.bucket.copy(key, aside);
-    await this.bucket.delete([key]);
-    throw new SvcError('storage_error', `storage error: the snapshot ${where} read back damaged (${problem}); kept as s3://${this.bucket.name}/${aside}, nothing older deleted`);
+    let kept: string;
+    try {
+      await this.bucket.copy(key, aside);
+      await this.bucket.delete([key]);
+      kept = `kept as s3://${this.bucket.name}/${aside}`;
+      this.damagedUpload = null;
+    } catch (err) {
+      this.damagedUpload = key;
+      kept = `left in place, to be replaced by the retry (moving it aside failed: ${errorText(err)})`;
+    }
+    throw new SvcError('storage_error', `storage error: the snapshot ${where} read back damaged (${problem}); ${kept}, nothing older deleted`);
   }
 
   /**
