@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type OpenOptions } from '../src/index.js';
 import { defaultObjectWriterOptions, ObjectFollower, ObjectWriter } from '../src/durability/object-storage.js';
+import { Bucket } from '../src/durability/object-bucket.js';
 import type { StorageHealth } from '../src/durability/durable.js';
 import { encodeFrame, segmentHeader } from '../src/durability/wal.js';
 import type { RedoBatch } from '../src/store/store.js';
@@ -277,7 +278,7 @@ describe('object storage, failures', () => {
       await client.send(new PutObjectCommand({ Bucket: 'bucket', Key, Body: bytes }));
     };
     const snapshotsOf = async (prefix: string) => (await keys(prefix)).filter((k) => /^snapshots\/\d{10}\.bin$/.test(k)).sort();
-    for (const prefix of ['snapdmg', 'snapdmg-nowal']) {
+    for (const prefix of ['snapdmg', 'snapdmg-nowal', 'snapdmg-stuck']) {
       const db = await openDatabase(s3Options(prefix, { snapshotWalBytes: 1 }));
       for (let i = 0; i < 6; i++) await db.query(addOne(i));
       await db.close();
@@ -293,6 +294,30 @@ describe('object storage, failures', () => {
     expect(await db.query(addOne(6))).toEqual({ x: [{ $id: 6 }] });
     await db.close();
     db = await openDatabase(s3Options('snapdmg'));
+    expect(await db.query(countAll)).toEqual({ c: 7 });
+    await db.close();
+
+    // It cannot be moved aside (a copy is limited to 5 GB): the open still succeeds, the
+    // damaged snapshot stays as it is, and no snapshot is written over it (a review).
+    const stuck = (await snapshotsOf('snapdmg-stuck')).at(-1)!;
+    await flipMiddleByte(`snapdmg-stuck/${stuck}`);
+    const damagedBytes = Buffer.from(await (await client.send(new GetObjectCommand({ Bucket: 'bucket', Key: `snapdmg-stuck/${stuck}` }))).Body!.transformToByteArray());
+    const copy = vi.spyOn(Bucket.prototype, 'copy').mockRejectedValue(new Error('EntityTooLarge'));
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      db = await openDatabase(s3Options('snapdmg-stuck'));
+      expect(await db.query(countAll)).toEqual({ c: 6 });
+      await db.close(); // its stop snapshot is of the damaged one's epoch: not taken
+      const after = Buffer.from(await (await client.send(new GetObjectCommand({ Bucket: 'bucket', Key: `snapdmg-stuck/${stuck}` }))).Body!.transformToByteArray());
+      expect(after.equals(damagedBytes)).toBe(true);
+      db = await openDatabase(s3Options('snapdmg-stuck'));
+      expect(await db.query(addOne(6))).toEqual({ x: [{ $id: 6 }] });
+      await db.close(); // a later epoch: its snapshot has a key of its own
+    } finally {
+      copy.mockRestore();
+      stderr.mockRestore();
+    }
+    db = await openDatabase(s3Options('snapdmg-stuck'));
     expect(await db.query(countAll)).toEqual({ c: 7 });
     await db.close();
 

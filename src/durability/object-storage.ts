@@ -365,6 +365,8 @@ export class ObjectWriter implements DurableStorage {
   private readonly snapshotThread = new SnapshotThread();
   /** A snapshot key whose upload read back damaged and stayed in place: the next upload of it replaces it. */
   private damagedUpload: string | null = null;
+  /** The key of a damaged snapshot found at open that could not be moved aside: never written over. */
+  damagedInPlace: string | null = null;
   /** Why the last group upload failed, until one succeeds: not ready, new writes refused. */
   private uploadProblem: string | null = null;
   private snapshotProblem: string | null = null;
@@ -436,15 +438,22 @@ export class ObjectWriter implements DurableStorage {
         process.stderr.write(`svcdb: removing objects of an interrupted upload from ${bucket.uri}: ${torn.join(', ')}\n`);
         await bucket.delete(torn);
       }
+      writer = new ObjectWriter(bucket, lock, dir, loaded, options);
       if (loaded.damagedSnapshot !== null) {
         // Its key is the next snapshot's (the same epoch): keep it under another name, where
-        // no listing takes it for a snapshot, for whoever looks into the damage.
+        // no listing takes it for a snapshot, for whoever looks into the damage. If it cannot
+        // be moved (a copy is limited to 5 GB), it stays, and no snapshot is taken at its
+        // epoch: the next write's epoch has another key.
         const aside = `${loaded.damagedSnapshot}.damaged-${Date.now()}`;
-        await bucket.copy(loaded.damagedSnapshot, aside);
-        await bucket.delete([loaded.damagedSnapshot]);
-        process.stderr.write(`svcdb: kept the damaged snapshot s3://${bucket.name}/${loaded.damagedSnapshot} as s3://${bucket.name}/${aside}\n`);
+        try {
+          await bucket.copy(loaded.damagedSnapshot, aside);
+          await bucket.delete([loaded.damagedSnapshot]);
+          process.stderr.write(`svcdb: kept the damaged snapshot s3://${bucket.name}/${loaded.damagedSnapshot} as s3://${bucket.name}/${aside}\n`);
+        } catch (err) {
+          writer.damagedInPlace = loaded.damagedSnapshot;
+          process.stderr.write(`svcdb: the damaged snapshot s3://${bucket.name}/${loaded.damagedSnapshot} stays in place (moving it aside failed: ${errorText(err)}); no snapshot is taken at its epoch\n`);
+        }
       }
-      writer = new ObjectWriter(bucket, lock, dir, loaded, options);
       return writer;
     } catch (err) {
       try { await lock.release(); } catch { /* the lease runs out */ }
@@ -692,6 +701,8 @@ export class ObjectWriter implements DurableStorage {
       throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
     }
     const epoch = this.store.committedEpoch();
+    // A damaged snapshot found at open that could not be moved aside holds this epoch's key.
+    if (this.bucket.snapshotKey(epoch) === this.damagedInPlace) return;
     // Cut between batches; the snapshot thread writes it while writes go on.
     const cut = this.store.cut();
     const file = join(this.dir, snapshotName(cut.epoch));
