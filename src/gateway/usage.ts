@@ -35,8 +35,16 @@ export class MonthClock {
 }
 
 export class UsageMeter {
-  /** Keyed by month and workspace: counts held across a month's end go to the month they were made in. */
-  private pending = new Map<string, Counts>();
+  /**
+   * Counts by month, then workspace: counts held across a month's end go to the month they
+   * were made in. (Two levels: a request looks up its workspace id as it is, no key built.)
+   */
+  private pending = new Map<string, Map<string, Counts>>();
+  /** pending's map of the month requests are admitted in now. */
+  private current: Map<string, Counts> | null = null;
+  private currentMonth = '';
+  /** Workspaces with counts held, over every month. */
+  private held = 0;
   private readonly clock = new MonthClock();
   private readonly controlPlane: ControlPlane;
   private readonly log: Logger;
@@ -52,14 +60,21 @@ export class UsageMeter {
 
   add(workspaceId: string, kind: UsageKind): void {
     const month = this.clock.now();
-    const key = `${month} ${workspaceId}`;
-    let counts = this.pending.get(key);
+    if (this.current === null || month !== this.currentMonth) this.current = this.monthCounts(month);
+    let counts = this.current.get(workspaceId);
     if (counts === undefined) {
       counts = { workspaceId, month, read: 0, write: 0 };
-      this.pending.set(key, counts);
-      if (this.pending.size >= limits.gatewayUsageWorkspacesMax) void this.flush();
+      this.current.set(workspaceId, counts);
+      if (++this.held >= limits.gatewayUsageWorkspacesMax) void this.flush();
     }
     counts[kind]++;
+  }
+
+  private monthCounts(month: string): Map<string, Counts> {
+    let counts = this.pending.get(month);
+    if (counts === undefined) this.pending.set(month, counts = new Map());
+    this.currentMonth = month;
+    return counts;
   }
 
   /** Send every count held; resolves when sent (or failed and kept). */
@@ -70,21 +85,30 @@ export class UsageMeter {
   }
 
   private async send(): Promise<void> {
-    if (this.pending.size === 0) return;
+    if (this.held === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    for (const [key, counts] of batch) {
-      const { workspaceId, month } = counts;
-      for (const kind of ['read', 'write'] as const) {
-        const count = counts[kind];
-        if (count === 0) continue;
-        try {
-          await this.controlPlane.recordUsage(workspaceId, kind, count, month);
-        } catch (err) {
-          this.log.warn({ workspaceId, month, kind, count, err: (err as Error).message }, 'usage flush failed; kept for the next flush');
-          let kept = this.pending.get(key);
-          if (kept === undefined) this.pending.set(key, kept = { workspaceId, month, read: 0, write: 0 });
-          kept[kind] += count;
+    this.current = null;
+    this.held = 0;
+    for (const months of batch.values()) {
+      for (const counts of months.values()) {
+        const { workspaceId, month } = counts;
+        for (const kind of ['read', 'write'] as const) {
+          const count = counts[kind];
+          if (count === 0) continue;
+          try {
+            await this.controlPlane.recordUsage(workspaceId, kind, count, month);
+          } catch (err) {
+            this.log.warn({ workspaceId, month, kind, count, err: (err as Error).message }, 'usage flush failed; kept for the next flush');
+            const kept = this.monthCounts(month);
+            let again = kept.get(workspaceId);
+            if (again === undefined) {
+              kept.set(workspaceId, again = { workspaceId, month, read: 0, write: 0 });
+              this.held++;
+            }
+            again[kind] += count;
+            this.current = null; // the month of admission is looked up again
+          }
         }
       }
     }
