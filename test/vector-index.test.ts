@@ -10,6 +10,7 @@ import { openDatabase, type Database } from '../src/index.js';
 import { VectorPhysical } from '../src/index/vector-index.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { buildIndex, createIndex, fails, ok, random, runOn, settleIndexWork } from './helpers/search-indexes.js';
+import { executeRequest, noFlags } from '../src/exec/request.js';
 import { limits } from '../src/limits.js';
 import { Store } from '../src/store/store.js';
 import { loadSections, sectionsAt } from '../src/store/snapshot-sections.js';
@@ -302,6 +303,38 @@ describe('vector index lifecycle and searches', () => {
     await ok(db, write([article('new', f32(Array(dimension).fill(5)))], []));
     expect((await hits(db, f32(Array(dimension).fill(5)), { literal: 1 }))[0]).toEqual({ $distance: 0, $id: 3000 });
     await db.close();
+  });
+});
+
+describe('an operation succeeded only as of a snapshot that holds it', () => {
+  it('get_index_operation in a read says running until the batch that made it succeeded is visible; then the index answers', () => {
+    // As under durable storage: commits are published only when durable.
+    const store = Store.create();
+    store.publishOnCommit = false;
+    const publish = () => store.publish(store.committedEpoch());
+    runOn(store, write([article('a', f32([1, 0])), article('b', f32([0, 1]))], []));
+    const receipt = runOn(store, create(vectorSpec({ label: 'Article', property: 'embedding', dimension: 2, metric: 'euclidean' })))['r'] as Record<string, string>;
+    publish();
+    const status = () => (runOn(store, read([q('r', { get_index_operation: { operation_id: receipt['operation_id']! } })], ['r']), 'reader')['r'] as Record<string, string>);
+    const searched = () => executeRequest(store, JSON.stringify(read([q('r', search(f32([1, 0]), { literal: 1 }))], ['r'])), noFlags, 'reader');
+    settleIndexWork(store); // the activation committed, not yet durable
+    // A probe saw `succeeded` here, then index_not_found from the search it made next.
+    expect(status()).toMatchObject({ status: 'running', stage: 'activate' });
+    expect(searched()).toMatchObject({ status: 400, body: expect.stringContaining('index_not_found') });
+    publish();
+    expect(status()).toMatchObject({ status: 'succeeded', stage: 'activate' });
+    expect(searched()).toEqual({ status: 200, body: '{"r":[{"$distance":0.0,"$id":0}]}' });
+
+    // The drop likewise: succeeded once its last batch is visible.
+    const dropped = runOn(store, drop(vectorSpec({ label: 'Article', property: 'embedding', dimension: 2, metric: 'euclidean' })))['r'] as Record<string, string>;
+    publish();
+    const dropStatus = () => (runOn(store, read([q('r', { get_index_operation: { operation_id: dropped['operation_id']! } })], ['r']), 'reader')['r'] as Record<string, string>);
+    for (let i = 0; i < 100 && dropStatus()['status'] !== 'succeeded'; i++) {
+      settleIndexWork(store);
+      expect(dropStatus()['status']).not.toBe('succeeded');
+      publish();
+    }
+    expect(dropStatus()['status']).toBe('succeeded');
   });
 });
 

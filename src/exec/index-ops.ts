@@ -2,7 +2,8 @@
 // operation controls. Each runs behind a commit barrier (envelope.md §5.3): the graph
 // mutations made so far commit first, the index operation commits alone, and later
 // mutations start a new transaction. get_index_operation in a read batch reads the
-// catalog view (the writer's catalog as last published).
+// catalog view (the writer's catalog as last committed), a terminal status only once the
+// read's snapshot holds the batch that set it.
 import type { Op } from '../protocol/ast.js';
 import { SvcError } from '../protocol/errors.js';
 import { operationNotFound, statusObject } from '../index/catalog.js';
@@ -18,6 +19,13 @@ export function evalIndexOp(ctx: ExecCtx, op: IndexOp): Stream {
     if (op.op !== 'get_index_operation') throw new SvcError('internal_error', `internal error: ${op.op} in a read batch`);
     const found = currentView(ctx.store).operations.get(op.operation_id);
     if (found === undefined) throw operationNotFound(op.operation_id);
+    // The view is published at commit; the batch that made an operation succeeded (or
+    // aborted) may not be durable yet, so not visible to this read: until it is, the
+    // operation is still running here. A client told `succeeded` can use the index at once,
+    // and no crash takes a `succeeded` back (indexes.md §5.2: terminal).
+    if ((found.status === 'succeeded' || found.status === 'aborted') && found.stageEpoch > ctx.at) {
+      return { kind: 'object', value: statusObject({ ...found, status: 'running' }) };
+    }
     return { kind: 'object', value: statusObject(found) };
   }
   const runtime = ctx.store.indexes as IndexRuntime | null;

@@ -892,7 +892,8 @@ export class IndexRuntime implements IndexHooks {
     const progress: [number, number, number, number] = [entities, inputBytes, outputs + 1, outputBytes];
     if (at + 1 < stages.length) return { ...op, stage: stages[at + 1]!, progress, stageEpoch: epoch };
     this.putRecord({ ...record, state: 'dropped', revision: record.revision + 1, activeSince: 0, operation: '' });
-    return { ...op, status: op.kind === 'drop' ? 'succeeded' : 'aborted', progress };
+    // stageEpoch: the batch that ends it (a read shows the end once its snapshot holds it).
+    return { ...op, status: op.kind === 'drop' ? 'succeeded' : 'aborted', progress, stageEpoch: epoch };
   }
 }
 
