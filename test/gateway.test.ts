@@ -105,15 +105,19 @@ function served(server: SpawnedServer): number {
   return server.stderr().split('\n').filter((line) => line.includes('"msg":"query"')).length;
 }
 
-/** Wait until every backend's log count stopped moving (async log writes have landed). */
+/**
+ * Wait until every backend's log count stopped moving (async log writes have landed): the
+ * same counts over three checks 150 ms apart (one was too short on a loaded machine).
+ */
 async function settledCounts(servers: SpawnedServer[]): Promise<number[]> {
   let before = servers.map(served);
-  for (;;) {
+  for (let still = 0; still < 3;) {
     await new Promise((r) => setTimeout(r, 150));
     const now = servers.map(served);
-    if (now.every((n, i) => n === before[i])) return now;
+    still = now.every((n, i) => n === before[i]) ? still + 1 : 0;
     before = now;
   }
+  return before;
 }
 
 const extraServers: SpawnedServer[] = [];
@@ -206,6 +210,7 @@ describe('routing', () => {
       const r = await post(gateway, countNodesBody(label), auth(key, 'db_kill'));
       expect(r.status, r.text).toBe(200);
     }
+    await eventually(() => served(readers[0]!) - before[0]! >= 10, 'the other reader logged the 10 reads');
     const after = await settledCounts([readers[0]!, writer]);
     expect(after[0]! - before[0]!).toBe(10);
     expect(after[1]! - before[1]!).toBe(0);
