@@ -173,12 +173,12 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.answerWritten(); // the client went away: nothing more will be written
   }
 
-  /** The answer's last byte went to the socket, or the client went away. */
-  private readonly answerWritten = (): void => {
+  /** The answer's last byte went to the socket, or the client went away (WrittenListener). */
+  answerWritten(): void {
     if (!this.writing) return;
     this.writing = false;
     this.front.answerWritten();
-  };
+  }
 
   /** Stage 2. `chunk` is only valid during this call: copy it. */
   onData(chunk: ArrayBuffer, isLast: boolean): void {
@@ -288,7 +288,7 @@ class PendingQuery implements QueryJob, QueryResponder {
         if (this.front.closing) res.writeHeader('Connection', 'close');
         // An answer larger than the socket takes at once is written as it drains; until its
         // last byte is out it counts as being written, and a stop waits for it (drained()).
-        if (!endAsTheSocketDrains(res, body, this.answerWritten)) {
+        if (!endAsTheSocketDrains(res, body, this)) {
           this.writing = true;
           this.front.answerWriting();
         }

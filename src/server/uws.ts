@@ -17,17 +17,22 @@ export const uws = uwsModule;
  * must have an onAborted handler (a client that stops reading is closed by the idle
  * timeout, and then the rest is never written).
  */
-export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | string, written?: () => void): boolean {
+export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | string, written?: WrittenListener): boolean {
   const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (res.tryEnd(body, total)[1]) return true;
   // Offsets are in bytes of the body: keep it as bytes from here on.
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   res.onWritable((offset) => {
     const [ok, done] = res.tryEnd(bytes.subarray(offset), total);
-    if (done) written?.();
+    if (done) written?.answerWritten();
     return ok;
   });
   return false;
+}
+
+/** Told when an answer endAsTheSocketDrains could not write at once has been written whole. (An object, not a closure: no allocation per request.) */
+export interface WrittenListener {
+  answerWritten(): void;
 }
 
 /**
