@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limits } from '../src/limits.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { isLoopbackHost, noAuthenticationWarning } from '../src/cli/bind-address.js';
 import { RequestLog } from '../src/server/request-log.js';
 import { cliPath, runCli, spawnServer, type SpawnedServer } from './helpers/server.js';
@@ -264,7 +264,19 @@ describe('RequestLog (the lines themselves)', () => {
     expect(lines.filter((l) => l['msg'] === 'slow query')).toHaveLength(max);
     await log.flush();
     expect(lines.filter((l) => l['left_out'] !== undefined)).toEqual([expect.objectContaining({ level: 'warn', left_out: 9 * max })]);
-    // The next second starts afresh; with --log-requests every request still has its line.
+    // When the second ends the count is written and the next second starts afresh.
+    vi.useFakeTimers();
+    try {
+      const timed = capture({ logRequests: false, slowQueryMs: 5 });
+      for (let i = 0; i < max + 3; i++) timed.log.finished({ ...base, status: 200, answer: '{}', durationMs: 50, queryPrefix: null });
+      vi.advanceTimersByTime(1_000);
+      expect(timed.lines.filter((l) => l['left_out'] !== undefined)).toEqual([expect.objectContaining({ left_out: 3 })]);
+      for (let i = 0; i < max; i++) timed.log.finished({ ...base, status: 200, answer: '{}', durationMs: 50, queryPrefix: null });
+      expect(timed.lines.filter((l) => l['msg'] === 'slow query')).toHaveLength(2 * max);
+    } finally {
+      vi.useRealTimers();
+    }
+    // With --log-requests every request still has its line (past the bound, without the query).
     const both = capture({ logRequests: true, slowQueryMs: 5 });
     for (let i = 0; i < 2 * max; i++) both.log.finished({ ...base, status: 200, answer: '{}', durationMs: 50, queryPrefix: null });
     expect(both.lines).toHaveLength(2 * max);
