@@ -29,7 +29,7 @@ import {
 } from './admin-store.js';
 import { planNames, type PlanName, type RateLimit } from './control-plane.js';
 import type { Logger } from './log.js';
-import { isPlanName } from './plans.js';
+import { isPlanName, monthPattern } from './plans.js';
 import type { Provisioner } from './provision.js';
 
 export const adminTokenEnv = 'SVC_CLOUD_ADMIN_TOKEN';
@@ -261,7 +261,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
       if (method === 'GET' && arity === 3 && sub === 'usage') {
         // ?month=YYYY-MM for a past month's record; default this month (UTC).
         const month = query.get('month');
-        if (month !== null && !/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new HttpError(400, 'invalid_request', 'month must be YYYY-MM');
+        if (month !== null && !monthPattern.test(month)) throw new HttpError(400, 'invalid_request', 'month must be YYYY-MM');
         const at = month === null ? new Date() : new Date(`${month}-01T00:00:00Z`);
         return [200, usageJson(await store.usage(id!, at))];
       }

@@ -19,6 +19,9 @@ export function isPlanName(value: unknown): value is PlanName {
   return typeof value === 'string' && (planNames as readonly string[]).includes(value);
 }
 
+/** A month as usage names it: `YYYY-MM`. */
+export const monthPattern = /^\d{4}-(0[1-9]|1[0-2])$/;
+
 /** `YYYY-MM` of the UTC month holding `at`: usage is metered per calendar month. */
 export function monthOf(at: Date): string {
   return at.toISOString().slice(0, 7);

@@ -241,9 +241,10 @@ interface DatabaseServers {
   readers: (RunningBackend | null)[];
   /** Every server started and not yet stopped, slot or not (stopped on deprovision). */
   started: Set<RunningBackend>;
-  /** Set by deprovision(): a provisioning or restart under way stops what it started. */
-  cancelled: boolean;
-  /** Aborted with `cancelled`: ends a wait between provisioning attempts at once. */
+  /**
+   * Aborted by deprovision(): a provisioning or restart under way stops what it started,
+   * and a wait between provisioning attempts ends at once.
+   */
   readonly cancel: AbortController;
   /** Settles when the first provisioning ended (Active, Failed or cancelled). */
   done: Promise<void>;
@@ -319,7 +320,7 @@ export class Provisioner {
     const existing = this.servers.get(databaseId);
     if (existing !== undefined) return existing.done;
     const entry: DatabaseServers = {
-      writer: null, readers: [], started: new Set(), cancelled: false, cancel: new AbortController(), done: Promise.resolve(), restarts: new Set(),
+      writer: null, readers: [], started: new Set(), cancel: new AbortController(), done: Promise.resolve(), restarts: new Set(),
     };
     this.servers.set(databaseId, entry);
     entry.done = this.run(databaseId, entry, options.untilActive === true);
@@ -346,7 +347,7 @@ export class Provisioner {
     const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
     for (let attempt = 1; ; attempt++) {
       const failure = await this.attempt(databaseId, entry);
-      if (failure === null || entry.cancelled || this.closed) return;
+      if (failure === null || entry.cancel.signal.aborted || this.closed) return;
       if (!untilActive || failure.final) {
         this.servers.delete(databaseId);
         await this.store.setDatabaseStatus(databaseId, 'Failed', failure.reason).catch(() => undefined);
@@ -360,7 +361,7 @@ export class Provisioner {
       } catch {
         return; // deprovisioned meanwhile
       }
-      if (entry.cancelled || this.closed) return;
+      if (entry.cancel.signal.aborted || this.closed) return;
       delayMs = Math.min(delayMs * 2, delayMaxMs);
     }
   }
@@ -380,7 +381,7 @@ export class Provisioner {
 
       // The writer first: it creates the storage layout the readers follow.
       entry.writer = await this.startReady(entry, { databaseId, role: 'writer', ordinal: 0, storage });
-      if (entry.cancelled) return null;
+      if (entry.cancel.signal.aborted) return null;
       // allSettled, not all: on a failure every reader still starting must have settled
       // (and be in entry.started) before the cleanup below stops them, or one would be left.
       const readers = await Promise.allSettled(Array.from({ length: database.readerCount },
@@ -388,7 +389,7 @@ export class Provisioner {
       const failed = readers.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
       entry.readers = readers.map((r) => (r as PromiseFulfilledResult<RunningBackend>).value);
-      if (entry.cancelled) return null;
+      if (entry.cancel.signal.aborted) return null;
 
       await this.publish(databaseId, entry);
       await this.store.setDatabaseStatus(databaseId, 'Active');
@@ -419,7 +420,7 @@ export class Provisioner {
    */
   private supervise(databaseId: string, entry: DatabaseServers, backend: RunningBackend, role: BackendRole, ordinal: number, storage: BackendSpec['storage']): void {
     void backend.exited.then(() => {
-      if (entry.cancelled || this.closed) return;
+      if (entry.cancel.signal.aborted || this.closed) return;
       const log = this.options.logger?.child({ databaseId, role, ordinal });
       log?.warn({ url: backend.url }, 'server exited unexpectedly: restarting it');
       const restart = (async () => {
@@ -428,12 +429,12 @@ export class Provisioner {
         await this.publish(databaseId, entry).catch((err: unknown) => log?.error({ reason: messageOf(err) }, 'recording the exit failed'));
         let delayMs = this.options.restartDelayMs ?? 1_000;
         const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
-        while (!entry.cancelled && !this.closed) {
+        while (!entry.cancel.signal.aborted && !this.closed) {
           await new Promise((r) => setTimeout(r, delayMs));
-          if (entry.cancelled || this.closed) return;
+          if (entry.cancel.signal.aborted || this.closed) return;
           try {
             const replacement = await this.startReady(entry, { databaseId, role, ordinal, storage });
-            if (entry.cancelled || this.closed) {
+            if (entry.cancel.signal.aborted || this.closed) {
               await replacement.stop();
               return;
             }
@@ -472,7 +473,6 @@ export class Provisioner {
   async deprovision(databaseId: string): Promise<void> {
     const entry = this.servers.get(databaseId);
     if (entry === undefined) return;
-    entry.cancelled = true;
     entry.cancel.abort();
     await entry.done;
     await Promise.all([...entry.started].map((b) => b.stop()));

@@ -11,7 +11,7 @@ import {
   type Allowance, type DatabaseRoute, type DatabaseStatus, type KeyGrant, type Permission,
   type PlanName, type RateLimit, type UsageKind,
 } from './control-plane.js';
-import { allowancePerMonthMax, isPlanName, monthOf } from './plans.js';
+import { allowancePerMonthMax, isPlanName, monthOf, monthPattern } from './plans.js';
 import { apiKeyHash, newApiKeySecret, newId, newSlug } from './secrets.js';
 import type { ProvisionerLock, SqlDriver, SqlExecutor, SqlRow } from './sql-driver.js';
 
@@ -159,7 +159,7 @@ export class SqlControlPlaneStore implements ControlPlaneStore {
 
   async recordUsage(workspaceId: string, kind: UsageKind, count: number, month: string = monthOf(new Date())): Promise<void> {
     if (!Number.isSafeInteger(count) || count < 0) throw new ControlPlaneError('invalid', `usage count must be a non-negative integer, got ${count}`);
-    if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new ControlPlaneError('invalid', `usage month must be YYYY-MM, got ${JSON.stringify(month)}`);
+    if (!monthPattern.test(month)) throw new ControlPlaneError('invalid', `usage month must be YYYY-MM, got ${JSON.stringify(month)}`);
     if (count === 0) return;
     const reads = kind === 'read' ? count : 0;
     const writes = kind === 'write' ? count : 0;

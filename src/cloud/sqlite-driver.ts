@@ -66,6 +66,17 @@ function referenceTo(entry: { driver: SqliteDriver; references: number }): SqlDr
   };
 }
 
+/** The PID a provisioner lock file names, if that process runs; null for no file or a dead owner. */
+function liveLockOwner(lockPath: string): number | null {
+  let owner: number;
+  try {
+    owner = Number(readFileSync(lockPath, 'utf8').trim());
+  } catch {
+    return null;
+  }
+  return Number.isInteger(owner) && owner > 0 && processAlive(owner) ? owner : null;
+}
+
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
   /** Called once the connection is closed (the shared-driver registry forgets it). */
@@ -148,8 +159,7 @@ export class SqliteDriver implements SqlDriver {
         return held(async () => rmSync(lockPath, { force: true }));
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        const owner = Number(readFileSync(lockPath, 'utf8').trim());
-        if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) return null;
+        if (liveLockOwner(lockPath) !== null) return null;
         rmSync(lockPath, { force: true });
       }
     }
@@ -158,14 +168,8 @@ export class SqliteDriver implements SqlDriver {
 
   async provisionerLockHolder(): Promise<'none' | 'this process' | 'another process'> {
     if (this.path === ':memory:') return 'this process';
-    let owner: number;
-    try {
-      owner = Number(readFileSync(`${this.path}.provisioner.lock`, 'utf8').trim());
-    } catch {
-      return 'none';
-    }
-    if (owner === process.pid) return 'this process';
-    return Number.isInteger(owner) && owner > 0 && processAlive(owner) ? 'another process' : 'none';
+    const owner = liveLockOwner(`${this.path}.provisioner.lock`);
+    return owner === null ? 'none' : owner === process.pid ? 'this process' : 'another process';
   }
 
   isUniqueViolation(err: unknown): boolean {

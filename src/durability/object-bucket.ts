@@ -207,6 +207,18 @@ export class Bucket {
     }
   }
 
+  /**
+   * Keep a damaged object under `<key>.damaged-<ms>`, where no listing takes it for what it
+   * was, for whoever looks into the damage; `key` is free afterwards. Returns the new key.
+   * Fails (nothing removed) when the copy does: S3 copies at most 5 GB in one request.
+   */
+  async keepAside(key: string): Promise<string> {
+    const aside = `${key}.damaged-${Date.now()}`;
+    await this.copy(key, aside);
+    await this.delete([key]);
+    return aside;
+  }
+
   /** The object, or null if there is none. */
   async get(key: string): Promise<ObjectInfo | null> {
     try {

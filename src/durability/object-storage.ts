@@ -440,14 +440,11 @@ export class ObjectWriter implements DurableStorage {
       }
       writer = new ObjectWriter(bucket, lock, dir, loaded, options);
       if (loaded.damagedSnapshot !== null) {
-        // Its key is the next snapshot's (the same epoch): keep it under another name, where
-        // no listing takes it for a snapshot, for whoever looks into the damage. If it cannot
-        // be moved (a copy is limited to 5 GB), it stays, and no snapshot is taken at its
-        // epoch: the next write's epoch has another key.
-        const aside = `${loaded.damagedSnapshot}.damaged-${Date.now()}`;
+        // Its key is the next snapshot's (the same epoch): kept aside. If it cannot be moved
+        // (a copy is limited to 5 GB), it stays, and no snapshot is taken at its epoch: the
+        // next write's epoch has another key.
         try {
-          await bucket.copy(loaded.damagedSnapshot, aside);
-          await bucket.delete([loaded.damagedSnapshot]);
+          const aside = await bucket.keepAside(loaded.damagedSnapshot);
           process.stderr.write(`svcdb: kept the damaged snapshot s3://${bucket.name}/${loaded.damagedSnapshot} as s3://${bucket.name}/${aside}\n`);
         } catch (err) {
           writer.damagedInPlace = loaded.damagedSnapshot;
@@ -787,14 +784,11 @@ export class ObjectWriter implements DurableStorage {
     } finally {
       rmSync(file, { force: true });
     }
-    // Kept aside for whoever looks into the damage; if that fails (a copy is limited to
-    // 5 GB), the damaged copy stays under its key and the retry replaces it.
-    const aside = `${key}.damaged-${Date.now()}`;
+    // Kept aside; if that fails (a copy is limited to 5 GB), the damaged copy stays under
+    // its key and the retry replaces it.
     let kept: string;
     try {
-      await this.bucket.copy(key, aside);
-      await this.bucket.delete([key]);
-      kept = `kept as s3://${this.bucket.name}/${aside}`;
+      kept = `kept as s3://${this.bucket.name}/${await this.bucket.keepAside(key)}`;
       this.damagedUpload = null;
     } catch (err) {
       this.damagedUpload = key;

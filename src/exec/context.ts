@@ -152,9 +152,14 @@ export function evalExpr(ctx: ExecCtx, e: Expr, el: number, extra: RowExtra | nu
 export function chargedEqual(l: Value, r: Value): boolean {
   takeEqualityWork();
   const equal = valuesEqual(l, r);
+  chargeEqualityWork();
+  return equal;
+}
+
+/** Charge the elements valuesEqual compared since the last takeEqualityWork(). */
+function chargeEqualityWork(): void {
   const work = takeEqualityWork();
   if (work > 0) guard.step(work);
-  return equal;
 }
 
 function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r: Value): boolean {
@@ -214,8 +219,7 @@ export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: Row
       const value = evalExpr(ctx, p.value, el, extra);
       takeEqualityWork();
       const member = isMember(value, set);
-      const work = takeEqualityWork(); // members that are themselves large values
-      if (work > 0) guard.step(work);
+      chargeEqualityWork(); // members that are themselves large values
       return member;
     }
     case 'and':

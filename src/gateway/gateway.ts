@@ -1157,7 +1157,7 @@ class GatewayServer {
           };
           // Written as the socket drains; close() waits for the last byte (closing the
           // socket earlier cuts the answer short).
-          writtenNow = endAsTheSocketDrains(res, answer!.body, { answerWritten: release });
+          writtenNow = endAsTheSocketDrains(res, answer!.body, release);
           if (!writtenNow) {
             request.answerWritten = release;
             this.answersWriting++;

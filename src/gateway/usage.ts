@@ -1,9 +1,9 @@
 // Usage metering per workspace (SPEC "What the service does" 5: a plan's read and write
 // allowances are shared by every database of the workspace). Admitted requests are counted
 // in memory, per workspace and UTC month of admission, and sent to the control plane every
-// `flushIntervalMs`, so the hot path does no store write. A failed flush keeps its counts for the next one; counts of a gateway that
-// crashes between flushes are lost (at most one interval's worth), which undercounts, never
-// double counts.
+// `flushIntervalMs`, so the hot path does no store write. A failed flush keeps its counts
+// for the next one; counts of a gateway that crashes between flushes are lost (at most one
+// interval's worth), which undercounts, never double counts.
 import type { Logger } from 'pino';
 import type { ControlPlane, UsageKind } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
@@ -40,9 +40,6 @@ export class UsageMeter {
    * were made in. (Two levels: a request looks up its workspace id as it is, no key built.)
    */
   private pending = new Map<string, Map<string, Counts>>();
-  /** pending's map of the month requests are admitted in now. */
-  private current: Map<string, Counts> | null = null;
-  private currentMonth = '';
   /** Workspaces with counts held, over every month. */
   private held = 0;
   private readonly clock = new MonthClock();
@@ -60,11 +57,11 @@ export class UsageMeter {
 
   add(workspaceId: string, kind: UsageKind): void {
     const month = this.clock.now();
-    if (this.current === null || month !== this.currentMonth) this.current = this.monthCounts(month);
-    let counts = this.current.get(workspaceId);
+    const monthCounts = this.monthCounts(month);
+    let counts = monthCounts.get(workspaceId);
     if (counts === undefined) {
       counts = { workspaceId, month, read: 0, write: 0 };
-      this.current.set(workspaceId, counts);
+      monthCounts.set(workspaceId, counts);
       if (++this.held >= limits.gatewayUsageWorkspacesMax) void this.flush();
     }
     counts[kind]++;
@@ -73,7 +70,6 @@ export class UsageMeter {
   private monthCounts(month: string): Map<string, Counts> {
     let counts = this.pending.get(month);
     if (counts === undefined) this.pending.set(month, counts = new Map());
-    this.currentMonth = month;
     return counts;
   }
 
@@ -88,7 +84,6 @@ export class UsageMeter {
     if (this.held === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    this.current = null;
     this.held = 0;
     for (const months of batch.values()) {
       for (const counts of months.values()) {
@@ -107,7 +102,6 @@ export class UsageMeter {
               this.held++;
             }
             again[kind] += count;
-            this.current = null; // the month of admission is looked up again
           }
         }
       }

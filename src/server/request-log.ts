@@ -96,12 +96,7 @@ export class RequestLog {
    */
   private slowLineAllowed(): boolean {
     if (this.slowWindow === null) {
-      this.slowWindow = setTimeout(() => {
-        this.slowWindow = null;
-        if (this.slowLeftOut > 0) this.logger.warn({ left_out: this.slowLeftOut, http_thread: this.httpThread }, 'slow queries not logged (more than limits.slowQueryLogLinesPerSecondMax in a second)');
-        this.slowLines = 0;
-        this.slowLeftOut = 0;
-      }, 1000);
+      this.slowWindow = setTimeout(() => this.endSlowWindow(), 1000);
       this.slowWindow.unref();
     }
     if (this.slowLines < limits.slowQueryLogLinesPerSecondMax) {
@@ -110,6 +105,15 @@ export class RequestLog {
     }
     this.slowLeftOut++;
     return false;
+  }
+
+  /** The second's end (or the stop): one line counting the slow queries left out, and a new second. */
+  private endSlowWindow(): void {
+    clearTimeout(this.slowWindow ?? undefined);
+    this.slowWindow = null;
+    if (this.slowLeftOut > 0) this.logger.warn({ left_out: this.slowLeftOut, http_thread: this.httpThread }, 'slow queries not logged (more than limits.slowQueryLogLinesPerSecondMax in a second)');
+    this.slowLines = 0;
+    this.slowLeftOut = 0;
   }
 
   /** Called once per request, answered or abandoned. */
@@ -141,13 +145,7 @@ export class RequestLog {
 
   /** Write out what is buffered (the server's stop calls this), the count of slow queries left out too. */
   flush(): Promise<void> {
-    if (this.slowWindow !== null) {
-      clearTimeout(this.slowWindow);
-      this.slowWindow = null;
-      if (this.slowLeftOut > 0) this.logger.warn({ left_out: this.slowLeftOut, http_thread: this.httpThread }, 'slow queries not logged (more than limits.slowQueryLogLinesPerSecondMax in a second)');
-      this.slowLines = 0;
-      this.slowLeftOut = 0;
-    }
+    if (this.slowWindow !== null) this.endSlowWindow();
     return new Promise((resolve) => this.logger.flush(() => resolve()));
   }
 }

@@ -17,20 +17,26 @@ export const uws = uwsModule;
  * must have an onAborted handler (a client that stops reading is closed by the idle
  * timeout, and then the rest is never written).
  */
-export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | string, written?: WrittenListener): boolean {
+export function endAsTheSocketDrains(res: HttpResponse, body: Uint8Array | string, written?: WrittenListener | (() => void)): boolean {
   const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (res.tryEnd(body, total)[1]) return true;
   // Offsets are in bytes of the body: keep it as bytes from here on.
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   res.onWritable((offset) => {
     const [ok, done] = res.tryEnd(bytes.subarray(offset), total);
-    if (done) written?.answerWritten();
+    if (done) {
+      if (typeof written === 'function') written();
+      else written?.answerWritten();
+    }
     return ok;
   });
   return false;
 }
 
-/** Told when an answer endAsTheSocketDrains could not write at once has been written whole. (An object, not a closure: no allocation per request.) */
+/**
+ * Told when an answer endAsTheSocketDrains could not write at once has been written whole:
+ * an object that is there anyway (the server's request), or a closure where one is.
+ */
 export interface WrittenListener {
   answerWritten(): void;
 }
