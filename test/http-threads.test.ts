@@ -3,13 +3,19 @@
 // writes and costly reads to the main thread's writer and reader pool; the bounds stay one
 // per server; a stop drains and closes every thread's listener and connections.
 import { request as httpRequest } from 'node:http';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { probePort } from '../dist/src/server/http.js';
+import { claimPort } from '../dist/src/server/listen.js';
 import { startServer } from '../dist/src/server/server.js';
 import { spawnServer } from './helpers/server.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { addN, count, nodes, q, read, write } from './helpers/requests.js';
+
+const execFileAsync = promisify(execFile);
 
 interface Answer {
   status: number;
@@ -109,7 +115,9 @@ describe('front-end threads (--http-threads 3)', () => {
     expect(performance.now() - started).toBeLessThan(3000);
     agent.destroy();
     expect(await tryConnect(server.port)).toBe('ECONNREFUSED');
-    expect(await probePort('127.0.0.1', server.port), 'no thread still holds the port').toBe(server.port);
+    const claim = await claimPort('127.0.0.1', server.port);
+    claim.release();
+    expect(claim.port, 'no thread still holds the port, and the stop gave the claim back').toBe(server.port);
   });
 
   it('a port another server holds is refused before any thread starts', async () => {
@@ -120,6 +128,27 @@ describe('front-end threads (--http-threads 3)', () => {
     } finally {
       await first.close();
     }
+  });
+
+  it('a port whose lock another process holds is refused even while nothing is bound to it', async () => {
+    const free = await claimPort('127.0.0.1', 0);
+    try {
+      // The claim is this process's; a server in another process would find the lock taken.
+      // A file, not -e: worker threads inherit the parent's flags, and --input-type breaks them.
+      const script = join(tempDir(), 'start.mjs');
+      writeFileSync(script, `
+        const { startServer } = await import(${JSON.stringify(new URL('../dist/src/server/server.js', import.meta.url).href)});
+        try { const s = await startServer({ port: ${free.port}, readers: 1, httpThreads: 2 }); await s.close(); console.log('started'); }
+        catch (e) { console.log(String(e)); }
+      `);
+      const { stdout } = await execFileAsync(process.execPath, [script]);
+      expect(stdout).toMatch(/another svcdb process is binding it/);
+    } finally {
+      free.release();
+    }
+    const after = await startServer({ port: free.port, readers: 1, httpThreads: 2 });
+    expect(after.port, 'released: the port is claimable again').toBe(free.port);
+    await after.close();
   });
 
   it('bounds the bodies being received by all threads together (limits.receivingBodyBytesMax)', async () => {

@@ -25,6 +25,7 @@ import { databaseIdPattern, HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from '../server/uws.js';
+import { closeApp, listenOn, listenPort } from '../server/listen.js';
 import { Backend, BackendRegistry, provesDown, provesNotSent } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -89,7 +90,7 @@ export interface GatewayOptions {
   controlPlaneLookupsMax?: number;
   /**
    * Listen with SO_REUSEPORT beside the gateway's other threads (gateway-threads.ts), on a
-   * port already chosen and checked free by probePort. Default false: the port is taken
+   * port already chosen and claimed by claimPort. Default false: the port is taken
    * exclusively, so a second gateway on a taken port fails instead of sharing it silently.
    */
   sharedPort?: boolean;
@@ -209,17 +210,6 @@ export interface Gateway {
 const JSON_TYPE = 'application/json';
 /** Key characters accepted in the auth header: base64url/base64 and the usual token punctuation. */
 const keyPattern = /^[A-Za-z0-9._~+/=-]{1,512}$/;
-
-/** uWS defaults to SO_REUSEPORT: a second gateway on a taken port would share it silently. */
-const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
-/** SO_REUSEPORT (uSockets sets it without the exclusive flag): the gateway's threads share the port. */
-const LISTEN_SHARED_PORT = 0;
-interface ListenWithOptions {
-  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
-}
-interface ClosableApp {
-  close?: () => void;
-}
 
 /** What a backend answered, passed to the client unchanged. */
 interface UpstreamAnswer {
@@ -925,17 +915,8 @@ class GatewayServer {
   async start(): Promise<number> {
     const host = this.options.host ?? '127.0.0.1';
     const shared = this.options.sharedPort === true;
-    if (shared && (this.options.port ?? 0) === 0) throw new Error('a shared gateway port must be chosen first (probePort)');
-    const port = await new Promise<number>((resolve, reject) => {
-      (this.app as unknown as ListenWithOptions).listen(host, this.options.port ?? 0, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
-        if (socket === false) {
-          reject(new Error(`cannot listen on ${host}:${this.options.port ?? 0} (address in use or not available)`));
-          return;
-        }
-        this.listenSocket = socket;
-        resolve(uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]));
-      });
-    });
+    this.listenSocket = await listenOn(this.app, host, this.options.port ?? 0, shared);
+    const port = listenPort(this.listenSocket);
     this.localUrl = `${this.options.tls === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
     this.publicUrl = (this.options.publicUrl ?? this.localUrl).replace(/\/+$/, '');
     // Not fatal: without Redis every query is answered 503 rate_limit_unavailable and
@@ -1407,8 +1388,7 @@ class GatewayServer {
         this.drainWaiters.push(() => { clearTimeout(timer); resolve(); });
       });
     }
-    const app = this.app as unknown as ClosableApp;
-    if (typeof app.close === 'function') app.close();
+    closeApp(this.app);
     await this.usage.close();
     await Promise.all([this.backends.close(), this.limiter.close()]);
     this.log.info('gateway closed');

@@ -29,6 +29,7 @@ import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
+import { closeApp, listenOn, listenPort } from './listen.js';
 import { closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from './uws.js';
 
 /**
@@ -93,25 +94,6 @@ function collectHeaders(req: HttpRequest): void {
   seenWarm = seenRequireWriter = seenAwaitDurable = seenTenantId = seenContentLength = undefined;
   conflictingContentLength = false;
   req.forEach(collectHeader);
-}
-
-/** uWS defaults to SO_REUSEPORT: a second server on a taken port would share it silently. */
-const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
-/**
- * SO_REUSEPORT (uSockets sets it for every non-zero port without the exclusive flag): the
- * front-end threads of one server each listen on the same port and Linux spreads the
- * incoming connections over them (http-threads.ts).
- */
-const LISTEN_SHARED_PORT = 0;
-
-/** The 4-argument listen the native addon has but the bundled types lack. */
-interface ListenWithOptions {
-  listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): unknown;
-}
-
-/** `App.close()` (closes every socket) exists in the native 20.30 addon, not in its types. */
-interface ClosableApp {
-  close?: () => void;
 }
 
 /** The body of a request until its bytes arrived (shared: one allocation less per request). */
@@ -435,22 +417,12 @@ export class HttpFrontEnd {
   }
 
   /**
-   * Bind and resolve with the real port: exclusively (uWS defaults to SO_REUSEPORT), or,
-   * `shared`, beside the server's other front-end threads on a port found by probePort.
+   * Bind and resolve with the real port: exclusively, or, `shared`, beside the server's
+   * other front-end threads on a port it claimed (claimPort).
    */
-  listen(host: string, port: number, shared = false): Promise<number> {
-    assert(!shared || port !== 0, 'a shared port must be chosen first (probePort)');
-    return new Promise((resolve, reject) => {
-      const app = this.app as unknown as ListenWithOptions;
-      app.listen(host, port, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
-        if (socket === false) {
-          reject(new Error(`cannot listen on ${host}:${port} (address in use or not available)`));
-          return;
-        }
-        this.listenSocket = socket;
-        resolve(uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]));
-      });
-    });
+  async listen(host: string, port: number, shared = false): Promise<number> {
+    this.listenSocket = await listenOn(this.app, host, port, shared);
+    return listenPort(this.listenSocket);
   }
 
   /** Start routing queries (the reader pool and writer thread are up). */
@@ -490,8 +462,7 @@ export class HttpFrontEnd {
 
   /** Close every remaining socket (idle keep-alive connections keep the loop alive). */
   closeAllSockets(): void {
-    const app = this.app as unknown as ClosableApp;
-    if (typeof app.close === 'function') app.close();
+    closeApp(this.app);
   }
 
   /** A body arrived completely: send the job to the thread that runs it. */
@@ -667,24 +638,6 @@ export function sharedReceivingCounter(): Int32Array {
 }
 
 const UNFILLED = 1;
-
-/**
- * Check that `port` is free by binding it exclusively, then let it go, and return it (the
- * real one for 0). The server's front-end threads then bind it with SO_REUSEPORT; a port
- * another server holds fails here, as an exclusive listen would. Between the release and
- * their binding another process could take it; their listen then fails the start.
- */
-export async function probePort(host: string, port: number): Promise<number> {
-  const probe = uws.App();
-  const socket = await new Promise<us_listen_socket | false>((resolve) => {
-    (probe as unknown as ListenWithOptions).listen(host, port, LISTEN_EXCLUSIVE_PORT, resolve);
-  });
-  if (socket === false) throw new Error(`cannot listen on ${host}:${port} (address in use or not available)`);
-  const chosen = uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]);
-  uws.us_listen_socket_close(socket);
-  (probe as unknown as ClosableApp).close?.();
-  return chosen;
-}
 
 function methodNotAllowed(res: HttpResponse, allow: string): void {
   res.writeStatus('405 Method Not Allowed').writeHeader('Allow', allow).end();

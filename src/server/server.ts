@@ -13,7 +13,8 @@ import { defaultExecOptions } from '../exec/request.js';
 import { limits, type LimitOverrides } from '../limits.js';
 import { unwritableReason } from '../durability/disk-storage.js';
 import { explainer } from './explain.js';
-import { HttpFrontEnd, probePort, sharedReceivingCounter, type ServerMode } from './http.js';
+import { HttpFrontEnd, sharedReceivingCounter, type ServerMode } from './http.js';
+import { claimPort, type PortClaim } from './listen.js';
 import { FrontThreads } from './http-threads.js';
 import { describeError, routedTo } from './job.js';
 import { RequestLog, SLOW_QUERY_MS_DEFAULT } from './request-log.js';
@@ -154,8 +155,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const receivingBytes = sharedReceivingCounter();
   const databaseId = options.databaseId ?? null;
   const front = new HttpFrontEnd({ mode, limits: bounds, requestLog, receivingBytes, databaseId });
-  // Several threads share the port (SO_REUSEPORT), so it is chosen and checked free first.
-  const port = httpThreads > 1 ? await front.listen(host, await probePort(host, requestedPort), true) : await front.listen(host, requestedPort);
+  // Several threads share the port (SO_REUSEPORT), so this process claims it first.
+  const portClaim: PortClaim | null = httpThreads > 1 ? await claimPort(host, requestedPort) : null;
+  const port = await front.listen(host, portClaim?.port ?? requestedPort, portClaim !== null).catch((err: unknown) => {
+    portClaim?.release();
+    throw err;
+  });
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
   let fronts: FrontThreads | null = null;
@@ -222,6 +227,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await fronts?.close();
     await pool?.close();
     await writer?.close();
+    portClaim?.release();
     throw new Error(`svcdb failed to start: ${describeError(err)}`);
   }
   const toPool = routedTo('pool', pool);
@@ -271,6 +277,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await Promise.all([front.drained(drainTimeoutMs), startedFronts?.stopAccepting(drainTimeoutMs)]);
     front.closeAllSockets();
     await startedFronts?.close();
+    portClaim?.release();
     await startedPool.close();
     await startedWriter.close();
     await requestLog?.flush();
