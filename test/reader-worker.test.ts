@@ -5,7 +5,7 @@ import { Piscina } from 'piscina';
 import { describe, expect, it } from 'vitest';
 import { executeRequest, noFlags } from '../dist/src/exec/request.js';
 import { encodeFlags, type ReadTaskResult } from '../dist/src/server/job.js';
-import type { SwappableReadTask } from '../dist/src/server/reader-pool.js';
+import type { SwappableReadTask } from '../dist/src/server/job.js';
 import type { ReaderWorkerData } from '../dist/src/server/reader-worker.js';
 import { Store } from '../dist/src/store/store.js';
 import { BUILD_IDENTITY } from '../dist/src/build-identity.js';

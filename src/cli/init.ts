@@ -3,9 +3,10 @@
 // project (no package.json, no Cargo.toml).
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { action, CliError } from './errors.js';
 import { checkInstanceName, configFileName, defaultInstanceName, defaultPort, defaultStateDir } from './project.js';
+import { portOption } from './options.js';
 import { COUNT_NODES_REQUEST } from './query.js';
 
 interface InitOptions {
@@ -21,11 +22,6 @@ export const gitignoreEntries: readonly string[] = [`${defaultStateDir}/`, '.env
 
 /** Entries an otherwise empty directory may already hold (`git init` first is common). */
 const ignorableEntries: ReadonlySet<string> = new Set(['.git']);
-
-export function portOption(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 65535) throw new InvalidArgumentError('must be an integer from 1 to 65535.');
-  return Number(value);
-}
 
 export function registerInit(program: Command): void {
   program

@@ -10,3 +10,9 @@ export function integerOption(name: string, min: number, max: number): (value: s
     return Number(value);
   };
 }
+
+/** A TCP port, 1-65535. */
+export function portOption(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 65535) throw new InvalidArgumentError('must be an integer from 1 to 65535.');
+  return Number(value);
+}

@@ -19,8 +19,7 @@ import { findReceipts, waitForOperations } from './index-wait.js';
 import { formatJson, isJson } from './json-format.js';
 import { checkInstanceName, defaultHost, defaultPort, findInstance, findProjectRoot, loadProjectAt } from './project.js';
 import { checkRequestText, readRequestFile, type PreparedRequest } from './request-input.js';
-import { portOption } from './init.js';
-import { integerOption } from './options.js';
+import { integerOption, portOption } from './options.js';
 import { requestFromExpression, requestFromTsFile } from './ts-eval.js';
 
 /** The JSON request the help texts (and AGENTS.md of `svc init`) show: the number of nodes. */

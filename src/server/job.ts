@@ -2,6 +2,7 @@
 // writer thread. Kept free of uWS and worker imports so every side can load it.
 import type { RequestFlags } from '../protocol/headers.js';
 import type { QueryRoute } from './request-log.js';
+import type { StoreShared } from '../store/store.js';
 import { Buffer } from 'node:buffer';
 import { errorBody, SvcError } from '../protocol/errors.js';
 
@@ -75,6 +76,16 @@ export interface ReadTask {
   flags: Uint8Array;
   /** Per request: QueryJob.receivedAtMs, or 0 when unknown. */
   receivedAtMs: Float64Array;
+}
+
+/**
+ * A read task after the store was swapped (reader servers only): it carries the current
+ * store, and a thread still on an older generation attaches to it before running the
+ * requests. Until the first swap tasks carry nothing extra, so writer servers pay nothing.
+ */
+export interface SwappableReadTask extends ReadTask {
+  generation?: number;
+  shared?: StoreShared;
 }
 
 /**

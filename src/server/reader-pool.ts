@@ -50,7 +50,7 @@ import type { StoreShared } from '../store/store.js';
 import { Topology } from '../store/topology.js';
 import { TextMemory } from '../text/memory.js';
 import {
-  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, isReaderSlots, type ClaimedSlots, type QueryJob, type ReaderSlots, type QuerySink, type ReadTask, type ReadTaskResult,
+  bodyToTransfer, describeError, ownedBody, encodeFlags, failJob, FORWARD_TO_WRITER, isReaderLoaded, isReaderSlots, type ClaimedSlots, type QueryJob, type ReaderSlots, type QuerySink, type ReadTaskResult, type SwappableReadTask,
 } from './job.js';
 import { QueueBound, shed } from './queue-bound.js';
 import { SvcError } from '../protocol/errors.js';
@@ -64,16 +64,6 @@ interface RunningTask {
   readonly jobs: QueryJob[];
   /** Date.now() past which its unanswered requests are answered here (Infinity: none left to watch). */
   answerByMs: number;
-}
-
-/**
- * A read task after the store was swapped (reader servers only): it carries the current
- * store, and a thread still on an older generation attaches to it before running the
- * requests. Until the first swap tasks carry nothing extra, so writer servers pay nothing.
- */
-export interface SwappableReadTask extends ReadTask {
-  generation?: number;
-  shared?: StoreShared;
 }
 
 export interface ReaderPoolOptions {

@@ -13,8 +13,7 @@ import { executeRequest, execOptions, type ExecOptions, type ExecRole } from '..
 import { BULK_BODY_BYTES_MIN, trimHeapNow } from '../store/heap-trim.js';
 import { Store, type StoreShared } from '../store/store.js';
 import { assertSameInstall } from '../build-identity.js';
-import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_ATTACHED, READER_LOADED, type ReaderSlots, type ReadTaskResult } from './job.js';
-import type { SwappableReadTask } from './reader-pool.js';
+import { allocTransferable, decodeFlags, FORWARD_TO_WRITER, READER_ATTACHED, READER_LOADED, type ReaderSlots, type ReadTaskResult, type SwappableReadTask } from './job.js';
 import { testStall } from './test-stall.js';
 
 /** Piscina `workerData` of every reader thread (structured-cloned: plain data only). */
