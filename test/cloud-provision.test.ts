@@ -335,6 +335,26 @@ describe('admin API', () => {
     expect((await admin('DELETE', `databases/${database.id}`)).status).toBe(204);
   }, 90_000);
 
+  it('a stop does not wait out the delay before restarting a crashed server', async () => {
+    const workspace = (await admin('POST', 'workspaces', { name: 'Waiting', plan: 'Idea' })).json;
+    const runtime = new ProcessRuntime({ cliPath, readerRefreshMs: 100 });
+    const restartDelayMs = 60_000;
+    const own = new Provisioner(store, runtime, { storage: { kind: 'directory', path: join(dir, 'waiting-data') }, readyTimeoutMs: 30_000, restartDelayMs });
+    const database = await store.createDatabase({ workspaceId: workspace.id, name: 'waiting', readerCount: 0 }, 'http://g');
+    try {
+      await own.provision(database.id);
+      const writer = own.backend(database.id, 'writer')!;
+      process.kill(writer.pid!, 'SIGKILL');
+      await writer.exited;
+      await eventually(async () => ((await store.database(database.id))!.writerUrl === null ? true : null), 'the writer leaves the route', { ...slowly, timeoutMs: 5_000 });
+    } finally {
+      const stopStarted = Date.now();
+      await own.close();
+      expect(Date.now() - stopStarted, 'the stop ended the restart wait instead of sleeping through it').toBeLessThan(restartDelayMs / 4);
+    }
+    expect(own.running(database.id)).toEqual([]);
+  }, 120_000);
+
   it('a restored database whose servers cannot start yet (storage down at the restart) is tried again until Active, not left Failed', async () => {
     const workspace = (await admin('POST', 'workspaces', { name: 'Restored', plan: 'Idea' })).json;
     const storage = { kind: 'directory' as const, path: join(dir, 'restore-data') };

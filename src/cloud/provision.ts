@@ -430,7 +430,11 @@ export class Provisioner {
         let delayMs = this.options.restartDelayMs ?? 1_000;
         const delayMaxMs = this.options.restartDelayMaxMs ?? 30_000;
         while (!entry.cancel.signal.aborted && !this.closed) {
-          await new Promise((r) => setTimeout(r, delayMs));
+          try {
+            await sleep(delayMs, undefined, { signal: entry.cancel.signal });
+          } catch {
+            return; // deprovisioned (or the control plane stops) meanwhile
+          }
           if (entry.cancel.signal.aborted || this.closed) return;
           try {
             const replacement = await this.startReady(entry, { databaseId, role, ordinal, storage });
