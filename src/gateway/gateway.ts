@@ -25,6 +25,7 @@ import { databaseIdPattern, HEADER_AWAIT_DURABLE, HEADER_REQUIRE_WRITER, HEADER_
 import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from '../server/uws.js';
+import { DrainTracker } from '../server/drain.js';
 import { closeApp, listenOn, listenPort } from '../server/listen.js';
 import { Backend, BackendRegistry, provesDown, provesNotSent } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
@@ -817,10 +818,8 @@ class GatewayServer {
   private readonly databaseBodyShares: DatabaseBodyShares;
   /** Backend answer bytes held, against limits.gatewayBufferedResponseBytesMax. */
   readonly responseBudget: ByteBudget;
-  private inFlight = 0;
-  private drainWaiters: (() => void)[] = [];
-  /** Answers still being written as their sockets drain: close() waits for them too. */
-  private answersWriting = 0;
+  /** Requests received and not answered, answers still being written: close() waits for both. */
+  private readonly drain = new DrainTracker();
   /** What this thread answered (GET /metrics). */
   readonly metrics = new GatewayMetrics();
   /** What GET /metrics answers (gateway-threads.ts replaces it with the merge of every thread's). */
@@ -933,7 +932,7 @@ class GatewayServer {
     const stale = this.grants.staleAnswers + this.routes.staleAnswers + this.allowances.staleAnswers;
     return [
       ...this.metrics.toJson(),
-      sampledJson('gauge', 'svc_gateway_requests_in_flight', 'Requests received and not answered yet', this.inFlight),
+      sampledJson('gauge', 'svc_gateway_requests_in_flight', 'Requests received and not answered yet', this.drain.inFlight),
       sampledJson('gauge', 'svc_gateway_backends', 'Backend servers the gateway knows (named by a route in the last 10 minutes)', backends.known),
       sampledJson('gauge', 'svc_gateway_backends_failing', 'Backends failing their health check or refusing connections', backends.failing),
       sampledJson('gauge', 'svc_gateway_readers_ejected', 'Readers ejected for answering server faults', backends.ejected),
@@ -984,7 +983,7 @@ class GatewayServer {
       return;
     }
     const request = new GatewayRequest(res, keyHash, headers.tenant, headers, logHeaders, this.deadlines);
-    this.inFlight++;
+    this.drain.requestStarted();
     res.onAborted(() => request.onAborted());
     request.deadline.notify(() => {
       if (request.bodyDone) return;
@@ -1133,15 +1132,14 @@ class GatewayServer {
           const release = (): void => {
             request.answerWritten = null;
             this.responseBudget.give(heldBytes);
-            this.answersWriting--;
-            this.wakeIfDrained();
+            this.drain.answerWritten();
           };
           // Written as the socket drains; close() waits for the last byte (closing the
           // socket earlier cuts the answer short).
           writtenNow = endAsTheSocketDrains(res, answer!.body, release);
           if (!writtenNow) {
             request.answerWritten = release;
-            this.answersWriting++;
+            this.drain.answerWriting();
           }
         }
       });
@@ -1160,16 +1158,7 @@ class GatewayServer {
       if (request.aborted) entry['aborted'] = true;
       this.log.info(entry, 'query');
     }
-    this.inFlight--;
-    this.wakeIfDrained();
-  }
-
-  private wakeIfDrained(): void {
-    if (this.inFlight === 0 && this.answersWriting === 0 && this.drainWaiters.length > 0) {
-      const waiters = this.drainWaiters;
-      this.drainWaiters = [];
-      setImmediate(() => { for (const wake of waiters) wake(); });
-    }
+    this.drain.requestFinished();
   }
 
   // ---------------------------------------------------------------- routing
@@ -1382,12 +1371,7 @@ class GatewayServer {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = null;
     }
-    if (this.inFlight > 0 || this.answersWriting > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, drainTimeoutMs);
-        this.drainWaiters.push(() => { clearTimeout(timer); resolve(); });
-      });
-    }
+    await this.drain.drained(drainTimeoutMs);
     closeApp(this.app);
     await this.usage.close();
     await Promise.all([this.backends.close(), this.limiter.close()]);

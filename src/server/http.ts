@@ -29,6 +29,7 @@ import { QueueBound, shed } from './queue-bound.js';
 import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
+import { DrainTracker } from './drain.js';
 import { closeApp, listenOn, listenPort } from './listen.js';
 import { closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from './uws.js';
 
@@ -336,11 +337,8 @@ export class HttpFrontEnd {
   private readonly receivingBytes: Int32Array;
   private readonly receivingBytesMax: number;
   private readonly receivingUnfilledBytesMax: number;
-  /** Query requests accepted and neither answered nor aborted. */
-  private inFlight = 0;
-  /** Answers still being written as their sockets drain (PendingQuery.respond). */
-  private answersWriting = 0;
-  private drainWaiters: (() => void)[] = [];
+  /** Query requests accepted and not finished, answers still being written (PendingQuery.respond). */
+  private readonly drain = new DrainTracker();
   /** False while the storage cannot make writes durable (the writer thread says so). */
   storageReady = true;
   readonly requestLog: RequestLog | null;
@@ -413,7 +411,7 @@ export class HttpFrontEnd {
 
   /** Requests accepted and not yet answered or aborted. */
   get pending(): number {
-    return this.inFlight;
+    return this.drain.inFlight;
   }
 
   /**
@@ -446,18 +444,10 @@ export class HttpFrontEnd {
 
   /**
    * Resolves when every accepted query has been answered (or aborted) and every answer's
-   * last byte written (closing a socket with an answer half written cuts it short: a
-   * probe's 20 MB answers arrived 4-19 MB long after a SIGTERM), or at the timeout.
+   * last byte written (src/server/drain.ts), or at the timeout.
    */
   drained(timeoutMs: number): Promise<boolean> {
-    if (this.inFlight === 0 && this.answersWriting === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.drainWaiters.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
+    return this.drain.drained(timeoutMs);
   }
 
   /** Close every remaining socket (idle keep-alive connections keep the loop alive). */
@@ -519,31 +509,17 @@ export class HttpFrontEnd {
 
   /** PendingQuery calls this exactly once, when answered or aborted. */
   finished(): void {
-    assert(this.inFlight > 0, 'a query finished twice');
-    this.inFlight--;
-    this.wakeIfDrained();
+    this.drain.requestFinished();
   }
 
   /** An answer is larger than its socket took at once: it is written as the socket drains. */
   answerWriting(): void {
-    this.answersWriting++;
+    this.drain.answerWriting();
   }
 
   /** Such an answer's last byte was written, or its client went away. */
   answerWritten(): void {
-    assert(this.answersWriting > 0, 'an answer was written twice');
-    this.answersWriting--;
-    this.wakeIfDrained();
-  }
-
-  private wakeIfDrained(): void {
-    if (this.inFlight === 0 && this.answersWriting === 0 && this.drainWaiters.length > 0) {
-      const waiters = this.drainWaiters;
-      this.drainWaiters = [];
-      // After the current uWS callback: an answer written inside a handler (inline reads)
-      // is flushed when the handler returns, and the waiters go on to close every socket.
-      setImmediate(() => { for (const wake of waiters) wake(); });
-    }
+    this.drain.answerWritten();
   }
 
   private route(routes: QueryRoutes, job: QueryJob): void {
@@ -599,7 +575,7 @@ export class HttpFrontEnd {
       this.metrics.record(null, e.status, 0);
       return;
     }
-    this.inFlight++;
+    this.drain.requestStarted();
     const query = new PendingQuery(this, res, flags, Number.isSafeInteger(expected) ? expected : -1, explain);
     res.onAborted(() => query.onAborted());
     res.onData((chunk, isLast) => query.onData(chunk, isLast));
