@@ -175,6 +175,66 @@ function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r
   }
 }
 
+/**
+ * Characters a string predicate (`contains`, `starts_with`, `ends_with`) scans per work
+ * unit (exec/guard.ts): ~50-100 ns of scanning, like a row. A predicate over a stored string
+ * of megabytes is one evaluation but milliseconds of work: counted as one unit, 14 rows
+ * of 9 MB held the HTTP thread 0.36 s within an inline cap meant for ~1-2 ms (a probe).
+ */
+const SEARCH_CHARS_PER_WORK_UNIT = 256;
+
+/** Work units of scanning `chars` characters. */
+function searchWork(chars: number): number {
+  return Math.ceil(chars / SEARCH_CHARS_PER_WORK_UNIT);
+}
+
+/**
+ * Longest substring handed to String.prototype.includes. V8's Boyer-Moore tables cover only
+ * the last 250 characters of a pattern; past them a text in which that tail matches often
+ * is compared naively, O(text x pattern): `contains` of a 3,001-character pattern in a 9 MB
+ * stored string held a thread 13 s in one call, out of reach of every deadline check (a
+ * probe; 28 s on the HTTP thread for two rows). Longer patterns take a linear search.
+ */
+const NATIVE_SEARCH_PATTERN_MAX = 250;
+
+/** Characters the linear search scans between two reports to the guard. */
+const SEARCH_SLICE_CHARS = 1 << 16;
+
+/** `text.includes(pattern)` in time linear in both, charged to the guard as it scans. */
+export function stringContains(text: string, pattern: string): boolean {
+  if (pattern.length > text.length) return false;
+  if (pattern.length <= NATIVE_SEARCH_PATTERN_MAX) {
+    guard.step(searchWork(text.length));
+    return text.includes(pattern);
+  }
+  // Knuth-Morris-Pratt over UTF-16 code units (what includes compares).
+  const m = pattern.length;
+  guard.charge(4 * m);
+  guard.step(searchWork(m));
+  const fail = new Int32Array(m);
+  for (let i = 1, k = 0; i < m; i++) {
+    const c = pattern.charCodeAt(i);
+    while (k > 0 && pattern.charCodeAt(k) !== c) k = fail[k - 1]!;
+    if (pattern.charCodeAt(k) === c) k++;
+    fail[i] = k;
+  }
+  let matched = 0;
+  for (let start = 0; start < text.length; start += SEARCH_SLICE_CHARS) {
+    const end = Math.min(text.length, start + SEARCH_SLICE_CHARS);
+    guard.step(searchWork(end - start));
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i);
+      while (matched > 0 && pattern.charCodeAt(matched) !== c) matched = fail[matched - 1]!;
+      if (pattern.charCodeAt(matched) === c && ++matched === m) {
+        guard.release(4 * m);
+        return true;
+      }
+    }
+  }
+  guard.release(4 * m);
+  return false;
+}
+
 export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: RowExtra | null): boolean {
   switch (p.kind) {
     case 'eq': case 'neq': case 'gt': case 'gte': case 'lt': case 'lte':
@@ -201,15 +261,19 @@ export function evalPredicate(ctx: ExecCtx, p: Predicate, el: number, extra: Row
     }
     case 'starts_with': {
       const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.prefix, el, extra);
-      return typeof v === 'string' && typeof s === 'string' && v.startsWith(s);
+      if (typeof v !== 'string' || typeof s !== 'string') return false;
+      guard.step(searchWork(Math.min(v.length, s.length)));
+      return v.startsWith(s);
     }
     case 'ends_with': {
       const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.suffix, el, extra);
-      return typeof v === 'string' && typeof s === 'string' && v.endsWith(s);
+      if (typeof v !== 'string' || typeof s !== 'string') return false;
+      guard.step(searchWork(Math.min(v.length, s.length)));
+      return v.endsWith(s);
     }
     case 'contains': {
       const v = evalExpr(ctx, p.value, el, extra), s = evalExpr(ctx, p.substring, el, extra);
-      return typeof v === 'string' && typeof s === 'string' && v.includes(s);
+      return typeof v === 'string' && typeof s === 'string' && stringContains(v, s);
     }
     case 'is_in': {
       const set = evalExpr(ctx, p.values, el, extra);
