@@ -63,3 +63,16 @@ describe('string predicates over long strings', () => {
     expect(executeRequest(small, body(contains('b'), [0, 1]), noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"r":2}' });
   });
 });
+
+describe('rendering long values', () => {
+  it('charges the characters it renders, so an inline read of long strings goes to the pool', () => {
+    const store = storeWithText('a'.repeat(1_000_000), 2);
+    const inline = execOptions({ queryTimeoutMs: 10_000, inlineWorkMax: 10_000 });
+    const values = JSON.stringify(read([q('r', { values: { input: nodes([0, 1]), properties: ['big'] } })], ['r']));
+    expect(executeRequest(store, values, noFlags, 'reader', inline)).toEqual({ forward: 'pool' });
+    expect(executeRequest(store, values, noFlags, 'reader', execOptions({ queryTimeoutMs: 10_000 }))).toMatchObject({ status: 200 });
+    // Short values stay inline.
+    const small = storeWithText('abc', 2);
+    expect(executeRequest(small, values, noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"r":[{"big":"abc"},{"big":"abc"}]}' });
+  });
+});

@@ -177,11 +177,12 @@ function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r
 
 /**
  * Characters a string predicate (`contains`, `starts_with`, `ends_with`) scans per work
- * unit (exec/guard.ts): ~50-100 ns of scanning, like a row. A predicate over a stored string
- * of megabytes is one evaluation but milliseconds of work: counted as one unit, 14 rows
- * of 9 MB held the HTTP thread 0.36 s within an inline cap meant for ~1-2 ms (a probe).
+ * unit (exec/guard.ts): ~30-100 ns of scanning, like a row, so the inline cap's 20,000 units
+ * are ~640 K characters. A predicate over a stored string of megabytes is one evaluation but
+ * milliseconds of work: counted as one unit, 14 rows of 9 MB held the HTTP thread 0.36 s
+ * within an inline cap meant for ~1-2 ms (a probe).
  */
-const SEARCH_CHARS_PER_WORK_UNIT = 256;
+const SEARCH_CHARS_PER_WORK_UNIT = 32;
 
 /** Work units of scanning `chars` characters. */
 function searchWork(chars: number): number {
