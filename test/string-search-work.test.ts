@@ -76,3 +76,21 @@ describe('rendering long values', () => {
     expect(executeRequest(small, values, noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"r":[{"big":"abc"},{"big":"abc"}]}' });
   });
 });
+
+describe('decoding and comparing large records', () => {
+  it('charges the bytes of the records it decodes and the keys dedup builds, so an inline read of large arrays goes to the pool', () => {
+    const store = Store.create();
+    const arr = Array.from({ length: 200_000 }, () => 7);
+    const created = executeRequest(store, JSON.stringify(write(
+      [0, 1, 2].map(() => q(null, addN('A', [['arr', { expr: { param: 'arr' } }]]))), [], { parameters: { arr } })), noFlags, 'writer');
+    expect(created).toMatchObject({ status: 200 });
+    const inline = execOptions({ queryTimeoutMs: 10_000, inlineWorkMax: 10_000 });
+    const pooled = execOptions({ queryTimeoutMs: 10_000 });
+    const order = JSON.stringify(read([q('r', { id: { input: { order_by: { input: nodes([0, 1, 2]), property: 'arr', order: 'asc' } } } })], ['r']));
+    const dedup = JSON.stringify(read([q('r', count({ dedup: { input: { values: { input: nodes([0, 1, 2]), properties: ['arr'] } } } }))], ['r']));
+    for (const [name, text, answer] of [['order_by', order, '{"r":[0,1,2]}'], ['dedup', dedup, '{"r":1}']] as const) {
+      expect(executeRequest(store, text, noFlags, 'reader', inline), name).toEqual({ forward: 'pool' });
+      expect(executeRequest(store, text, noFlags, 'reader', pooled), name).toEqual({ status: 200, body: answer });
+    }
+  });
+});

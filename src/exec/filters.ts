@@ -67,7 +67,8 @@ export function dedupStream(ctx: ExecCtx, input: Stream): Stream {
   const out: Value[] = [];
   for (const item of items) {
     const key = renderValueKey(item);
-    guard.step(1);
+    // Its work is its key's length: a 1 M-element array is milliseconds, not one unit.
+    guard.step(1 + Math.floor(key.length / 64));
     if (!seen.has(key)) {
       guard.chargeLater(ENTRY_BYTES + 2 * key.length);
       seen.add(key);
