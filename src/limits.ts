@@ -131,7 +131,7 @@ export const limits = {
   planCacheBodyBytesMax: 4096,
   /**
    * Bytes one query may allocate for intermediate results and its response (rows, row
-   * extras and paths, sets, group maps, scalar items, rendered JSON; exec/guard.ts); more:
+   * extras and paths, sets, group maps, scalar items, rendered JSON; src/query-guard.ts); more:
    * 500 invalid_query. `--query-memory-mb` overrides it. 128 MiB (~8 M rows, or ~500 k
    * value maps): the estimates are below what V8 really holds (array growth, garbage not yet
    * collected: ~2-2.5x measured), so a worst-case query takes ~300 MiB of a reader thread's
@@ -149,7 +149,7 @@ export const limits = {
   /** The largest `--snapshot-wal-bytes` and `snapshotWalBytes`. */
   snapshotWalBytesMax: 2 ** 40,
   /**
-   * Work units (rows, adjacency entries, predicate evaluations; exec/guard.ts) a read may
+   * Work units (rows, adjacency entries, predicate evaluations; src/query-guard.ts) a read may
    * spend on the HTTP thread before it is handed to the reader pool instead: ~1-2 ms.
    */
   inlineReadWorkMax: 20_000,

@@ -7,7 +7,7 @@ import { limits } from '../limits.js';
 import type { Plan, ShapeClass } from '../plan/plan.js';
 import { HIDDEN_PARAMETER, paramValue, type ExecCtx } from './context.js';
 import { evalOp } from './ops.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 import { renderBound, renderResponse, type Bound } from './render.js';
 import { RowSet, sizeOf, type Stream } from './rows.js';
 

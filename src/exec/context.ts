@@ -8,7 +8,7 @@ import { recordGet } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { compareComparable, isMember, memberCount, takeEqualityWork, valuesEqual } from '../protocol/compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
-import { deadlineExceeded, guard } from './guard.js';
+import { deadlineExceeded, guard } from '../query-guard.js';
 
 export interface ExecCtx {
   readonly store: Store;
@@ -177,7 +177,7 @@ function compareWith(op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte', l: Value, r
 
 /**
  * Characters a string predicate (`contains`, `starts_with`, `ends_with`) scans per work
- * unit (exec/guard.ts): ~30-100 ns of scanning, like a row, so the inline cap's 20,000 units
+ * unit (src/query-guard.ts): ~30-100 ns of scanning, like a row, so the inline cap's 20,000 units
  * are ~640 K characters. A predicate over a stored string of megabytes is one evaluation but
  * milliseconds of work: counted as one unit, 14 rows of 9 MB held the HTTP thread 0.36 s
  * within an inline cap meant for ~1-2 ms (a probe).
@@ -309,7 +309,7 @@ export function addI64(a: bigint, b: bigint): bigint {
   return sum;
 }
 
-/** Check the query's deadline, memory budget and work cap now (exec/guard.ts). */
+/** Check the query's deadline, memory budget and work cap now (src/query-guard.ts). */
 export function checkDeadline(ctx: ExecCtx): void {
   guard.check();
   if (Date.now() > ctx.deadlineMs) throw deadlineExceeded();

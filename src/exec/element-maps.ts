@@ -7,7 +7,7 @@ import { compareKeys, renderValue, writeInteger, writeString } from '../protocol
 import type { Value } from '../protocol/value.js';
 import type { Store } from '../store/store.js';
 import type { PropertyRecord } from '../store/record-codec.js';
-import { CONTAINER_BYTES, ENTRY_BYTES, guard } from './guard.js';
+import { CONTAINER_BYTES, ENTRY_BYTES, guard } from '../query-guard.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type LazyScalars, type RowSet } from './rows.js';
 
 function recordOf(store: Store, el: number, at: number): PropertyRecord {

@@ -7,7 +7,7 @@ import { NO_ELEMENT, RowSet, rowsOf, scalarItems, type RowExtra, type Stream } f
 import { renderValueKey } from './render.js';
 import { ElementMarks } from './marks.js';
 import { inputValue } from './context.js';
-import { ENTRY_BYTES, guard } from './guard.js';
+import { ENTRY_BYTES, guard } from '../query-guard.js';
 
 const elementMarks = new ElementMarks();
 

@@ -6,7 +6,7 @@ import { compareKeys, renderValue } from '../protocol/json.js';
 import { resolveProperty, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { idOfKey, needRows, NO_ELEMENT, RowSet, scalarItems, type Stream } from './rows.js';
-import { CONTAINER_BYTES, ENTRY_BYTES, guard } from './guard.js';
+import { CONTAINER_BYTES, ENTRY_BYTES, guard } from '../query-guard.js';
 
 /**
  * Shortest round-trip digits written out without an exponent and without a trailing

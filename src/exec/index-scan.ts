@@ -12,7 +12,7 @@ import { domainBounds, equalityKey, rangeDomain, rangeKeyOf, type IndexKey } fro
 import { currentView, entriesOf, findServing } from '../index/view.js';
 import { evalExpr, evalPredicate, type ExecCtx } from './context.js';
 import { edgeKey, NO_ELEMENT, nodeKey, RowSet } from './rows.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 
 type SourceOp = Extract<Op, { op: 'nodes_where' | 'edges_where' }>;
 

@@ -10,7 +10,7 @@ import {
 } from './rows.js';
 import { resolveRef } from './sources.js';
 import { incidentEdges } from './navigation.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 
 const emptyRows = (): Stream => rowsOf(new RowSet());
 

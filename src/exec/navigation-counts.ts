@@ -10,7 +10,7 @@ import { dirWord } from '../store/store.js';
 import { kernelDirection, traversalKernelsOn } from '../store/kernels.js';
 import type { Topology } from '../store/topology.js';
 import type { ExecCtx } from './context.js';
-import { guard, ROW_BYTES } from './guard.js';
+import { guard, ROW_BYTES } from '../query-guard.js';
 import type { NavigationStep } from './navigation.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT } from './rows.js';
 

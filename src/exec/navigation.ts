@@ -8,7 +8,7 @@ import {
 } from './rows.js';
 import { ElementMarks, withRoom } from './marks.js';
 import { checkDeadline, type ExecCtx } from './context.js';
-import { guard, ROW_BYTES } from './guard.js';
+import { guard, ROW_BYTES } from '../query-guard.js';
 import { limits } from '../limits.js';
 import { queryError } from '../protocol/errors.js';
 import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';

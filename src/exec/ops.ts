@@ -22,7 +22,7 @@ import { evalVariable } from './variables.js';
 import { evalGroup } from './groups.js';
 import { shortestPath } from './shortest-path.js';
 import { streamedDedup, streamedTerminal } from './streaming.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 import { evalIndexOp } from './index-ops.js';
 import { evalSearch } from './search.js';
 

@@ -4,7 +4,7 @@ import type { Value } from '../protocol/value.js';
 import { compareSortKeys } from '../protocol/compare.js';
 import { resolveProperty, type ExecCtx } from './context.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, RowSet } from './rows.js';
-import { guard, ROW_BYTES } from './guard.js';
+import { guard, ROW_BYTES } from '../query-guard.js';
 
 export function orderRows(ctx: ExecCtx, input: RowSet, keys: readonly [string, Order][]): RowSet {
   const n = input.length;

@@ -5,7 +5,7 @@ import { F32, type Value } from '../protocol/value.js';
 import { addI64, resolveProperty, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { mapExtras, needRows, NO_ELEMENT, RowSet, rowsOf, type Stream } from './rows.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 
 /** path, simple_path or a sack operation over the stream of `op.input`. */
 export function evalPath(ctx: ExecCtx, op: Op, context: Stream | null, evalOp: EvalOp): Stream {

@@ -2,7 +2,7 @@
 import { compareKeys, renderValue, writeF64, writeInteger, writeString } from '../protocol/json.js';
 import { tagOf, type Value } from '../protocol/value.js';
 import type { ShapeClass } from '../plan/plan.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, sizeOf, type RowExtra, type RowSet, type Stream } from './rows.js';
 
 /** A value bound to an entry name, with what rendering needs. */
@@ -34,11 +34,11 @@ function renderRow(el: number, extra: RowExtra | null): string {
   return `${out}}`;
 }
 
-// Rendering counts against the query's memory budget (exec/guard.ts): each part as it is
+// Rendering counts against the query's memory budget (src/query-guard.ts): each part as it is
 // built, then the joined text (JS strings: up to 2 bytes per character).
 
 /**
- * Characters of rendered JSON counted as one work unit (~0.3 us of rendering; exec/guard.ts).
+ * Characters of rendered JSON counted as one work unit (~0.3 us of rendering; src/query-guard.ts).
  * One unit per part whatever its length let an inline read render 13 stored strings of 9 MB
  * on the HTTP thread (0.2-0.4 s, every client of that thread waiting) before its memory
  * budget stopped it (a probe).

@@ -7,7 +7,7 @@ import { checkDeadline, evalPredicate, type ExecCtx } from './context.js';
 import { body, type EvalOp } from './eval-op.js';
 import { append, RowSet } from './rows.js';
 import { navigateNodeRows, navigationStep, nodeRowsStep, type NodeRowsStep } from './navigation.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 
 /**
  * repeat (operations.md §10.1) over `input`. With `dedupLevels` (only for a repeat whose

@@ -19,7 +19,7 @@ import { runBatch } from './batch.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
 import type { ExecCtx } from './context.js';
-import { deadlineExceeded, InlineWorkExceeded, QueryGuard, swapGuard } from './guard.js';
+import { deadlineExceeded, InlineWorkExceeded, QueryGuard, swapGuard } from '../query-guard.js';
 
 /** Execution headers after stage-1 parsing (envelope.md §11); null = header absent. */
 export interface RequestFlags {

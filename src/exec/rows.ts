@@ -5,7 +5,7 @@
 import { queryError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { limits } from '../limits.js';
-import { EXTRA_BYTES, guard, ROW_BYTES } from './guard.js';
+import { EXTRA_BYTES, guard, ROW_BYTES } from '../query-guard.js';
 
 export const NO_ELEMENT = -1;
 export const nodeKey = (id: number): number => id * 2;
@@ -33,7 +33,7 @@ export class RowSet {
   readonly el: number[];
   /** Parallel to `el`, or null when no row has extras. */
   extra: (RowExtra | null)[] | null;
-  /** `el` given: the caller charged its rows to the query's guard (exec/guard.ts). */
+  /** `el` given: the caller charged its rows to the query's guard (src/query-guard.ts). */
   constructor(el: number[] = [], extra: (RowExtra | null)[] | null = null) {
     this.el = el;
     this.extra = extra;

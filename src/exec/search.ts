@@ -29,7 +29,7 @@ import { W_RECORD } from '../vector/layout.js';
 import { analyze, bm25, distinctTerms, TextPartition } from '../text/index.js';
 import { evalExpr, inputValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
-import { EXTRA_BYTES, guard } from './guard.js';
+import { EXTRA_BYTES, guard } from '../query-guard.js';
 import { ElementMarks } from './marks.js';
 import { navigate, navigationOps, navigationStep, nodeRowsNeighbourIds, nodeRowsStep, type NavigationOp } from './navigation.js';
 import { edgeKey, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, nodeKey, RowSet, rowsOf, type RowExtra, type Stream } from './rows.js';

@@ -5,7 +5,7 @@ import { queryError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { evalPredicate, paramValue, type ExecCtx } from './context.js';
 import { edgeKey, idOfKey, isEdgeKey, NO_ELEMENT, nodeKey, RowSet, rowsOf, type Stream } from './rows.js';
-import { guard, ROW_BYTES } from './guard.js';
+import { guard, ROW_BYTES } from '../query-guard.js';
 import { indexScan } from './index-scan.js';
 
 /** IDs from a parameter value: one non-negative integer or an array of them. */

@@ -17,7 +17,7 @@ import { exprMayThrow, predicateMayThrow } from '../plan/may-throw.js';
 import type { Expr, Op, Predicate } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import type { ExecCtx } from './context.js';
-import { guard } from './guard.js';
+import { guard } from '../query-guard.js';
 import { ElementMarks } from './marks.js';
 import type { EvalOp } from './eval-op.js';
 import { expandElement, navigate, navigationOps, navigationStep, type NavigationOp, type NavigationStep } from './navigation.js';

@@ -4,7 +4,7 @@ import { queryError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { evalExpr, resolveProperty, type ExecCtx } from './context.js';
 import { idOfKey, isEdgeKey, needRows, NO_ELEMENT, RowSet, scalarItems, type Stream } from './rows.js';
-import { CONTAINER_BYTES, ENTRY_BYTES, guard, ROW_BYTES } from './guard.js';
+import { CONTAINER_BYTES, ENTRY_BYTES, guard, ROW_BYTES } from '../query-guard.js';
 import { storedMap, StoredMaps } from './element-maps.js';
 
 /** Count one built result item (a Map of a row's properties) against the budget. */

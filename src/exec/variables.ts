@@ -8,7 +8,7 @@ import type { EvalOp } from './eval-op.js';
 import { renderValueKey } from './render.js';
 import { append, emptyExtra, idOfKey, isEdgeKey, needRows, NO_ELEMENT, ownExtra, RowSet, rowsOf, type Stream } from './rows.js';
 import { exists } from './sources.js';
-import { CONTAINER_BYTES, ENTRY_BYTES, guard } from './guard.js';
+import { CONTAINER_BYTES, ENTRY_BYTES, guard } from '../query-guard.js';
 
 /**
  * A variable's rows as a later read of it sees them: in a write batch, without the elements

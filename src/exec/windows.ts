@@ -5,7 +5,7 @@ import { paramValue, type ExecCtx } from './context.js';
 import type { EvalOp } from './eval-op.js';
 import { RowSet, rowsOf, scalarItems, type Stream } from './rows.js';
 import { streamedWindow } from './streaming.js';
-import { guard, ROW_BYTES } from './guard.js';
+import { guard, ROW_BYTES } from '../query-guard.js';
 import { indexScan } from './index-scan.js';
 
 function boundValue(ctx: ExecCtx, b: StreamBound, what: string): number {

@@ -25,7 +25,7 @@ export interface Plan {
   readonly trackPath: boolean;
   /**
    * Whether the request's cost has a static bound, so the HTTP thread may run it inline
-   * (under a work cap, exec/guard.ts): no scans of every element, no repeat, no searches
+   * (under a work cap, src/query-guard.ts): no scans of every element, no repeat, no searches
    * or shortest paths. Everything else goes to the reader pool without being tried.
    */
   readonly inlineSafe: boolean;

@@ -2,7 +2,7 @@
 // writer.ts) share: when a request is overdue and the answer it then gets (OverdueAnswers),
 // and one timer armed for the earliest such moment (DeadlineTimer), however many requests
 // a watch looks after. Unref'd: a watch never keeps the process alive.
-import { deadlineExceeded } from '../exec/guard.js';
+import { deadlineExceeded } from '../query-guard.js';
 import { limits } from '../limits.js';
 import { errorBody } from '../protocol/errors.js';
 import type { QueryJob } from './job.js';

@@ -7,7 +7,7 @@
 //   them is bounded.
 // - Only plans with a static cost bound run here (Plan.inlineSafe: no scans, repeats,
 //   searches or shortest paths); the rest go to the reader pool before executing.
-// - An inline run gets a work cap (limits.inlineReadWorkMax units, ~1-2 ms, exec/guard.ts);
+// - An inline run gets a work cap (limits.inlineReadWorkMax units, ~1-2 ms, src/query-guard.ts);
 //   a read that outgrows it is abandoned and sent to the pool (reads have no side effects),
 //   and its body text is remembered so the next identical body goes to the pool directly.
 // - A plan without a static cost bound is one whatever its parameter values: its body text

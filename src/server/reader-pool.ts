@@ -28,7 +28,7 @@
 // readerQueueBodyBytesMax body bytes; a request past either is shed (503, queue-bound.ts).
 // Piscina's own queue stays empty: at most one task per thread, and one spare, are ever handed to it.
 //
-// Deadlines: each reader cuts its query at the deadline cooperatively (exec/guard.ts, a
+// Deadlines: each reader cuts its query at the deadline cooperatively (src/query-guard.ts, a
 // check at most ~1 ms of work apart). What it cannot cut is time it does not run: a major
 // garbage collection of a heavy query's working set (100-180 ms on this 2-core machine
 // under the query torture), or a spare task waiting in the port behind a running one. So

@@ -52,7 +52,7 @@
 // Words that are written once before the batch that publishes them and never again (an
 // edge's label, src and dst; a version's header and bytes) are plain on both sides.
 import { limits } from '../limits.js';
-import { guard } from '../exec/guard.js';
+import { guard } from '../query-guard.js';
 import { SvcError } from '../protocol/errors.js';
 import { Dictionary, type DictionaryShared } from './dictionary.js';
 import { ensureBytes, sharedBuffer } from './growable.js';
@@ -625,7 +625,7 @@ export class Store {
     const epoch = this.heapWords[(ptr >>> 2) + V_EPOCH]!;
     if (this.recordCacheAt[slot] === ptr && this.recordCacheEpochs[slot] === epoch) return this.recordCacheRecords[slot]!;
     const length = this.recordLength(ptr);
-    // A decode's work is the record's length (exec/guard.ts): counted as nothing, an inline
+    // A decode's work is the record's length (src/query-guard.ts): counted as nothing, an inline
     // read sorting 12 nodes by 1 M-element arrays decoded them on the HTTP thread for 6 s.
     guard.step(1 + Math.floor(length / RECORD_BYTES_PER_WORK_UNIT));
     // In place: decodeRecordInPlace copies out of shared memory before it hands a record

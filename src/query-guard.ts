@@ -12,8 +12,9 @@
 //
 // Why a thread-wide "active guard" instead of a field passed to every function: RowSet and
 // the render helpers have no ExecCtx, and a thread runs exactly one query at a time
-// (executeRequest is synchronous), like the other per-thread scratch in this directory.
-import { queryError, SvcError } from '../protocol/errors.js';
+// (executeRequest is synchronous), like the per-thread scratch in src/exec/. It sits below
+// src/exec/ because the store reports to it too: decoding a record is work of the query.
+import { queryError, SvcError } from './protocol/errors.js';
 
 /** Estimated bytes of one row in a RowSet (a JS number in a growable array, with slack). */
 export const ROW_BYTES = 16;
