@@ -267,6 +267,38 @@ describe('snapshot damage', () => {
     expect(err.msg).toMatch(/fails its checksum/);
     expect(hashes(dir)).toEqual(before);
   });
+
+  it('when every snapshot is damaged the refusal names the snapshot damage, not only a WAL gap (a probe)', async () => {
+    const dir = await twoGenerations(40);
+    const snaps = snapshotNames(dir);
+    for (const name of snaps) {
+      const bytes = readFileSync(join(dir, name));
+      bytes[bytes.length - 5] ^= 0x01;
+      writeFileSync(join(dir, name), bytes);
+    }
+    const err = await openFails(dir);
+    expect(err.msg).toMatch(/WAL gap/);
+    expect(err.msg).toContain(snaps.at(-1)!);
+    expect(err.msg).toMatch(/fails its checksum/);
+  });
+
+  it('a snapshot whose name says a newer epoch than it holds is refused, not trusted (a probe: pruning then deleted the WAL and the newer snapshots)', async () => {
+    const dir = await twoGenerations(40);
+    const newest = snapshotNames(dir).at(-1)!;
+    const epoch = Number(/\d{10}/.exec(newest)![0]);
+    const misnamed = `snapshot-${String(epoch + 1000).padStart(10, '0')}.bin`;
+    copyFileSync(join(dir, newest), join(dir, misnamed));
+    const before = hashes(dir);
+    const err = await openFails(dir);
+    expect(err.msg).toContain(misnamed);
+    expect(err.msg).toMatch(/holds epoch/);
+    expect(hashes(dir)).toEqual(before);
+    // Without the stray file everything is there.
+    rmSync(join(dir, misnamed));
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    expect(await values(db)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    await db.close();
+  });
 });
 
 describe('svc repair', () => {
@@ -292,6 +324,23 @@ describe('svc repair', () => {
     const again = await openDatabase({ storage: 'disk', path: dir });
     expect((await values(again)).at(-1)).toBe(99);
     await again.close();
+  });
+
+  it('counts a damaged last frame whose header names its epoch as lost (a probe: it said nothing was lost)', async () => {
+    const dir = await walWith(5);
+    const wal = walFiles(dir).at(-1)!;
+    const last = frameOffsets(wal).at(-1)!;
+    const bytes = readFileSync(wal);
+    bytes[last + 20] ^= 0xff; // the payload: the frame header (and its epoch) still verifies
+    writeFileSync(wal, bytes);
+    await openFails(dir);
+    const report = await repairDirectory(dir, join(tempDir(), 'copy'));
+    expect(report.damage).toContain(`byte ${last}`);
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    expect(await values(db)).toEqual([0, 1, 2, 3]);
+    await db.close();
+    // Write 4 was a whole frame on disk (a crash does not rot one): it is known to be lost.
+    expect(report.newestEpochSeen - report.epoch).toBe(1);
   });
 
   it('leaves a healthy directory alone', async () => {

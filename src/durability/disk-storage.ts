@@ -99,7 +99,14 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
   let firstDamage: SvcError | null = null;
   for (const snap of listSnapshots(dir)) {
     try {
-      store = readSnapshotFile(snap.file).store;
+      const loaded = readSnapshotFile(snap.file);
+      // The name decides what pruning deletes later: a snapshot holding another epoch than
+      // its name says (a copied or renamed file) would have newer snapshots and the WAL
+      // deleted as covered by it (as object storage checks too).
+      if (loaded.epoch !== snap.epoch) {
+        throw new SvcError('storage_error', `storage error: snapshot ${snap.file} holds epoch ${loaded.epoch}, its name says ${snap.epoch}`);
+      }
+      store = loaded.store;
       snapshotEpoch = snap.epoch;
       break;
     } catch (err) {
@@ -127,7 +134,10 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
     // A segment whose successor starts at or before the next epoch we need holds nothing new.
     if (next !== undefined && next.firstEpoch <= store.committedEpoch() + 1) continue;
     if (segment.firstEpoch > store.committedEpoch() + 1) {
-      damage = corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}`);
+      // After snapshots that failed to load, the gap is theirs: say so, or the message
+      // blames an intact segment and hides the damaged snapshot.
+      const because = firstDamage === null ? '' : ` (a newer snapshot did not load: ${firstDamage.msg.replace(/^storage error: /, '')})`;
+      damage = corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}${because}`);
       break;
     }
     const target = store;
@@ -140,7 +150,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
     walBytes += scan.end;
     if (scan.ending === 'corrupt') {
       damage = scan.problem!;
-      if (salvage) newestEpochSeen = Math.max(newestEpochSeen, newestIntactEpoch(segment.file, scan.end + 1));
+      if (salvage) newestEpochSeen = Math.max(newestEpochSeen, scan.damagedEpoch, newestIntactEpoch(segment.file, scan.end + 1));
     }
     else if (scan.ending === 'torn' && !last) damage = corruption(segment.file, scan.end, 'a damaged frame in a segment that is not the newest');
     else if (last) {

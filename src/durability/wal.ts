@@ -89,6 +89,11 @@ export interface SegmentScan {
   size: number;
   /** Segment header's first epoch (0 if the header is torn). */
   firstEpoch: number;
+  /**
+   * When corrupt at a whole frame whose own header checksum holds and names the epoch
+   * expected next: that epoch (the files show it was committed); else 0.
+   */
+  damagedEpoch: number;
 }
 
 /** Reads a file in bounded pieces through one reusable buffer. */
@@ -173,7 +178,7 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
   try {
     const reader = new FileReader(fd);
     const size = fstatSync(fd).size;
-    const scan: SegmentScan = { batches: [], lastEpoch: 0, end: 0, ending: 'clean', problem: null, size, firstEpoch: 0 };
+    const scan: SegmentScan = { batches: [], lastEpoch: 0, end: 0, ending: 'clean', problem: null, size, firstEpoch: 0, damagedEpoch: 0 };
     if (size < SEGMENT_HEADER_BYTES) {
       // A segment is created with its header in one write and fsynced before any frame: a
       // short one is the torn creation of an empty segment, unless it is zeros.
@@ -222,6 +227,7 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
           scan.problem = corruption(file, at, `a damaged frame (epoch ${expected}) is followed by intact frames`);
         } else {
           scan.ending = 'corrupt';
+          if (head !== null && head.epoch === expected) scan.damagedEpoch = head.epoch;
           scan.problem = corruption(file, at, head === null
             ? 'the frame header fails its checksum'
             : `the frame of epoch ${head.epoch} fails its checksum`);
