@@ -282,6 +282,29 @@ describe('snapshot damage', () => {
     expect(err.msg).toMatch(/fails its checksum/);
   });
 
+  it('svc repair counts the frames of the segments past a WAL gap as lost (a probe: it counted only up to the damaged snapshot)', async () => {
+    const first = await twoGenerations(40);
+    // Five writes past the newest snapshot, left in the WAL by a crash.
+    const db = await openDatabase({ storage: 'disk', path: first });
+    for (let i = 40; i < 45; i++) await db.query(addOne(i));
+    const dir = crashCopy(first);
+    await db.close();
+    const lastWal = walFiles(dir).at(-1)!;
+    const lastFrame = frameOffsets(lastWal).at(-1);
+    // The newest epoch the files hold: the last frame's, or the newest snapshot's.
+    const newest = lastFrame === undefined
+      ? Number(/\d{10}/.exec(snapshotNames(dir).at(-1)!)![0])
+      : readFileSync(lastWal).readUInt32LE(lastFrame + 4);
+    for (const name of snapshotNames(dir)) {
+      const bytes = readFileSync(join(dir, name));
+      bytes[bytes.length - 5] ^= 0x01;
+      writeFileSync(join(dir, name), bytes);
+    }
+    const report = await repairDirectory(dir, join(tempDir(), 'copy'));
+    expect(report.damage).toMatch(/WAL gap/);
+    expect(report.newestEpochSeen).toBe(newest);
+  });
+
   it('a snapshot whose name says a newer epoch than it holds is refused, not trusted (a probe: pruning then deleted the WAL and the newer snapshots)', async () => {
     const dir = await twoGenerations(40);
     const newest = snapshotNames(dir).at(-1)!;

@@ -127,6 +127,8 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
   let newestEpochSeen = Math.max(mustReach, store.committedEpoch(), ...segments.map((s) => s.firstEpoch - 1));
   let tail: Recovered['tail'] = null;
   let walBytes = 0;
+  /** Segments after the damage that were not scanned (svc repair counts their frames). */
+  let unscannedFrom = segments.length;
   for (let i = 0; i < segments.length && damage === null; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
@@ -138,6 +140,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
       // blames an intact segment and hides the damaged snapshot.
       const because = firstDamage === null ? '' : ` (a newer snapshot did not load: ${firstDamage.msg.replace(/^storage error: /, '')})`;
       damage = corruption(segment.file, 0, `WAL gap: the store is at epoch ${store.committedEpoch()}, this segment starts at ${segment.firstEpoch}${because}`);
+      unscannedFrom = i;
       break;
     }
     const target = store;
@@ -148,6 +151,7 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
     });
     newestEpochSeen = Math.max(newestEpochSeen, scan.lastEpoch);
     walBytes += scan.end;
+    if (scan.ending !== 'clean' && !(scan.ending === 'torn' && last)) unscannedFrom = i + 1;
     if (scan.ending === 'corrupt') {
       damage = scan.problem!;
       if (salvage) newestEpochSeen = Math.max(newestEpochSeen, scan.damagedEpoch, newestIntactEpoch(segment.file, scan.end + 1));
@@ -156,6 +160,10 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
     else if (last) {
       tail = { file: segment.file, firstEpoch: segment.firstEpoch, end: scan.end, lastEpoch: scan.lastEpoch, tornBytes: scan.size - scan.end };
     }
+  }
+  if (salvage && damage !== null) {
+    // What the segments past the damage hold was committed too: count it as lost.
+    for (const segment of segments.slice(unscannedFrom)) newestEpochSeen = Math.max(newestEpochSeen, newestIntactEpoch(segment.file, 32));
   }
   if (damage === null && store.committedEpoch() < mustReach) {
     damage = new SvcError('storage_error', `${firstDamage!.msg}; the older snapshots and the WAL reach only epoch ${store.committedEpoch()}`);
