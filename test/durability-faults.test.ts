@@ -366,6 +366,23 @@ describe('svc repair', () => {
     expect(report.newestEpochSeen - report.epoch).toBe(1);
   });
 
+  it('refuses a --copy-to that exists instead of overwriting what it holds (a probe: an earlier copy was overwritten)', async () => {
+    const dir = await walWith(5);
+    const wal = walFiles(dir).at(-1)!;
+    const bytes = readFileSync(wal);
+    bytes[frameOffsets(wal)[2]! + 20] ^= 0xff;
+    writeFileSync(wal, bytes);
+    const before = hashes(dir);
+    const copy = tempDir();
+    const earlier = join(copy, wal.slice(wal.lastIndexOf('/') + 1));
+    writeFileSync(earlier, 'an earlier copy');
+    const err = await repairDirectory(dir, copy).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(SvcError);
+    expect((err as SvcError).msg).toMatch(/already exists/);
+    expect(readFileSync(earlier, 'utf8')).toBe('an earlier copy');
+    expect(hashes(dir)).toEqual(before);
+  });
+
   it('leaves a healthy directory alone', async () => {
     const dir = await walWith(3);
     const before = hashes(dir);

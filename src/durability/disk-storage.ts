@@ -2,7 +2,7 @@
 // snapshot that verifies + replay of every later WAL frame), the WAL append that precedes
 // every commit, group commit with retry, verified snapshot rotation, and read-only
 // followers of the same directory. The rules are in docs/durability.md.
-import { accessSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { accessSync, closeSync, constants, cpSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { limits } from '../limits.js';
 import { SvcError } from '../protocol/errors.js';
@@ -202,7 +202,17 @@ export async function repairDirectory(dir: string, copyTo: string): Promise<Repa
     if (recovered.damage === null) {
       return { copy: '', epoch: recovered.store.committedEpoch(), damage: null, newestEpochSeen: recovered.newestEpochSeen };
     }
-    cpSync(dir, copyTo, { recursive: true, errorOnExist: true, filter: (src) => !src.endsWith('writer.lock') });
+    // cpSync overwrites and merges into an existing directory (its errorOnExist needs force:
+    // false): the copy must be DIR's files alone, and must not replace an earlier copy.
+    if (existsSync(copyTo)) throw new SvcError('storage_error', `storage error: ${copyTo} already exists; give --copy-to a path that does not`);
+    cpSync(dir, copyTo, { recursive: true, force: false, errorOnExist: true, filter: (src) => !src.endsWith('writer.lock') });
+    // The copy is the only place the damaged files are kept once DIR is rebuilt: durable first.
+    for (const name of readdirSync(copyTo)) {
+      const fd = openSync(join(copyTo, name), 'r');
+      try { fsyncSync(fd); } finally { closeSync(fd); }
+    }
+    fsyncDir(copyTo);
+    fsyncDir(join(copyTo, '..'));
     const store = recovered.store;
     const epoch = store.committedEpoch();
     writeSnapshot(dir, store);
