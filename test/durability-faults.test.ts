@@ -12,6 +12,7 @@ import type { StorageHealth } from '../src/durability/durable.js';
 import { executeRequest, noFlags } from '../src/exec/request.js';
 import { snapshotFaults } from '../src/durability/snapshot.js';
 import { walFaults } from '../src/durability/wal.js';
+import { limits } from '../src/limits.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { eventually } from './helpers/eventually.js';
@@ -457,6 +458,22 @@ describe('failing storage', () => {
     } finally {
       stop();
       stderr.mockRestore();
+      await writer.close();
+    }
+  });
+
+  it('a batch too large to log is refused alone: the storage stays ready (a probe: one such batch made it not ready)', async () => {
+    const writer = DiskWriter.open(tempDir());
+    const saved = limits.walFrameBytesMax;
+    const writeBig = (n: number) => executeRequest(writer.store, JSON.stringify(write([q('x', addN('U', [['s', { value: { string: 'x'.repeat(n) } }]]))], ['x'])), noFlags, 'writer', { queryTimeoutMs: 10_000, logBatch: (b) => writer.logBatch(b) });
+    try {
+      (limits as { walFrameBytesMax: number }).walFrameBytesMax = 4096;
+      expect((writeBig(10_000) as { body: string }).body).toContain('exceeds 4096');
+      expect(writer.health()).toEqual({ ready: true, problem: null });
+      expect((writeBig(10) as { status: number }).status).toBe(200);
+      await writer.sync();
+    } finally {
+      (limits as { walFrameBytesMax: number }).walFrameBytesMax = saved;
       await writer.close();
     }
   });

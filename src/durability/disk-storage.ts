@@ -14,7 +14,7 @@ import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import type { StoreCut } from '../store/store.js';
-import { corruption, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
+import { corruption, FrameTooLarge, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
 
@@ -338,7 +338,8 @@ export class DiskWriter implements DurableStorage {
     } catch (err) {
       // The batch rolls back (its error answers it); until an append succeeds again (a full
       // disk freed), writes cannot be made durable: not ready, said once in the log.
-      if (this.appendFailure === null && err instanceof SvcError) {
+      // A batch too large to log is refused alone: the storage itself is fine.
+      if (this.appendFailure === null && err instanceof SvcError && !(err instanceof FrameTooLarge)) {
         this.appendFailure = err;
         this.healthChanged();
       }

@@ -58,10 +58,13 @@ export function segmentHeader(firstEpoch: number): Buffer {
 
 const padded = (n: number) => (n + FRAME_ALIGN - 1) & ~(FRAME_ALIGN - 1);
 
+/** A batch whose log record exceeds walFrameBytesMax: that batch's fault, not the storage's. */
+export class FrameTooLarge extends SvcError {}
+
 export function encodeFrame(batch: RedoBatch): Buffer {
   const payload = packr.pack(batch);
   if (payload.length > limits.walFrameBytesMax) {
-    throw new SvcError('storage_error', `storage error: a write batch's log record of ${payload.length} bytes exceeds ${limits.walFrameBytesMax}`);
+    throw new FrameTooLarge('storage_error', `storage error: a write batch's log record of ${payload.length} bytes exceeds ${limits.walFrameBytesMax}`);
   }
   const frame = Buffer.alloc(FRAME_HEADER_BYTES + padded(payload.length));
   frame.writeUInt32LE(payload.length, 0);
