@@ -387,6 +387,56 @@ describe('maintain', () => {
     for (const s of [2998, 2999, 3000]) expect(cut.p.termStats(['common', 'words', '1'], s)).toEqual(kept.p.termStats(['common', 'words', '1'], s));
   });
 
+  it('a term whose last document is gone leaves the dictionary: texts that keep bringing new words do not grow the memory by the word', async () => {
+    const { exportPartition, importPartition, joinChunks } = await import('../dist/src/text/index.js');
+    const tm = TextMemory.create();
+    const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });
+    const docs = 500;
+    let epoch = 1, serial = 0;
+    // Ten words no other text ever holds (as IDs or timestamps in a text), and one shared word.
+    const text = (): string => `${Array.from({ length: 10 }, () => `id${(serial++).toString(36)}`).join(' ')} shared`;
+    const handles: number[] = [];
+    for (let i = 0; i < docs; i++) handles.push(p.insert(i, text(), epoch));
+    const removedBefore = textMaintainCounters.termsRemoved;
+    const bytes: number[] = [];
+    for (let round = 0; round < 16; round++) {
+      epoch++;
+      for (let i = 0; i < docs; i++) {
+        p.remove(handles[i]!, epoch);
+        handles[i] = p.insert(i, text(), epoch);
+      }
+      while (p.maintain(epoch, epoch));
+      tm.reclaim();
+      bytes.push(tm.usedBytes());
+    }
+    expect(textMaintainCounters.termsRemoved - removedBefore).toBe(16 * docs * 10);
+    // What is left per word ever indexed: its 24-byte record (ids are not reused) and the
+    // document handles of the updates, ~47 B; keeping the words cost ~214 B each.
+    const perNewWord = (bytes[15]! - bytes[3]!) / (12 * docs * 10);
+    expect(perNewWord).toBeLessThan(100);
+    const e = new Uint32Array(10), s = new Float32Array(10);
+    expect(p.search('id0', 10, epoch, e, s), 'a removed word').toBe(0);
+    expect(p.termStats(['id0', 'shared'], epoch)).toEqual({ docs, totalLength: docs * 11, df: [0, docs] });
+    const newest = `id${(serial - 1).toString(36)}`;
+    expect(p.search(newest, 10, epoch, e, s)).toBe(1);
+    expect(e[0]).toBe(docs - 1);
+    // A removed word written again is a new term; a writer that attaches anew rebuilds its
+    // map without the removed ones.
+    epoch++;
+    const again = TextPartition.attach(tm, p.root);
+    again.insert(docs, 'id0 shared', epoch);
+    expect(again.search('id0', 10, epoch, e, s)).toBe(1);
+    expect(e[0]).toBe(docs);
+    // An export leaves removed terms out and loads back with the same answers.
+    const copy = importPartition(TextMemory.create(), joinChunks(exportPartition(tm, p.root, again.pointCount(), epoch)));
+    for (const query of ['id0', 'shared', newest, 'id1']) {
+      const n = again.search(query, 10, epoch, e, s);
+      const e2 = new Uint32Array(10), s2 = new Float32Array(10);
+      expect(copy.search(query, 10, epoch, e2, s2), query).toBe(n);
+      expect([...e2.subarray(0, n)], query).toEqual([...e.subarray(0, n)]);
+    }
+  });
+
   it('deletions newer than the horizon wait, and are compacted once it passes them, with no new deaths', () => {
     const tm = TextMemory.create();
     const p = TextPartition.create(tm, { analyzer: 'standard', positions: false });

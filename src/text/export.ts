@@ -87,6 +87,7 @@ export function exportPartition(memory: TextMemory, root: number, docsAtCut: num
     for (let t = 0; t < terms; t++) {
       const trec = termAt(u, root, t);
       const list = Atomics.load(u, trec + T_LIST);
+      if (list === 0) continue; // removed (maintain()): no visible document holds it
       need(list, L_WORDS);
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;

@@ -43,7 +43,7 @@ export const T_HASH = 0;
 export const T_TEXT = 1; // word offset of the UTF-16 text
 export const T_LEN = 2; // code units
 export const T_STATS = 3; // head of the term's df chain
-export const T_LIST = 4; // current postings list header
+export const T_LIST = 4; // current postings list header; 0: the term was removed (maintain())
 export const T_WORDS = 6;
 
 /** Statistics chain nodes, newest first; a reader takes the first with EPOCH <= its snapshot. */
@@ -96,6 +96,8 @@ export const impactsWords = (n: number): number => 2 + 2 * n;
 export const H_CAP = 0;
 export const H_SLOTS = 1;
 export const DICT_CAP_MIN = 16;
+/** A dictionary slot whose term was removed: lookups probe past it, inserts do not reuse it. */
+export const H_REMOVED = 0xffffffff;
 
 /** Record of slot `i` in a chunked table (docs or terms): chunk c = floor(log2(i + 1)). */
 export const chunkOf = (i: number): number => 31 - Math.clz32(i + 1);

@@ -31,7 +31,7 @@ import { BOUND_INFLATION, idfOf, termWeight, type TermStats } from './bm25.js';
 import {
   B_CAP, B_HEADER, B_MAX_TF, B_MIN_DL, BLOCK_POSTINGS, BLOCK_SHIFT, chunkOf, CHUNKS_MAX,
   D_CREATED, D_DELETED, D_ELEMENT, D_LENGTH, D_POS, D_TERMS, D_WORDS, DICT_CAP_MIN, FIRST_BLOCK_CAP,
-  B_IMPACTS, H_CAP, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_TOP, L_TOP_COUNT, L_WORDS,
+  B_IMPACTS, H_CAP, H_REMOVED, H_SLOTS, IMPACTS_MAX, impactsWords, L_COUNT, L_DIR, L_DIR_CAP, L_IMPACTS, L_MAX_TF, L_MIN_DL, L_TOP, L_TOP_COUNT, L_WORDS,
   P_ANALYZER, P_DICT, P_DOC_CHUNK0, P_DOC_CHUNKS, P_DOCS, P_MAGIC, P_POSITIONS, P_PURGED, P_STATS, P_TERM_CHUNK0, P_TERM_CHUNKS, P_TERMS, P_WORDS,
   PARTITION_MAGIC, S_DF, S_DOCS, S_EPOCH, S_LEN_HI, S_LEN_LO, S_NEXT, S_PART_WORDS, S_TERM_WORDS,
   T_HASH, T_LEN, T_LIST, T_STATS, T_TEXT, T_WORDS,
@@ -50,9 +50,22 @@ const TWO32 = 4294967296;
 /** Test hooks: work counters of this thread's searches (reset by tests). */
 export const textSearchCounters = { scoredPostings: 0, searches: 0 };
 /** Test hooks: maintain() work on this thread. */
-export const textMaintainCounters = { compactions: 0, postingsDropped: 0 };
+export const textMaintainCounters = { compactions: 0, postingsDropped: 0, termsRemoved: 0 };
 /** Tests: turn dynamic pruning off (every posting of every query term scored). */
 export const textSearchOptions = { pruning: true };
+
+/**
+ * Whether a list with `dead` of its `count` postings dead is due for compaction: a quarter
+ * dead (two at least, a copy per death is too many), or all of them (a term of one or a few
+ * documents, e.g. an ID in a text: it leaves the dictionary, removeTerm()).
+ */
+const worthCompacting = (dead: number, count: number): boolean => (dead >= 2 ? 4 * dead >= count : dead === count);
+
+/** The text of the term record at `rec`. */
+const termText = (u: Uint32Array, u16: Uint16Array, rec: number): string => {
+  const text = 2 * u[rec + T_TEXT]!;
+  return String.fromCharCode(...u16.subarray(text, text + u[rec + T_LEN]!));
+};
 
 /** Word offset of record `i` of a chunked table whose chunk pointers start at `chunk0`. */
 const recordAt = (u: Uint32Array, root: number, chunk0: number, i: number, words: number): number => {
@@ -254,6 +267,7 @@ export class TextPartition {
   private parkedHorizon = 0; // the horizon parked terms were last looked at with
   private trimHorizon = 0; // the newest purge horizon maintain() was given: chains are cut below it
   private pendingEpochs = new Uint32Array(0); // compact() scratch
+  private dictSlotsUsed = 0; // slots of the current dictionary table that are not 0 (terms and H_REMOVED)
   private stampNow = 0;
   private distinct = new Uint32Array(64);
   private tfs = new Uint32Array(64);
@@ -308,11 +322,15 @@ export class TextPartition {
     const n = u[root + P_TERMS]!;
     for (let t = 0; t < n; t++) {
       const rec = termAt(u, root, t);
-      const text = u[rec + T_TEXT]!, len = u[rec + T_LEN]!;
-      ids.set(String.fromCharCode(...u16.subarray(2 * text, 2 * text + len)), t);
+      if (u[rec + T_LIST] === 0) continue; // removed
+      ids.set(termText(u, u16, rec), t);
     }
     this.termIds = ids;
     this.growTermArrays(n);
+    const dict = u[root + P_DICT]!, cap = u[dict + H_CAP]!;
+    let used = 0;
+    for (let i = 0; i < cap; i++) if (u[dict + H_SLOTS + i] !== 0) used++;
+    this.dictSlotsUsed = used;
     return ids;
   }
 
@@ -367,12 +385,13 @@ export class TextPartition {
     u[rec + T_LEN] = term.length;
     u[rec + T_STATS] = 0;
     u[rec + T_LIST] = list;
-    // Room in the table (load <= 1/2), then publish the term through its slot.
+    // Room in the table (load <= 1/2, removed slots counted), then publish the term through its slot.
     let dict = u[root + P_DICT]!;
-    if (2 * (t + 1) > u[dict + H_CAP]!) {
-      dict = this.growDictionary(dict, t);
+    if (2 * (this.dictSlotsUsed + 1) > u[dict + H_CAP]!) {
+      dict = this.rehashDictionary(dict);
       u = tm.u32;
     }
+    this.dictSlotsUsed++;
     const mask = u[dict + H_CAP]! - 1;
     let i = hash & mask;
     while (u[dict + H_SLOTS + i] !== 0) i = (i + 1) & mask;
@@ -384,22 +403,27 @@ export class TextPartition {
     return t;
   }
 
-  /** Writer: a table twice as large holding terms [0, terms), published, the old one retired. */
-  private growDictionary(old: number, terms: number): number {
+  /**
+   * Writer: a new table holding the dictionary's terms (the writer's map: removed ones
+   * left out, with their slots), at most a quarter full, published; the old one retired.
+   */
+  private rehashDictionary(old: number): number {
     const tm = this.tm, root = this.root;
-    const oldCap = tm.u32[old + H_CAP]!;
-    const cap = 2 * oldCap;
+    const live = this.termIds!.size;
+    let cap = DICT_CAP_MIN;
+    while (cap < 4 * (live + 1)) cap *= 2;
     const dict = tm.allocate(H_SLOTS + cap);
     const u = tm.u32;
     u[dict + H_CAP] = cap;
     const mask = cap - 1;
-    for (let t = 0; t < terms; t++) {
+    for (const t of this.termIds!.values()) {
       let i = u[termAt(u, root, t) + T_HASH]! & mask;
       while (u[dict + H_SLOTS + i] !== 0) i = (i + 1) & mask;
       u[dict + H_SLOTS + i] = t + 1;
     }
     Atomics.store(u, root + P_DICT, dict);
-    tm.retire(old, H_SLOTS + oldCap);
+    tm.retire(old, H_SLOTS + u[old + H_CAP]!);
+    this.dictSlotsUsed = live;
     return dict;
   }
 
@@ -847,7 +871,7 @@ export class TextPartition {
     for (let i = 0; i < n; i++) {
       const t = u[tb + 1 + i]!;
       const dead = (this.dead[t] = this.dead[t]! + delta);
-      if (delta > 0 && this.queued[t] === 0 && dead >= 2 && 4 * dead >= u[u[termAt(u, this.root, t) + T_LIST]! + L_COUNT]!) {
+      if (delta > 0 && this.queued[t] === 0 && worthCompacting(dead, u[u[termAt(u, this.root, t) + T_LIST]! + L_COUNT]!)) {
         this.queued[t] = 1;
         this.due.push(t);
       }
@@ -860,6 +884,7 @@ export class TextPartition {
     let u = tm.u32;
     const trec = termAt(u, root, t);
     const old = u[trec + T_LIST]!;
+    if (old === 0) return 0; // removed while it waited in `parked`
     const count = u[old + L_COUNT]!;
     const dir = u[old + L_DIR]!;
     const dropped = (doc: number): boolean => {
@@ -887,6 +912,10 @@ export class TextPartition {
       }
       return count;
     }
+    if (drop === count) {
+      this.removeTerm(t, horizon);
+      return count;
+    }
     const list = tm.allocate(L_WORDS);
     u = tm.u32;
     u[list + L_MIN_DL] = 0xffffffff;
@@ -911,18 +940,77 @@ export class TextPartition {
     this.wList[t] = 0;
     this.wBlk[t] = 0;
     // The old list: retired whole (a reader that loaded it before the store above still reads it).
-    tm.retire(old, L_WORDS);
-    const limp = u[old + L_IMPACTS]!;
+    this.retireList(old);
+    this.dead[t] = deadKept;
+    return 2 * count;
+  }
+
+  /** Writer: a list that is no longer reachable, with its directory, blocks and impacts. */
+  private retireList(list: number): void {
+    const tm = this.tm;
+    const u = tm.u32;
+    const count = u[list + L_COUNT]!, dir = u[list + L_DIR]!;
+    tm.retire(list, L_WORDS);
+    const limp = u[list + L_IMPACTS]!;
     if (limp !== 0) tm.retire(limp, impactsWords(u[limp]!));
     for (let j = 0; j << BLOCK_SHIFT < count; j++) {
       const blk = u[dir + j]!;
       const imp = u[blk + B_IMPACTS]!;
       if (imp !== 0) tm.retire(imp, impactsWords(u[imp]!));
-      tm.retire(blk, blockWords(u[blk + B_CAP]!, positions));
+      tm.retire(blk, blockWords(u[blk + B_CAP]!, this.positions));
     }
-    if (dir !== 0) tm.retire(dir, u[old + L_DIR_CAP]!);
-    this.dead[t] = deadKept;
-    return 2 * count;
+    if (dir !== 0) tm.retire(dir, u[list + L_DIR_CAP]!);
+  }
+
+  /**
+   * Writer: term t's every posting is of a document `horizon` lets go, so no read to come
+   * can find a document holding it: the term leaves the dictionary, and its text, list and
+   * statistics chain go back to the memory once the reads that could have found it ended.
+   * Without this a partition kept every term it ever indexed (~200 B each) until a snapshot
+   * load: text that keeps bringing new words grew the memory without bound (a soak probe).
+   * The slot becomes H_REMOVED before anything is retired; T_LIST becomes 0, which the
+   * readers that found the term earlier take for "no postings". Term ids are not reused (the
+   * record stays, 24 B, with P_TERMS counting it).
+   */
+  private removeTerm(t: number, horizon: number): void {
+    const tm = this.tm, root = this.root;
+    const u = tm.u32, u16 = tm.u16;
+    const rec = termAt(u, root, t);
+    const list = u[rec + T_LIST]!;
+    // The documents dropped with it were deleted at or before the horizon: the newest of
+    // those is what P_PURGED must cover (as a compaction's copy does).
+    let purged = 0;
+    const count = u[list + L_COUNT]!, dir = u[list + L_DIR]!;
+    for (let p = 0; p < count; p++) {
+      const deleted = u[docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!) + D_DELETED]!;
+      if (deleted > purged) purged = deleted;
+    }
+    if (purged > horizon) fail(`term ${t} removed with a document deleted at ${purged}, after the horizon ${horizon}`);
+    if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
+    const dict = u[root + P_DICT]!;
+    const mask = u[dict + H_CAP]! - 1;
+    let i = u[rec + T_HASH]! & mask;
+    while (u[dict + H_SLOTS + i] !== t + 1) {
+      if (u[dict + H_SLOTS + i] === 0) fail(`term ${t} is not in the dictionary`);
+      i = (i + 1) & mask;
+    }
+    Atomics.store(u, dict + H_SLOTS + i, H_REMOVED);
+    this.termIds!.delete(termText(u, u16, rec));
+    Atomics.store(u, rec + T_LIST, 0);
+    this.retireList(list);
+    const text = u[rec + T_TEXT]!;
+    tm.retire(text, Math.max(1, (u[rec + T_LEN]! + 1) >> 1));
+    let node = this.wHead[t]! !== 0 ? this.wHead[t]! : u[rec + T_STATS]!;
+    while (node !== 0) {
+      const next = tm.u32[node + S_NEXT]!;
+      tm.retire(node, S_TERM_WORDS);
+      node = next;
+    }
+    this.wList[t] = 0;
+    this.wBlk[t] = 0;
+    this.wHead[t] = 0;
+    this.dead[t] = 0;
+    textMaintainCounters.termsRemoved++;
   }
 
   // ---------------------------------------------------------------- readers
@@ -937,6 +1025,7 @@ export class TextPartition {
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const s = Atomics.load(u, dict + H_SLOTS + i);
       if (s === 0) return -1;
+      if (s === H_REMOVED) continue;
       const rec = termAt(u, this.root, s - 1);
       within(u, rec, T_WORDS);
       if (u[rec + T_HASH] !== hash || u[rec + T_LEN] !== term.length) continue;
@@ -1036,6 +1125,7 @@ export class TextPartition {
       const df = snode === 0 ? 0 : u[snode + S_DF]!;
       if (df === 0) continue;
       const list = Atomics.load(u, trec + T_LIST);
+      if (list === 0) continue; // removed since the lookup found it
       within(u, list, L_WORDS);
       const count = Atomics.load(u, list + L_COUNT);
       if (count === 0) continue;
@@ -1507,6 +1597,7 @@ export class TextPartition {
     const terms = u[root + P_TERMS]!;
     for (let t = 0; t < terms; t++) {
       const rec = termAt(u, root, t);
+      if (u[rec + T_LIST] === 0) continue; // removed: its blocks were retired then
       out.push([u[rec + T_TEXT]!, Math.max(1, (u[rec + T_LEN]! + 1) >> 1)]);
       for (let node = u[rec + T_STATS]!; node !== 0; node = u[node + S_NEXT]!) out.push([node, S_TERM_WORDS]);
       const list = u[rec + T_LIST]!;
