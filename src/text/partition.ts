@@ -913,7 +913,7 @@ export class TextPartition {
       return count;
     }
     if (drop === count) {
-      this.removeTerm(t, horizon);
+      this.removeTerm(t);
       return count;
     }
     const list = tm.allocate(L_WORDS);
@@ -972,7 +972,7 @@ export class TextPartition {
    * readers that found the term earlier take for "no postings". Term ids are not reused (the
    * record stays, 24 B, with P_TERMS counting it).
    */
-  private removeTerm(t: number, horizon: number): void {
+  private removeTerm(t: number): void {
     const tm = this.tm, root = this.root;
     const u = tm.u32, u16 = tm.u16;
     const rec = termAt(u, root, t);
@@ -985,7 +985,6 @@ export class TextPartition {
       const deleted = u[docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!) + D_DELETED]!;
       if (deleted > purged) purged = deleted;
     }
-    if (purged > horizon) fail(`term ${t} removed with a document deleted at ${purged}, after the horizon ${horizon}`);
     if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
     const dict = u[root + P_DICT]!;
     const mask = u[dict + H_CAP]! - 1;
