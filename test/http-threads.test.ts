@@ -3,19 +3,17 @@
 // writes and costly reads to the main thread's writer and reader pool; the bounds stay one
 // per server; a stop drains and closes every thread's listener and connections.
 import { request as httpRequest } from 'node:http';
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { claimPort } from '../dist/src/server/listen.js';
+import { bindSharedPort } from '../dist/src/server/listen.js';
 import { startServer } from '../dist/src/server/server.js';
 import { spawnServer } from './helpers/server.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 import { addN, count, nodes, q, read, write } from './helpers/requests.js';
 
-const execFileAsync = promisify(execFile);
 
 interface Answer {
   status: number;
@@ -115,9 +113,7 @@ describe('front-end threads (--http-threads 3)', () => {
     expect(performance.now() - started).toBeLessThan(3000);
     agent.destroy();
     expect(await tryConnect(server.port)).toBe('ECONNREFUSED');
-    const claim = await claimPort('127.0.0.1', server.port);
-    claim.release();
-    expect(claim.port, 'no thread still holds the port, and the stop gave the claim back').toBe(server.port);
+    expect(await bindSharedPort('127.0.0.1', server.port, async (port) => port), 'no thread still holds the port').toBe(server.port);
   });
 
   it('a port another server holds is refused before any thread starts', async () => {
@@ -130,25 +126,41 @@ describe('front-end threads (--http-threads 3)', () => {
     }
   });
 
-  it('a port whose lock another process holds is refused even while nothing is bound to it', async () => {
-    const free = await claimPort('127.0.0.1', 0);
+  it('a server started while another process is binding the same port is refused, not bound beside it', async () => {
+    const port = await bindSharedPort('127.0.0.1', 0, async (chosen) => chosen);
+    // Another process in the middle of binding the port: it holds the port's lock for 4 s.
+    // A file, not -e: worker threads inherit the parent's flags, and --input-type breaks them.
+    const script = join(tempDir(), 'bind.mjs');
+    writeFileSync(script, `
+      const { bindSharedPort } = await import(${JSON.stringify(new URL('../dist/src/server/listen.js', import.meta.url).href)});
+      await bindSharedPort('127.0.0.1', ${port}, async () => { console.log('binding'); await new Promise((r) => setTimeout(r, 4000)); });
+    `);
+    const other = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
-      // The claim is this process's; a server in another process would find the lock taken.
-      // A file, not -e: worker threads inherit the parent's flags, and --input-type breaks them.
-      const script = join(tempDir(), 'start.mjs');
-      writeFileSync(script, `
-        const { startServer } = await import(${JSON.stringify(new URL('../dist/src/server/server.js', import.meta.url).href)});
-        try { const s = await startServer({ port: ${free.port}, readers: 1, httpThreads: 2 }); await s.close(); console.log('started'); }
-        catch (e) { console.log(String(e)); }
-      `);
-      const { stdout } = await execFileAsync(process.execPath, [script]);
-      expect(stdout).toMatch(/another svcdb process is binding it/);
+      await new Promise<void>((resolve, reject) => {
+        other.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('binding')) resolve(); });
+        other.once('exit', (code) => reject(new Error(`the other process exited (${code}) before binding`)));
+      });
+      await expect(startServer({ port, readers: 1, httpThreads: 2 })).rejects.toThrow(/another svcdb process is binding it/);
     } finally {
-      free.release();
+      other.kill();
     }
-    const after = await startServer({ port: free.port, readers: 1, httpThreads: 2 });
-    expect(after.port, 'released: the port is claimable again').toBe(free.port);
+    await new Promise((r) => other.once('exit', r));
+    const after = await startServer({ port, readers: 1, httpThreads: 2 });
+    expect(after.port, 'the lock went with the process').toBe(port);
     await after.close();
+  });
+
+  it('two multi-threaded servers on two addresses may use the same port number', async () => {
+    const port = await bindSharedPort('127.0.0.1', 0, async (chosen) => chosen);
+    const a = await startServer({ host: '127.0.0.1', port, readers: 1, httpThreads: 2 });
+    try {
+      const b = await startServer({ host: '127.0.0.2', port, readers: 1, httpThreads: 2 });
+      expect(b.port).toBe(port);
+      await b.close();
+    } finally {
+      await a.close();
+    }
   });
 
   it('bounds the bodies being received by all threads together (limits.receivingBodyBytesMax)', async () => {

@@ -23,7 +23,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ControlPlane } from '../cloud/control-plane.js';
 import { limits } from '../limits.js';
-import { claimPort } from '../server/listen.js';
+import { bindSharedPort } from '../server/listen.js';
 import { threadListening } from '../server/thread-listening.js';
 import { metricsRenderer } from '../metrics/render.js';
 import { answerMetricsRequest, collectThreadMetrics, type MetricsReply } from '../metrics/threads.js';
@@ -167,24 +167,24 @@ export async function startGatewayThreads(options: GatewayThreadsOptions): Promi
     };
   }
 
-  // Every thread binds with SO_REUSEPORT, so this process claims the port first (a port
-  // another process holds or is binding fails here, as an exclusive listen would).
+  // Every thread binds with SO_REUSEPORT: the first binds the port under the port's lock (a
+  // port another process holds or is binding fails here, as an exclusive listen would).
   const host = gatewayOptions.host ?? '127.0.0.1';
-  const claim = await claimPort(host, gatewayOptions.port ?? 0);
-  const port = claim.port;
   // The bounds on held body and answer bytes are the process's memory bounds: one count
   // for all threads. Everything else is per thread (the top of the file).
-  const shared = { ...gatewayOptions, port, sharedPort: true, sharedByteCounts: sharedByteCounts() };
-  const main = await startGateway({ ...shared, controlPlane, thread: 1 }).catch((err: unknown) => {
-    claim.release();
-    throw err;
+  const byteCounts = sharedByteCounts();
+  let port = 0;
+  const main = await bindSharedPort(host, gatewayOptions.port ?? 0, (chosen) => {
+    port = chosen;
+    return startGateway({ ...gatewayOptions, port, sharedPort: true, sharedByteCounts: byteCounts, controlPlane, thread: 1 });
   });
+  const shared = { ...gatewayOptions, port, sharedPort: true, sharedByteCounts: byteCounts };
 
   const workers: GatewayThread[] = [];
   let up = false;
   let closing: Promise<void> | null = null;
   const closeAll = (): Promise<void> => {
-    closing ??= Promise.all([main.close(), ...workers.map((w) => w.close())]).then(() => claim.release());
+    closing ??= Promise.all([main.close(), ...workers.map((w) => w.close())]).then(() => undefined);
     return closing;
   };
   const starts: Promise<void>[] = [];

@@ -91,7 +91,7 @@ export interface GatewayOptions {
   controlPlaneLookupsMax?: number;
   /**
    * Listen with SO_REUSEPORT beside the gateway's other threads (gateway-threads.ts), on a
-   * port already chosen and claimed by claimPort. Default false: the port is taken
+   * port bindSharedPort chose (the first thread binds it under the port's lock). Default false: the port is taken
    * exclusively, so a second gateway on a taken port fails instead of sharing it silently.
    */
   sharedPort?: boolean;

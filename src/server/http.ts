@@ -416,7 +416,7 @@ export class HttpFrontEnd {
 
   /**
    * Bind and resolve with the real port: exclusively, or, `shared`, beside the server's
-   * other front-end threads on a port it claimed (claimPort).
+   * other front-end threads, on a port the first bound under the port's lock (bindSharedPort).
    */
   async listen(host: string, port: number, shared = false): Promise<number> {
     this.listenSocket = await listenOn(this.app, host, port, shared);

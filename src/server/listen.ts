@@ -3,8 +3,8 @@
 // uWS binds with SO_REUSEPORT unless told otherwise, so a second server on a taken port
 // would share it silently, each getting some of the connections (and, in memory, its own
 // data). A one-thread server binds exclusively. Several threads of one server must share
-// the port, so a second process could bind beside them: the port is claimed first, by an
-// exclusive probe and then a lock that only one process at a time holds (claimPort).
+// the port, so a second process could bind beside them: the first thread binds under a
+// per-port lock after an exclusive check (bindSharedPort).
 
 import { createServer, type Server } from 'node:net';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
@@ -29,9 +29,9 @@ interface ClosableApp {
   close?: () => void;
 }
 
-/** Bind `app`: exclusively, or `shared` on a port this process claimed (claimPort). */
+/** Bind `app`: exclusively, or `shared` on a port this process bound shared first (bindSharedPort). */
 export function listenOn(app: TemplatedApp, host: string, port: number, shared: boolean): Promise<us_listen_socket> {
-  if (shared && port === 0) throw new Error('a shared port must be claimed first (claimPort)');
+  if (shared && port === 0) throw new Error('a shared port must be chosen first (bindSharedPort)');
   return new Promise((resolve, reject) => {
     (app as unknown as ListenWithOptions).listen(host, port, shared ? LISTEN_SHARED_PORT : LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (socket === false) reject(new Error(`cannot listen on ${host}:${port} (address in use or not available)`));
@@ -51,35 +51,66 @@ export function closeApp(app: TemplatedApp): void {
   if (typeof closable.close === 'function') closable.close();
 }
 
-/** A port this process may bind shared, until release(). */
-export interface PortClaim {
-  readonly port: number;
-  release(): void;
-}
+/** How long a claim waits for another process that is binding the same port. */
+const PORT_LOCK_WAIT_MS = 1000;
 
 /**
- * Check that `port` is free by binding it exclusively and letting it go, then take the
- * port's lock: a Linux abstract socket named after the port, which one process holds at a
- * time and the kernel frees when the process ends. Two servers that both found the port
- * free therefore cannot both go on to bind it shared. Elsewhere than Linux there is no lock
- * (the check alone, with its window between the check and the bind).
+ * Bind a port shared by this process's threads: `bind(port)` binds the first thread's
+ * socket with SO_REUSEPORT (and may do more; it returns what the caller needs). Two
+ * processes must not both get there, so it runs under the port's lock: a Linux abstract
+ * socket named after the port number, which one process holds at a time and the kernel
+ * frees when the process ends. Under the lock the port is checked free by an exclusive bind
+ * (let go at once); once `bind` has bound the port shared, that check fails for everyone
+ * else, so the lock is released then (held longer, it refused a server on another address
+ * with the same port number: a review). The process's other threads bind later, beside a
+ * socket that already holds the port. Port 0 is chosen by an exclusive bind first, then
+ * claimed like any other. Elsewhere than Linux there is no lock (the check alone).
  */
-export async function claimPort(host: string, port: number): Promise<PortClaim> {
-  const probe = uws.App();
-  let chosen: number;
+export async function bindSharedPort<T>(host: string, port: number, bind: (port: number) => Promise<T>): Promise<T> {
+  const chosen = port !== 0 ? port : await freePort(host);
+  const lock = process.platform === 'linux' ? await portLock(host, chosen) : null;
   try {
-    chosen = listenPort(await listenOn(probe, host, port, false));
+    await probeExclusive(host, chosen);
+    return await bind(chosen);
+  } finally {
+    lock?.close();
+  }
+}
+
+/** A port the kernel chose as free (bound exclusively on 0 and let go). */
+async function freePort(host: string): Promise<number> {
+  const probe = uws.App();
+  try {
+    return listenPort(await listenOn(probe, host, 0, false));
   } finally {
     closeApp(probe);
   }
-  if (process.platform !== 'linux') return { port: chosen, release: () => {} };
-  const lock = await portLock(chosen);
-  if (lock === null) throw new Error(`cannot listen on ${host}:${chosen} (another svcdb process is binding it)`);
-  return { port: chosen, release: () => lock.close() };
+}
+
+/** `port` after checking that an exclusive bind of it succeeds now (and letting it go). */
+async function probeExclusive(host: string, port: number): Promise<number> {
+  const probe = uws.App();
+  try {
+    await listenOn(probe, host, port, false);
+    return port;
+  } finally {
+    closeApp(probe);
+  }
+}
+
+/** The port's lock, waiting up to PORT_LOCK_WAIT_MS for a process that holds it. */
+async function portLock(host: string, port: number): Promise<Server> {
+  const until = Date.now() + PORT_LOCK_WAIT_MS;
+  for (;;) {
+    const lock = await tryPortLock(port);
+    if (lock !== null) return lock;
+    if (Date.now() >= until) throw new Error(`cannot listen on ${host}:${port} (another svcdb process is binding it)`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The port's lock, or null when another process holds it. */
-function portLock(port: number): Promise<Server | null> {
+function tryPortLock(port: number): Promise<Server | null> {
   return new Promise((resolve, reject) => {
     const lock = createServer();
     lock.once('error', (err: NodeJS.ErrnoException) => {

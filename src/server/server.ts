@@ -14,7 +14,7 @@ import { limits, type LimitOverrides } from '../limits.js';
 import { unwritableReason } from '../durability/disk-storage.js';
 import { explainer } from './explain.js';
 import { HttpFrontEnd, sharedReceivingCounter, type ServerMode } from './http.js';
-import { claimPort, type PortClaim } from './listen.js';
+import { bindSharedPort } from './listen.js';
 import { FrontThreads } from './http-threads.js';
 import { describeError, routedTo } from './job.js';
 import { RequestLog, SLOW_QUERY_MS_DEFAULT } from './request-log.js';
@@ -155,12 +155,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const receivingBytes = sharedReceivingCounter();
   const databaseId = options.databaseId ?? null;
   const front = new HttpFrontEnd({ mode, limits: bounds, requestLog, receivingBytes, databaseId });
-  // Several threads share the port (SO_REUSEPORT), so this process claims it first.
-  const portClaim: PortClaim | null = httpThreads > 1 ? await claimPort(host, requestedPort) : null;
-  const port = await front.listen(host, portClaim?.port ?? requestedPort, portClaim !== null).catch((err: unknown) => {
-    portClaim?.release();
-    throw err;
-  });
+  // Several threads share the port (SO_REUSEPORT): the first binds it under the port's lock.
+  const port = httpThreads > 1
+    ? await bindSharedPort(host, requestedPort, (chosen) => front.listen(host, chosen, true))
+    : await front.listen(host, requestedPort);
   let writer: WriterThread | null = null;
   let pool: ReaderPool | null = null;
   let fronts: FrontThreads | null = null;
@@ -227,7 +225,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await fronts?.close();
     await pool?.close();
     await writer?.close();
-    portClaim?.release();
     throw new Error(`svcdb failed to start: ${describeError(err)}`);
   }
   const toPool = routedTo('pool', pool);
@@ -277,7 +274,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await Promise.all([front.drained(drainTimeoutMs), startedFronts?.stopAccepting(drainTimeoutMs)]);
     front.closeAllSockets();
     await startedFronts?.close();
-    portClaim?.release();
     await startedPool.close();
     await startedWriter.close();
     await requestLog?.flush();
