@@ -32,7 +32,7 @@ describe('text partition across threads', () => {
     });
     while (Atomics.load(control, C_STARTED) === 0) await new Promise((r) => setTimeout(r, 2));
     const compactionsBefore = textMaintainCounters.compactions;
-    const removedBefore = textMaintainCounters.termsRemoved;
+    const removedBefore = textMaintainCounters.termsRemoved, reusedBefore = textMaintainCounters.termIdsReused;
     const bytesBefore = tm.shared.memory.buffer.byteLength;
     let epoch = 0;
     for (const b of history) {
@@ -72,6 +72,8 @@ describe('text partition across threads', () => {
     expect(textMaintainCounters.compactions - compactionsBefore).toBeGreaterThan(10);
     // Rare words lose their last document and leave the dictionary while the reader searches.
     expect(textMaintainCounters.termsRemoved - removedBefore).toBeGreaterThan(10);
+    // ... and their ids (records) go to new terms once the reader's older reads have ended.
+    expect(textMaintainCounters.termIdsReused - reusedBefore).toBeGreaterThan(5);
     expect(tm.shared.memory.buffer.byteLength).toBeGreaterThan(bytesBefore);
   });
 });

@@ -35,6 +35,8 @@ export class TextMemory {
   // Writer only: free blocks by size in words, and retired blocks waiting for readers.
   private readonly free = new Map<number, number[]>();
   private freeWordsTotal = 0;
+  /** The oldest announced read's sequence at the last reclaim() (what has a tag at or below it is free of readers). */
+  private oldestAtReclaim = 0;
   private retired: number[] = []; // [at, words, seq] triples
   private retiredSinceReclaim = 0;
 
@@ -162,15 +164,31 @@ export class TextMemory {
     this.reclaim();
   }
 
+  /**
+   * Writer: a retire tag for something that is not a block (TextPartition's term ids): it
+   * may be reused once reusable(tag), as a block retired at that moment would be freed.
+   */
+  retireTag(): number {
+    return Atomics.add(this.u32, M_SEQ, 1) + 1;
+  }
+
+  /** Writer: whether every read that could hold what was retired with `tag` had ended at the last reclaim(). */
+  reusable(tag: number): boolean {
+    return tag <= this.oldestAtReclaim;
+  }
+
   /** Writer: free the retired blocks no running read can hold. */
   reclaim(): void {
     this.retiredSinceReclaim = 0;
-    if (this.retired.length === 0 || Atomics.load(this.u32, M_OVERFLOW) !== 0) return;
+    if (Atomics.load(this.u32, M_OVERFLOW) !== 0) return;
     let oldest = NOT_READING;
     for (let i = 0; i < limits.textReaderSlotsMax; i++) {
       const a = Atomics.load(this.u32, M_SLOT0 + 2 * i + 1);
       if (a < oldest) oldest = a;
     }
+    // No read announced: everything retired so far is free of readers.
+    this.oldestAtReclaim = oldest === NOT_READING ? Atomics.load(this.u32, M_SEQ) : oldest;
+    if (this.retired.length === 0) return;
     const keep: number[] = [];
     for (let i = 0; i < this.retired.length; i += 3) {
       // A read announced at `a` loaded its offsets after it saw sequence `a`; a block retired

@@ -50,7 +50,7 @@ const TWO32 = 4294967296;
 /** Test hooks: work counters of this thread's searches (reset by tests). */
 export const textSearchCounters = { scoredPostings: 0, searches: 0 };
 /** Test hooks: maintain() work on this thread. */
-export const textMaintainCounters = { compactions: 0, postingsDropped: 0, termsRemoved: 0 };
+export const textMaintainCounters = { compactions: 0, postingsDropped: 0, termsRemoved: 0, termIdsReused: 0 };
 /** Tests: turn dynamic pruning off (every posting of every query term scored). */
 export const textSearchOptions = { pruning: true };
 
@@ -268,6 +268,8 @@ export class TextPartition {
   private trimHorizon = 0; // the newest purge horizon maintain() was given: chains are cut below it
   private pendingEpochs = new Uint32Array(0); // compact() scratch
   private dictSlotsUsed = 0; // slots of the current dictionary table that are not 0 (terms and H_REMOVED)
+  private freeTerms: number[] = []; // [term id, retire tag] of removed terms, oldest first (termId reuses them)
+  private freeTermsHead = 0; // index in freeTerms of the oldest pair not reused yet
   private stampNow = 0;
   private distinct = new Uint32Array(64);
   private tfs = new Uint32Array(64);
@@ -322,8 +324,9 @@ export class TextPartition {
     const n = u[root + P_TERMS]!;
     for (let t = 0; t < n; t++) {
       const rec = termAt(u, root, t);
-      if (u[rec + T_LIST] === 0) continue; // removed
-      ids.set(termText(u, u16, rec), t);
+      // Removed: reusable once the reads running now have ended.
+      if (u[rec + T_LIST] === 0) this.freeTerms.push(t, this.tm.retireTag());
+      else ids.set(termText(u, u16, rec), t);
     }
     this.termIds = ids;
     this.growTermArrays(n);
@@ -363,10 +366,11 @@ export class TextPartition {
     const known = ids.get(term);
     if (known !== undefined) return known;
     const tm = this.tm, root = this.root;
-    const t = tm.u32[root + P_TERMS]!;
+    const reused = this.reusableTermId();
+    const t = reused >= 0 ? reused : tm.u32[root + P_TERMS]!;
     if (t >= limits.textTermsPerPartitionMax) throw new SvcError('storage_error', `text index partition is full (${limits.textTermsPerPartitionMax} distinct terms)`);
     const c = chunkOf(t);
-    if (c >= tm.u32[root + P_TERM_CHUNKS]!) {
+    if (reused < 0 && c >= tm.u32[root + P_TERM_CHUNKS]!) {
       if (c >= CHUNKS_MAX) fail('term chunks exhausted');
       const chunk = tm.allocate((1 << c) * T_WORDS);
       tm.u32[root + P_TERM_CHUNK0 + c] = chunk; // readers reach it only through a slot stored later
@@ -384,7 +388,9 @@ export class TextPartition {
     u[rec + T_TEXT] = text;
     u[rec + T_LEN] = term.length;
     u[rec + T_STATS] = 0;
-    u[rec + T_LIST] = list;
+    // A reused record is below P_TERMS, where an export may look at it now: T_LIST last
+    // (0 until then: "removed", skipped), the words it leads to before it.
+    Atomics.store(u, rec + T_LIST, list);
     // Room in the table (load <= 1/2, removed slots counted), then publish the term through its slot.
     let dict = u[root + P_DICT]!;
     if (2 * (this.dictSlotsUsed + 1) > u[dict + H_CAP]!) {
@@ -397,9 +403,30 @@ export class TextPartition {
     while (u[dict + H_SLOTS + i] !== 0) i = (i + 1) & mask;
     Atomics.store(u, dict + H_SLOTS + i, t + 1);
     // Export iterates terms below P_TERMS: stored after the record it covers.
-    Atomics.store(u, root + P_TERMS, t + 1);
+    if (reused < 0) Atomics.store(u, root + P_TERMS, t + 1);
     ids.set(term, t);
     this.growTermArrays(t + 1);
+    return t;
+  }
+
+  /**
+   * Writer: the id of a removed term no running read can still hold (its record is then
+   * rewritten for a new term), or -1. Ids come back in the order they were removed.
+   */
+  private reusableTermId(): number {
+    const free = this.freeTerms;
+    const head = this.freeTermsHead;
+    if (head === free.length || !this.tm.reusable(free[head + 1]!)) return -1;
+    const t = free[head]!;
+    this.freeTermsHead = head + 2;
+    if (this.freeTermsHead === free.length) {
+      free.length = 0;
+      this.freeTermsHead = 0;
+    } else if (this.freeTermsHead >= 4096 && 2 * this.freeTermsHead >= free.length) {
+      this.freeTerms = free.slice(this.freeTermsHead);
+      this.freeTermsHead = 0;
+    }
+    textMaintainCounters.termIdsReused++;
     return t;
   }
 
@@ -969,8 +996,9 @@ export class TextPartition {
    * Without this a partition kept every term it ever indexed (~200 B each) until a snapshot
    * load: text that keeps bringing new words grew the memory without bound (a soak probe).
    * The slot becomes H_REMOVED before anything is retired; T_LIST becomes 0, which the
-   * readers that found the term earlier take for "no postings". Term ids are not reused (the
-   * record stays, 24 B, with P_TERMS counting it).
+   * readers that found the term earlier take for "no postings". The id, with its record, is
+   * reused for a new term once every read that could have found this one has ended
+   * (reusableTermId).
    */
   private removeTerm(t: number): void {
     const tm = this.tm, root = this.root;
@@ -1009,6 +1037,8 @@ export class TextPartition {
     this.wBlk[t] = 0;
     this.wHead[t] = 0;
     this.dead[t] = 0;
+    // The id comes back for a new term once the reads that could have found this one ended.
+    this.freeTerms.push(t, tm.retireTag());
     textMaintainCounters.termsRemoved++;
   }
 
