@@ -133,6 +133,27 @@ describe('disk storage', () => {
     await db.close();
   });
 
+  it('a reader handle applies only batches the writer made durable: a frame in the WAL before its fsync stays invisible there', async () => {
+    const dir = tempDir();
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    await db.query(addOne(0));
+    const reader = await openDatabase({ storage: 'disk', path: dir, mode: 'reader' });
+    let early = 0;
+    for (let i = 1; i <= 50; i++) {
+      // The frame is written at once; the fsync that makes it durable (and answers the
+      // write) runs on a later turn of the event loop, after the reader's query.
+      let acknowledged = false;
+      const pending = db.query(addOne(i)).then(() => { acknowledged = true; });
+      const seen = (await reader.query(countAll)) as { c: number };
+      if (seen.c > i && !acknowledged) early++;
+      await pending;
+    }
+    expect(early, 'batches the reader showed before they were durable').toBe(0);
+    expect(await reader.query(countAll), 'the reader catches up once they are').toEqual({ c: 51 });
+    await reader.close();
+    await db.close();
+  });
+
   it('refuses a newer storage format and asks for a migration of an older one', async () => {
     const dir = tempDir();
     const db = await openDatabase({ storage: 'disk', path: dir });

@@ -14,6 +14,7 @@ import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import type { StoreCut } from '../store/store.js';
+import { DURABLE_MARK_FILE, DurableMark, readDurableMark } from './durable-mark.js';
 import { corruption, FrameTooLarge, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
@@ -90,7 +91,7 @@ interface Recovered {
  *
  * `salvage` (svc repair): instead of refusing, stop at the first damage and report it.
  */
-function recover(dir: string, salvage = false): Recovered & { damage: SvcError | null; newestEpochSeen: number } {
+function recover(dir: string, salvage = false, untilEpoch = Infinity): Recovered & { damage: SvcError | null; newestEpochSeen: number } {
   const warnings: string[] = [];
   let store: Store | null = null;
   let snapshotEpoch = 0;
@@ -120,6 +121,8 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
   }
   store ??= Store.create();
   store.captureRedo = false;
+  // What a snapshot holds is durable (it was fsynced): a follower's bound starts there.
+  const until = Math.max(untilEpoch, store.committedEpoch());
   let replayed = 0;
   let damage: SvcError | null = null;
   const segments = listSegments(dir);
@@ -148,7 +151,13 @@ function recover(dir: string, salvage = false): Recovered & { damage: SvcError |
       if (batch.epoch <= target.committedEpoch()) return;
       target.applyRedo(batch);
       replayed++;
-    });
+    }, until);
+    if (store.committedEpoch() >= until && until !== Infinity && scan.ending === 'clean') {
+      // A follower stops at the writer's durable mark: it goes on from here later.
+      tail = { file: segment.file, firstEpoch: segment.firstEpoch, end: scan.end, lastEpoch: scan.lastEpoch, tornBytes: 0 };
+      walBytes += scan.end;
+      break;
+    }
     newestEpochSeen = Math.max(newestEpochSeen, scan.lastEpoch);
     walBytes += scan.end;
     if (scan.ending !== 'clean' && !(scan.ending === 'torn' && last)) unscannedFrom = i + 1;
@@ -218,6 +227,8 @@ export async function repairDirectory(dir: string, copyTo: string): Promise<Repa
     writeSnapshot(dir, store);
     for (const segment of listSegments(dir)) unlinkSync(segment.file);
     for (const snap of listSnapshots(dir)) if (snap.epoch !== epoch) unlinkSync(snap.file);
+    // The old writer's durable mark may be past the repaired epoch: the next writer writes it anew.
+    rmSync(join(dir, DURABLE_MARK_FILE), { force: true });
     fsyncDir(dir);
     return { copy: copyTo, epoch, damage: recovered.damage?.msg ?? null, newestEpochSeen: recovered.newestEpochSeen };
   } finally {
@@ -234,6 +245,9 @@ export class DiskWriter implements DurableStorage {
   readonly report: RecoveryReport;
   private readonly healthSignal = new HealthSignal();
   private wal: WalWriter;
+  /** The durable epoch for followers of the directory (durable-mark.ts). */
+  private mark!: DurableMark;
+  private markFailed = false;
   private releaseLock: (() => void) | null;
   /** Newest epoch logged, and newest made durable (fsynced). */
   private loggedEpoch: number;
@@ -285,7 +299,14 @@ export class DiskWriter implements DurableStorage {
       } else {
         this.wal = new WalWriter(dir, epoch + 1);
       }
+      // Frames a crashed process wrote but never fsynced are replayed as durable: make them so
+      // (the operating system could still lose them) before followers are told.
+      if (tail !== null) {
+        const fd = openSync(tail.file, 'r+');
+        try { fsyncSync(fd); } finally { closeSync(fd); }
+      }
       this.loggedEpoch = this.durableEpoch = epoch;
+      this.mark = new DurableMark(dir, epoch);
       this.lastSnapshotEpoch = report.snapshotEpoch;
       this.walBytesSinceSnapshot = walBytes;
       this.cleanStaleTemps();
@@ -401,6 +422,13 @@ export class DiskWriter implements DurableStorage {
   private markDurable(epoch: number): void {
     this.durableEpoch = Math.max(this.durableEpoch, epoch);
     this.store.publish(this.durableEpoch);
+    try {
+      this.mark.write(this.durableEpoch);
+    } catch (err) {
+      // Followers then lag (they apply up to the last mark they read); the writer is fine.
+      if (!this.markFailed) process.stderr.write(`svcdb: writing ${DURABLE_MARK_FILE} failed (followers of ${this.dir} stop advancing): ${(err as Error).message}\n`);
+      this.markFailed = true;
+    }
     const still: Waiter[] = [];
     for (const w of this.waiters) {
       if (w.epoch <= this.durableEpoch) w.resolve();
@@ -521,6 +549,7 @@ export class DiskWriter implements DurableStorage {
       else this.wal.abandon();
     } finally {
       await this.snapshotThread.close();
+      try { this.mark.close(); } catch { /* closed with the process anyway */ }
       try { this.releaseLock(); } catch { /* lock already gone */ }
       this.releaseLock = null;
     }
@@ -552,17 +581,31 @@ export class DiskFollower {
   private stopped: SvcError | null = null;
   private damage: { at: string; strikes: number; sinceMs: number } | null = null;
 
+  /** The writer's durable mark as last read (docs/durability.md §4): frames past it wait. */
+  private durableMark = 0;
+
   private constructor(readonly dir: string, loaded: Recovered) {
     this.store = loaded.store;
     this.report = loaded.report;
     this.position = loaded.tail === null ? null : { file: loaded.tail.file, end: loaded.tail.end };
   }
 
+  /** The newest epoch this follower may apply: the writer's durable mark (Infinity: no mark). */
+  private readMark(): number {
+    const mark = readDurableMark(this.dir);
+    if (mark === null) return Infinity;
+    if (mark !== undefined) this.durableMark = mark;
+    return this.durableMark;
+  }
+
   /** Open (retrying while the writer rotates files under us). */
   static async open(dir: string): Promise<DiskFollower> {
     dir = resolve(dir);
     if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
-    return new DiskFollower(dir, await loadRetrying(dir));
+    const mark = readDurableMark(dir);
+    const follower = new DiskFollower(dir, await loadRetrying(dir, mark === null ? Infinity : mark ?? 0));
+    follower.durableMark = mark ?? 0;
+    return follower;
   }
 
   health(): StorageHealth {
@@ -597,7 +640,7 @@ export class DiskFollower {
         if (holder === undefined || (segments.length > 0 && segments[0]!.firstEpoch > epoch + 1)) {
           const newest = listSnapshots(this.dir)[0];
           if (newest === undefined || newest.epoch <= epoch) return false; // nothing newer yet
-          const loaded = await loadRetrying(this.dir);
+          const loaded = await loadRetrying(this.dir, this.readMark());
           this.store = loaded.store;
           this.position = loaded.tail === null ? null : { file: loaded.tail.file, end: loaded.tail.end };
           return true;
@@ -606,13 +649,14 @@ export class DiskFollower {
       }
       const position = this.position!;
       const store = this.store;
+      const until = Math.max(this.readMark(), store.committedEpoch());
       let scan;
       try {
         scan = scanSegment(position.file, position.end, position.end === 0 ? 0 : store.committedEpoch(), (batch) => {
           if (batch.epoch <= store.committedEpoch()) return;
           if (batch.epoch !== store.committedEpoch() + 1) throw corruption(position.file, position.end, `WAL gap: epoch ${batch.epoch} after ${store.committedEpoch()}`);
           store.applyRedo(batch);
-        });
+        }, until);
       } catch (err) {
         if ((err as { code?: string }).code === 'ENOENT') continue; // rotated away meanwhile
         throw err;
@@ -628,6 +672,7 @@ export class DiskFollower {
         return false;
       }
       this.damage = null;
+      if (store.committedEpoch() >= until) return false; // the rest is not durable yet
       // Move on when a newer segment continues right after what we applied.
       const after = segments.find((s) => s.firstEpoch === store.committedEpoch() + 1 && s.file !== position.file);
       if (after === undefined) return false;
@@ -637,10 +682,10 @@ export class DiskFollower {
 }
 
 /** recover(), retried while a writer rotates snapshots and segments under it. */
-async function loadRetrying(dir: string): Promise<Recovered> {
+async function loadRetrying(dir: string, untilEpoch: number): Promise<Recovered> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const loaded = recover(dir);
+      const loaded = recover(dir, false, untilEpoch);
       loaded.store.publishOnCommit = true;
       return loaded;
     } catch (err) {

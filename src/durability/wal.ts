@@ -174,9 +174,10 @@ function allZero(reader: FileReader, from: number, size: number): boolean {
 /**
  * Scan a segment from byte `from` (0 = from the header; a follower continues where it
  * stopped). `afterEpoch` is the epoch the first frame must follow (0: the header's).
- * Decodes the frames and classifies the ending; never changes the file.
+ * Decodes the frames and classifies the ending; never changes the file. `untilEpoch`: stop
+ * (ending clean, `end` at its start) at the first whole frame of a later epoch.
  */
-export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (batch: RedoBatch) => void): SegmentScan {
+export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (batch: RedoBatch) => void, untilEpoch = Infinity): SegmentScan {
   const fd = openSync(file, 'r');
   try {
     const reader = new FileReader(fd);
@@ -242,6 +243,8 @@ export function scanSegment(file: string, from = 0, afterEpoch = 0, onBatch?: (b
         scan.problem = corruption(file, at, `frame holds epoch ${head.epoch}, expected ${expected}`);
         return scan;
       }
+      // A follower stops before the frames the writer has not made durable yet.
+      if (head.epoch > untilEpoch) return scan;
       // Decoded from a copy: msgpackr hands out binary values (the record bytes) as views
       // of its input, and the reader's buffer is reused for the next frame.
       const batch = packr.unpack(Buffer.from(reader.read(at + FRAME_HEADER_BYTES, head.length))) as RedoBatch;
