@@ -7,8 +7,8 @@
 // distinctWalkEnds) answers; with the kernels off (setTraversalKernel(false)) callers take
 // that path, which is the twin the differential tests compare against.
 import { dirWord } from '../store/store.js';
-import { kernelDirection, traversalKernelsOn } from '../store/kernels.js';
-import type { Topology } from '../store/topology.js';
+import { traversalKernelsOn } from '../store/kernels.js';
+import { kernelDirection, type Topology } from '../store/topology.js';
 import type { ExecCtx } from './context.js';
 import { guard, ROW_BYTES } from '../query-guard.js';
 import type { NavigationStep } from './navigation.js';

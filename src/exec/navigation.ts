@@ -2,7 +2,7 @@
 // the adjacency lists of the store's topology.
 import type { Op } from '../protocol/ast.js';
 import { dirWord, type Direction } from '../store/store.js';
-import { A_EDGE, A_NEIGHBOR, ADJ_WORDS, entryVisible } from '../store/topology.js';
+import { A_EDGE, A_NEIGHBOR, ADJ_WORDS, entryVisible, kernelDirections } from '../store/topology.js';
 import {
   checkRowLimit, edgeKey, idOfKey, isEdgeKey, movedExtra, NO_ELEMENT, nodeKey, RowSet, type RowExtra,
 } from './rows.js';
@@ -11,7 +11,7 @@ import { checkDeadline, type ExecCtx } from './context.js';
 import { guard, ROW_BYTES } from '../query-guard.js';
 import { limits } from '../limits.js';
 import { queryError } from '../protocol/errors.js';
-import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
+import { traversalKernelsOn } from '../store/kernels.js';
 
 /** Reused per thread: neighbor IDs of one row before sort + dedup. */
 let scratch: Uint32Array = new Uint32Array(1024);

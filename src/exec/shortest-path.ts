@@ -21,12 +21,12 @@ import type { Op } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
-import { kernelDirections, traversalKernelsOn } from '../store/kernels.js';
+import { traversalKernelsOn } from '../store/kernels.js';
 import { withRoom } from './marks.js';
 import { checkDeadline, type ExecCtx } from './context.js';
 import type { Stream } from './rows.js';
 import { resolveRef } from './sources.js';
-import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, type DirWord, type Topology } from '../store/topology.js';
+import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, kernelDirections, type DirWord, type Topology } from '../store/topology.js';
 
 export type PathDirection = 'out' | 'in' | 'both';
 

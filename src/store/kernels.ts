@@ -1,7 +1,6 @@
 // The AssemblyScript kernels (assembly/kernels.ts, built to build/kernels.wasm), one
 // instance per thread and topology memory. Loaded lazily, so a thread that never runs a
 // kernel never compiles the module.
-import { DIR_OUT, type DirWord } from './topology.js';
 import { instantiateOnSharedMemory } from './wasm-module.js';
 
 export interface TraversalKernels {
@@ -16,10 +15,6 @@ export interface TraversalKernels {
   keepUnmarked(ids: number, count: number, marks: number): number;
   clearMarks(ids: number, count: number, marks: number): void;
 }
-
-/** The kernels' `dirs` argument: bit 0 out, bit 1 in. */
-export const kernelDirection = (word: DirWord): number => (word === DIR_OUT ? 1 : 2);
-export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | kernelDirection(w), 0);
 
 /** Traversals run on the kernels (default) or on their JS twins (differential tests, SVCDB_TRAVERSAL_KERNEL=js). */
 let kernelsOn = process.env.SVCDB_TRAVERSAL_KERNEL !== 'js';

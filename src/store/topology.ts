@@ -185,6 +185,10 @@ export function grownCapacity(capacity: number): number {
 /** The direction word of a directory entry: DIR_OUT or DIR_IN. */
 export type DirWord = typeof DIR_OUT | typeof DIR_IN;
 
+/** The traversal kernels' `dirs` argument (kernels.ts): bit 0 out, bit 1 in. */
+export const kernelDirection = (word: DirWord): number => (word === DIR_OUT ? 1 : 2);
+export const kernelDirections = (words: readonly DirWord[]): number => words.reduce<number>((bits, w) => bits | kernelDirection(w), 0);
+
 export class Topology {
   readonly memory: WebAssembly.Memory;
   /** Refreshed when the memory grew (views over WebAssembly memory do not track growth). */
