@@ -366,7 +366,12 @@ export class TextPartition {
     const known = ids.get(term);
     if (known !== undefined) return known;
     const tm = this.tm, root = this.root;
-    const reused = this.reusableTermId();
+    // Room in the table (load <= 1/2, removed slots counted) first, and every allocation
+    // before a reused id is taken: once a reused record (below P_TERMS, seen by exports and
+    // by a writer attaching anew) is rewritten, nothing may fail before its slot is stored.
+    let dict = tm.u32[root + P_DICT]!;
+    if (2 * (this.dictSlotsUsed + 1) > tm.u32[dict + H_CAP]!) dict = this.rehashDictionary(dict);
+    const reused = this.reusableTermId(false);
     const t = reused >= 0 ? reused : tm.u32[root + P_TERMS]!;
     if (t >= limits.textTermsPerPartitionMax) throw new SvcError('storage_error', `text index partition is full (${limits.textTermsPerPartitionMax} distinct terms)`);
     const c = chunkOf(t);
@@ -378,7 +383,8 @@ export class TextPartition {
     }
     const text = tm.allocate(Math.max(1, (term.length + 1) >> 1));
     const list = tm.allocate(L_WORDS);
-    let u = tm.u32;
+    if (reused >= 0) this.reusableTermId(true);
+    const u = tm.u32;
     const u16 = tm.u16;
     for (let i = 0; i < term.length; i++) u16[2 * text + i] = term.charCodeAt(i);
     u[list + L_MIN_DL] = 0xffffffff;
@@ -391,12 +397,7 @@ export class TextPartition {
     // A reused record is below P_TERMS, where an export may look at it now: T_LIST last
     // (0 until then: "removed", skipped), the words it leads to before it.
     Atomics.store(u, rec + T_LIST, list);
-    // Room in the table (load <= 1/2, removed slots counted), then publish the term through its slot.
-    let dict = u[root + P_DICT]!;
-    if (2 * (this.dictSlotsUsed + 1) > u[dict + H_CAP]!) {
-      dict = this.rehashDictionary(dict);
-      u = tm.u32;
-    }
+    // Publish the term through its slot.
     this.dictSlotsUsed++;
     const mask = u[dict + H_CAP]! - 1;
     let i = hash & mask;
@@ -411,13 +412,15 @@ export class TextPartition {
 
   /**
    * Writer: the id of a removed term no running read can still hold (its record is then
-   * rewritten for a new term), or -1. Ids come back in the order they were removed.
+   * rewritten for a new term), or -1. Ids come back in the order they were removed;
+   * `take` false only looks (the caller takes it once nothing can fail any more).
    */
-  private reusableTermId(): number {
+  private reusableTermId(take: boolean): number {
     const free = this.freeTerms;
     const head = this.freeTermsHead;
     if (head === free.length || !this.tm.reusable(free[head + 1]!)) return -1;
     const t = free[head]!;
+    if (!take) return t;
     this.freeTermsHead = head + 2;
     if (this.freeTermsHead === free.length) {
       free.length = 0;
