@@ -602,8 +602,12 @@ export class DiskFollower {
   static async open(dir: string): Promise<DiskFollower> {
     dir = resolve(dir);
     if (!existsSync(dir)) throw new SvcError('storage_error', `storage error: ${dir} does not exist`);
-    const mark = readDurableMark(dir);
-    const follower = new DiskFollower(dir, await loadRetrying(dir, mark === null ? Infinity : mark ?? 0));
+    let mark: number | null = 0;
+    const loaded = await loadRetrying(dir, async () => {
+      mark = await settledDurableMark(dir);
+      return mark === null ? Infinity : mark;
+    });
+    const follower = new DiskFollower(dir, loaded);
     follower.durableMark = mark ?? 0;
     return follower;
   }
@@ -640,7 +644,7 @@ export class DiskFollower {
         if (holder === undefined || (segments.length > 0 && segments[0]!.firstEpoch > epoch + 1)) {
           const newest = listSnapshots(this.dir)[0];
           if (newest === undefined || newest.epoch <= epoch) return false; // nothing newer yet
-          const loaded = await loadRetrying(this.dir, this.readMark());
+          const loaded = await loadRetrying(this.dir, async () => this.readMark());
           this.store = loaded.store;
           this.position = loaded.tail === null ? null : { file: loaded.tail.file, end: loaded.tail.end };
           return true;
@@ -681,11 +685,24 @@ export class DiskFollower {
   }
 }
 
-/** recover(), retried while a writer rotates snapshots and segments under it. */
-async function loadRetrying(dir: string, untilEpoch: number): Promise<Recovered> {
+/**
+ * The writer's durable mark for a follower that has none yet: read again while it is torn
+ * (a starting writer empties the file before it writes it), 0 if it stays so.
+ */
+async function settledDurableMark(dir: string): Promise<number | null> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const mark = readDurableMark(dir);
+    if (mark !== undefined) return mark;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return 0;
+}
+
+/** recover(), retried while a writer rotates snapshots and segments under it (the follower's bound read anew each time). */
+async function loadRetrying(dir: string, untilEpoch: () => Promise<number>): Promise<Recovered> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const loaded = recover(dir, false, untilEpoch);
+      const loaded = recover(dir, false, await untilEpoch());
       loaded.store.publishOnCommit = true;
       return loaded;
     } catch (err) {
