@@ -67,8 +67,7 @@ export function dedupStream(ctx: ExecCtx, input: Stream): Stream {
   const out: Value[] = [];
   for (const item of items) {
     const key = renderValueKey(item);
-    // Its work is its key's length: a 1 M-element array is milliseconds, not one unit.
-    guard.step(1 + Math.floor(key.length / 64));
+    guard.stepLength(key.length);
     if (!seen.has(key)) {
       guard.chargeLater(ENTRY_BYTES + 2 * key.length);
       seen.add(key);

@@ -37,14 +37,6 @@ function renderRow(el: number, extra: RowExtra | null): string {
 // Rendering counts against the query's memory budget (src/query-guard.ts): each part as it is
 // built, then the joined text (JS strings: up to 2 bytes per character).
 
-/**
- * Characters of rendered JSON counted as one work unit (~0.3 us of rendering; src/query-guard.ts).
- * One unit per part whatever its length let an inline read render 13 stored strings of 9 MB
- * on the HTTP thread (0.2-0.4 s, every client of that thread waiting) before its memory
- * budget stopped it (a probe).
- */
-const RENDER_CHARS_PER_WORK_UNIT = 64;
-
 /** `[part0,part1,...]` of `count` rendered parts, each and the joined text counted as built. */
 function renderList(count: number, partAt: (i: number) => string): string {
   const parts: string[] = new Array(count);
@@ -55,8 +47,7 @@ function renderList(count: number, partAt: (i: number) => string): string {
     parts[i] = part;
     length += part.length;
     guard.charge(2 * part.length + 16);
-    // A part's work is its length: one unit per RENDER_CHARS_PER_WORK_UNIT characters.
-    guard.step(1 + Math.floor(part.length / RENDER_CHARS_PER_WORK_UNIT));
+    guard.stepLength(part.length);
   }
   guard.charge(2 * length);
   return `[${parts.join(',')}]`;

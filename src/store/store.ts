@@ -82,8 +82,6 @@ export const V_PREV = 0, V_EPOCH = 1, V_LABEL = 2, V_LENGTH = 3;
 export const versionWordsOf = (byteLength: number): number => HEAP_HEADER_BYTES / 4 + ((byteLength + 3) >>> 2);
 /** Slot of a heap offset in the record cache: the top bits of a multiplicative hash. */
 const RECORD_CACHE_SHIFT = 32 - Math.log2(limits.recordCacheEntriesMax);
-/** Bytes of a record decoded per work unit of the running query's guard (~0.3-0.6 us). */
-const RECORD_BYTES_PER_WORK_UNIT = 64;
 /** Misses in a row on its slot before a record enters the record cache (Store.recordAt). */
 const RECORD_CACHE_ADMIT_MISSES = 3;
 
@@ -625,9 +623,9 @@ export class Store {
     const epoch = this.heapWords[(ptr >>> 2) + V_EPOCH]!;
     if (this.recordCacheAt[slot] === ptr && this.recordCacheEpochs[slot] === epoch) return this.recordCacheRecords[slot]!;
     const length = this.recordLength(ptr);
-    // A decode's work is the record's length (src/query-guard.ts): counted as nothing, an inline
-    // read sorting 12 nodes by 1 M-element arrays decoded them on the HTTP thread for 6 s.
-    guard.step(1 + Math.floor(length / RECORD_BYTES_PER_WORK_UNIT));
+    // A decode is work of the running query: counted as nothing, an inline read sorting 12
+    // nodes by 1 M-element arrays decoded them on the HTTP thread for 6 s.
+    guard.stepLength(length);
     // In place: decodeRecordInPlace copies out of shared memory before it hands a record
     // to msgpackr, whose native string extractor crashes the process on
     // SharedArrayBuffer-backed input (seen on Node 20, msgpackr 2.1.3).
