@@ -294,16 +294,17 @@ export class DiskWriter implements DurableStorage {
       const epoch = store.committedEpoch();
       // Continue the last segment when its frames end exactly where the store is; else
       // start a new one (its predecessors stay until a snapshot covers them).
+      // Frames a crashed process wrote but never fsynced are replayed as durable: they must be
+      // made so (the operating system could still lose them) before followers are told.
+      // Continuing the segment fsyncs it (WalWriter); a segment left behind is fsynced here.
       if (tail !== null && (tail.lastEpoch === epoch || (tail.lastEpoch === 0 && tail.firstEpoch === epoch + 1))) {
         this.wal = new WalWriter(dir, tail.firstEpoch, tail.end, tail.lastEpoch);
       } else {
+        if (tail !== null) {
+          const fd = openSync(tail.file, 'r+');
+          try { fsyncSync(fd); } finally { closeSync(fd); }
+        }
         this.wal = new WalWriter(dir, epoch + 1);
-      }
-      // Frames a crashed process wrote but never fsynced are replayed as durable: make them so
-      // (the operating system could still lose them) before followers are told.
-      if (tail !== null) {
-        const fd = openSync(tail.file, 'r+');
-        try { fsyncSync(fd); } finally { closeSync(fd); }
       }
       this.loggedEpoch = this.durableEpoch = epoch;
       this.mark = new DurableMark(dir, epoch);
