@@ -67,7 +67,7 @@ const PORT_LOCK_WAIT_MS = 1000;
  * claimed like any other. Elsewhere than Linux there is no lock (the check alone).
  */
 export async function bindSharedPort<T>(host: string, port: number, bind: (port: number) => Promise<T>): Promise<T> {
-  const chosen = port !== 0 ? port : await freePort(host);
+  const chosen = port !== 0 ? port : await probeExclusive(host, 0);
   const lock = process.platform === 'linux' ? await portLock(host, chosen) : null;
   try {
     await probeExclusive(host, chosen);
@@ -77,22 +77,11 @@ export async function bindSharedPort<T>(host: string, port: number, bind: (port:
   }
 }
 
-/** A port the kernel chose as free (bound exclusively on 0 and let go). */
-async function freePort(host: string): Promise<number> {
-  const probe = uws.App();
-  try {
-    return listenPort(await listenOn(probe, host, 0, false));
-  } finally {
-    closeApp(probe);
-  }
-}
-
-/** `port` after checking that an exclusive bind of it succeeds now (and letting it go). */
+/** The port an exclusive bind of `port` gets now (the kernel's choice for 0), let go at once. */
 async function probeExclusive(host: string, port: number): Promise<number> {
   const probe = uws.App();
   try {
-    await listenOn(probe, host, port, false);
-    return port;
+    return listenPort(await listenOn(probe, host, port, false));
   } finally {
     closeApp(probe);
   }
