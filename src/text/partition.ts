@@ -61,6 +61,9 @@ export const textSearchOptions = { pruning: true };
  */
 const worthCompacting = (dead: number, count: number): boolean => (dead >= 2 ? 4 * dead >= count : dead === count);
 
+/** Words of a term's UTF-16 text block (two code units a word, one word at least). */
+const termTextWords = (length: number): number => Math.max(1, (length + 1) >> 1);
+
 /** The text of the term record at `rec`. */
 const termText = (u: Uint32Array, u16: Uint16Array, rec: number): string => {
   const text = 2 * u[rec + T_TEXT]!;
@@ -381,7 +384,7 @@ export class TextPartition {
       tm.u32[root + P_TERM_CHUNK0 + c] = chunk; // readers reach it only through a slot stored later
       tm.u32[root + P_TERM_CHUNKS] = c + 1;
     }
-    const text = tm.allocate(Math.max(1, (term.length + 1) >> 1));
+    const text = tm.allocate(termTextWords(term.length));
     const list = tm.allocate(L_WORDS);
     if (reused >= 0) this.reusableTermId(true);
     const u = tm.u32;
@@ -922,14 +925,17 @@ export class TextPartition {
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
       return created === 0 || (deleted !== 0 && deleted <= horizon);
     };
-    let drop = 0, pending = 0;
+    // The newest deletion among the dropped documents: what P_PURGED must cover after.
+    let drop = 0, pending = 0, purged = 0;
     if (this.pendingEpochs.length < count) this.pendingEpochs = new Uint32Array(Math.max(count, 2 * this.pendingEpochs.length));
     const pendingEpochs = this.pendingEpochs;
     for (let p = 0; p < count; p++) {
       const rec = docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!);
       const created = u[rec + D_CREATED]!, deleted = u[rec + D_DELETED]!;
-      if (created === 0 || (deleted !== 0 && deleted <= horizon)) drop++;
-      else if (deleted !== 0) pendingEpochs[pending++] = deleted;
+      if (created === 0 || (deleted !== 0 && deleted <= horizon)) {
+        drop++;
+        if (deleted > purged) purged = deleted;
+      } else if (deleted !== 0) pendingEpochs[pending++] = deleted;
     }
     if (drop === 0 || 8 * drop < count) {
       // Not worth a copy yet: the deaths are newer than the horizon. Parked until the horizon
@@ -943,23 +949,19 @@ export class TextPartition {
       return count;
     }
     if (drop === count) {
-      this.removeTerm(t);
+      this.removeTerm(t, purged);
       return count;
     }
     const list = tm.allocate(L_WORDS);
     u = tm.u32;
     u[list + L_MIN_DL] = 0xffffffff;
-    let purged = 0, deadKept = 0;
+    let deadKept = 0;
     for (let p = 0; p < count; p++) {
       const blk = u[dir + (p >>> BLOCK_SHIFT)]!, cap = u[blk + B_CAP]!, off = p & (BLOCK_POSTINGS - 1);
       const doc = u[blk + B_HEADER + off]!;
+      if (dropped(doc)) continue;
       const rec = docAt(u, root, doc);
-      const deleted = u[rec + D_DELETED]!;
-      if (dropped(doc)) {
-        if (deleted > purged) purged = deleted;
-        continue;
-      }
-      if (deleted !== 0) deadKept++;
+      if (u[rec + D_DELETED] !== 0) deadKept++;
       this.appendTo(list, doc, u[blk + B_HEADER + cap + off]!, u[rec + D_LENGTH]!, positions ? u[blk + B_HEADER + 3 * cap + off]! : 0);
       u = tm.u32;
     }
@@ -1003,19 +1005,13 @@ export class TextPartition {
    * reused for a new term once every read that could have found this one has ended
    * (reusableTermId).
    */
-  private removeTerm(t: number): void {
+  private removeTerm(t: number, purged: number): void {
     const tm = this.tm, root = this.root;
     const u = tm.u32, u16 = tm.u16;
     const rec = termAt(u, root, t);
     const list = u[rec + T_LIST]!;
-    // The documents dropped with it were deleted at or before the horizon: the newest of
-    // those is what P_PURGED must cover (as a compaction's copy does).
-    let purged = 0;
-    const count = u[list + L_COUNT]!, dir = u[list + L_DIR]!;
-    for (let p = 0; p < count; p++) {
-      const deleted = u[docAt(u, root, u[u[dir + (p >>> BLOCK_SHIFT)]! + B_HEADER + (p & (BLOCK_POSTINGS - 1))]!) + D_DELETED]!;
-      if (deleted > purged) purged = deleted;
-    }
+    // `purged`: the newest deletion among its documents, which P_PURGED must cover (as a
+    // compaction's copy does).
     if (purged > Atomics.load(u, root + P_PURGED)) Atomics.store(u, root + P_PURGED, purged);
     const dict = u[root + P_DICT]!;
     const mask = u[dict + H_CAP]! - 1;
@@ -1029,7 +1025,7 @@ export class TextPartition {
     Atomics.store(u, rec + T_LIST, 0);
     this.retireList(list);
     const text = u[rec + T_TEXT]!;
-    tm.retire(text, Math.max(1, (u[rec + T_LEN]! + 1) >> 1));
+    tm.retire(text, termTextWords(u[rec + T_LEN]!));
     let node = this.wHead[t]! !== 0 ? this.wHead[t]! : u[rec + T_STATS]!;
     while (node !== 0) {
       const next = tm.u32[node + S_NEXT]!;
@@ -1061,7 +1057,7 @@ export class TextPartition {
       const rec = termAt(u, this.root, s - 1);
       within(u, rec, T_WORDS);
       if (u[rec + T_HASH] !== hash || u[rec + T_LEN] !== term.length) continue;
-      within(u, u[rec + T_TEXT]!, (term.length + 1) >> 1);
+      within(u, u[rec + T_TEXT]!, termTextWords(term.length));
       const text = 2 * u[rec + T_TEXT]!;
       let same = true;
       for (let c = 0; c < term.length; c++) if (u16[text + c] !== term.charCodeAt(c)) { same = false; break; }
@@ -1630,7 +1626,7 @@ export class TextPartition {
     for (let t = 0; t < terms; t++) {
       const rec = termAt(u, root, t);
       if (u[rec + T_LIST] === 0) continue; // removed: its blocks were retired then
-      out.push([u[rec + T_TEXT]!, Math.max(1, (u[rec + T_LEN]! + 1) >> 1)]);
+      out.push([u[rec + T_TEXT]!, termTextWords(u[rec + T_LEN]!)]);
       for (let node = u[rec + T_STATS]!; node !== 0; node = u[node + S_NEXT]!) out.push([node, S_TERM_WORDS]);
       const list = u[rec + T_LIST]!;
       out.push([list, L_WORDS]);
