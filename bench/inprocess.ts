@@ -55,6 +55,7 @@ export async function runEnginePhase(scenarios: InProcessScenario[], base: Engin
     for (const body of bodies) {
       const res = await ctx.db.queryRaw(body);
       if (res.status !== 200) { verified = `engine error ${res.status}: ${res.body.slice(0, 200)}`; break; }
+      if (scenario.call !== 'async' && ctx.db.queryRawSync(body).body !== res.body) { verified = 'queryRawSync answered otherwise than queryRaw'; break; }
       answers.push((JSON.parse(res.body) as { r: unknown }).r);
     }
     phase.answers.set(scenario.key, answers);
@@ -64,11 +65,17 @@ export async function runEnginePhase(scenarios: InProcessScenario[], base: Engin
     }
     const db = ctx.db;
     let i = 0;
-    const { ops, spread, foreign } = await timeOne(`${scenario.key} svcdb`, async () => {
-      const res = await db.queryRaw(bodies[i]!);
-      if (++i === bodies.length) i = 0;
-      if (res.status !== 200) throw new Error(res.body);
-    }, s);
+    const { ops, spread, foreign } = await timeOne(`${scenario.key} svcdb`, scenario.call === 'async'
+      ? async () => {
+        const res = await db.queryRaw(bodies[i]!);
+        if (++i === bodies.length) i = 0;
+        if (res.status !== 200) throw new Error(res.body);
+      }
+      : () => {
+        const res = db.queryRawSync(bodies[i]!);
+        if (++i === bodies.length) i = 0;
+        if (res.status !== 200) throw new Error(res.body);
+      }, s);
     log(`  ${scenario.key}: svcdb ${fmtOps(ops)} ops/s (median of ${s.rounds} rounds, ${spread})`);
     phase.rows.push({ key: scenario.key, title: scenario.title, engineOps: ops, verified: 'engine only', foreign });
   }

@@ -66,6 +66,11 @@ export interface InProcessScenario {
   same?(engine: unknown, peer: unknown): boolean;
   /** false: run the traversals on their JS twins instead of the WebAssembly kernels. */
   kernels?: boolean;
+  /**
+   * How the engine is called: 'sync' (default) with queryRawSync, as the peer's calls are
+   * synchronous; 'async' with `await queryRaw` (a promise and a microtask per call).
+   */
+  call?: 'sync' | 'async';
 }
 
 const ids = (ctx: ScenarioContext): number[] => Array.from(ctx.startIds);
@@ -184,6 +189,19 @@ export const inProcessScenarios: InProcessScenario[] = [
     key: 'point_json',
     title: 'point lookup by id + value_map, the peer rendering JSON too',
     peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.pointLookup),
+    peer: (ctx) => ids(ctx).map((id) => () => JSON.stringify({ r: [{ $id: id, ...ctx.peer.getNodeAttributes(String(id)) }] })),
+    same: (engine, peer) => {
+      const e = (engine as Record<string, unknown>[])[0]!, p = (JSON.parse(peer as string) as { r: Record<string, unknown>[] }).r[0]!;
+      return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
+    },
+  },
+  {
+    // point_json again through the asynchronous call (what `await db.queryRaw` costs on top).
+    key: 'point_json_async',
+    title: 'point lookup by id + value_map, the peer rendering JSON too, engine through `await queryRaw`',
+    peerName: 'graphology',
+    call: 'async',
     engine: (ctx) => ids(ctx).map(q.pointLookup),
     peer: (ctx) => ids(ctx).map((id) => () => JSON.stringify({ r: [{ $id: id, ...ctx.peer.getNodeAttributes(String(id)) }] })),
     same: (engine, peer) => {

@@ -180,6 +180,24 @@ export class Committer {
     this.closed = true;
   }
 
+  /** The handle's bounds, with a call's own deadline when it has one. */
+  private execFor(timeoutMs: number | undefined, receivedAtMs: number): ExecOptions {
+    return timeoutMs === undefined && receivedAtMs === 0 ? this.exec
+      : execOptions({ queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, queryMemoryBytes: this.exec.queryMemoryBytes, logBatch: this.exec.logBatch, receivedAtMs });
+  }
+
+  /**
+   * A read request's answer, in this call (the embedded querySync); a write request is
+   * answered invalid_request without being executed, since its answer waits for durability.
+   */
+  executeRead(body: string, flags: RequestFlags, timeoutMs?: number): Answer {
+    const outcome = executeRequest(this.storage.store, body, flags, 'reads', this.execFor(timeoutMs, 0));
+    if ('forward' in outcome) {
+      return { status: 500, body: '{"error":"internal_error","msg":"internal error: a read was asked to forward"}' };
+    }
+    return outcome;
+  }
+
   /** The answer now (reads, failures, memory) or once the write is durable. */
   execute(body: Uint8Array | string, flags: RequestFlags, timeoutMs?: number, receivedAtMs = 0): Answer | Promise<Answer> {
     if (flags.awaitDurable === false && this.undurableAcks >= this.undurableAcksMax) {
@@ -189,9 +207,7 @@ export class Committer {
     }
     const store = this.storage.store;
     const before = store.committedEpoch();
-    const exec = timeoutMs === undefined && receivedAtMs === 0 ? this.exec
-      : execOptions({ queryTimeoutMs: timeoutMs ?? this.exec.queryTimeoutMs, queryMemoryBytes: this.exec.queryMemoryBytes, logBatch: this.exec.logBatch, receivedAtMs });
-    const outcome = executeRequest(store, body, flags, 'writer', exec);
+    const outcome = executeRequest(store, body, flags, 'writer', this.execFor(timeoutMs, receivedAtMs));
     if (store.committedEpoch() !== before) this.finishSmallIndexWork();
     this.scheduleIndexWork();
     if ('forward' in outcome) {

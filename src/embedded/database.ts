@@ -148,6 +148,35 @@ export function parseAnswer(body: string): unknown {
   return POSSIBLY_UNSAFE_INTEGER.test(body) ? toPlain(parseJson(body)) : JSON.parse(body);
 }
 
+/** An answer as an object; a failure thrown as SvcError with the answer's code, message and status. */
+function parsedAnswer({ status, body }: { status: number; body: string }): Record<string, unknown> {
+  const parsed = parseAnswer(body) as Record<string, unknown>;
+  if (status !== 200) throw new SvcError(parsed['error'] as never, String(parsed['msg']), status);
+  return parsed;
+}
+
+const NO_CALL_OPTIONS = { flags: noFlags, timeoutMs: undefined };
+
+/**
+ * A call's flags and deadline, checked as the server checks its headers: gateway and
+ * routing options are refused, `awaitDurable` must be a boolean, `timeoutMs` in range.
+ */
+function callOptions(options: QueryOptions): { flags: RequestFlags; timeoutMs: number | undefined } {
+  if (options === NO_OPTIONS) return NO_CALL_OPTIONS;
+  for (const key of ROUTING_OPTIONS) {
+    if (options[key] !== undefined) {
+      throw new SvcError('invalid_request', `invalid request: \`${key}\` is a gateway/routing option and is not valid for an embedded database`);
+    }
+  }
+  const awaitDurable = options.awaitDurable;
+  if (awaitDurable !== undefined && typeof awaitDurable !== 'boolean') {
+    throw new SvcError('invalid_request_option', `invalid request option: \`awaitDurable\` must be true or false, not ${JSON.stringify(awaitDurable) ?? typeof awaitDurable}`);
+  }
+  const timeoutMs = integerSetting('timeoutMs', options.timeoutMs, 1, limits.queryTimeoutMsMax, 'invalid_request_option');
+  const flags: RequestFlags = awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable };
+  return { flags, timeoutMs };
+}
+
 /** Where a handle's store lives: a writer (memory, disk or bucket) or a read-only follower. */
 type Backing =
   | { kind: 'writer'; committer: Committer }
@@ -165,21 +194,8 @@ export class Database {
 
   /** Status and exact response text, as the server would send them. */
   async queryRaw(request: unknown, options: QueryOptions = NO_OPTIONS): Promise<{ status: number; body: string }> {
-    const backing = this.backing;
-    if (backing === null) throw new SvcError('database_closed', 'database is closed');
-    if (options !== NO_OPTIONS) {
-      for (const key of ROUTING_OPTIONS) {
-        if (options[key] !== undefined) {
-          throw new SvcError('invalid_request', `invalid request: \`${key}\` is a gateway/routing option and is not valid for an embedded database`);
-        }
-      }
-    }
-    const awaitDurable = options.awaitDurable;
-    if (awaitDurable !== undefined && typeof awaitDurable !== 'boolean') {
-      throw new SvcError('invalid_request_option', `invalid request option: \`awaitDurable\` must be true or false, not ${JSON.stringify(awaitDurable) ?? typeof awaitDurable}`);
-    }
-    const timeoutMs = integerSetting('timeoutMs', options.timeoutMs, 1, limits.queryTimeoutMsMax, 'invalid_request_option');
-    const flags: RequestFlags = awaitDurable === undefined ? noFlags : { warm: null, requireWriter: null, awaitDurable };
+    const backing = this.openBacking();
+    const { flags, timeoutMs } = callOptions(options);
     const body = requestText(request);
     if (tooLarge(body)) return { status: 400, body: errorBody(bodyTooLargeError(limits.bodyBytesMax)) };
     // The committer holds this handle's bounds: given no timeout, it reuses its options object.
@@ -190,6 +206,31 @@ export class Database {
       if (backing.kind === 'object-follower') backing.refreshedAt = Date.now();
     }
     return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
+  }
+
+  /**
+   * A read request's status and exact response text, answered in this call (no promise, no
+   * turn of the event loop), as queryRaw would answer it. Writer handles only: a write
+   * request is answered `invalid_request` without being executed (its answer waits until
+   * it is durable: use queryRaw), and a reader handle throws `invalid_request` (it catches
+   * up with its storage asynchronously before each query). The query's deadline applies;
+   * the caller's thread runs the whole query.
+   */
+  queryRawSync(request: unknown, options: QueryOptions = NO_OPTIONS): { status: number; body: string } {
+    const backing = this.openBacking();
+    if (backing.kind !== 'writer') {
+      throw new SvcError('invalid_request', 'invalid request: querySync needs a writer handle; a reader catches up with its storage before each query(), which is asynchronous');
+    }
+    const { flags, timeoutMs } = callOptions(options);
+    const body = requestText(request);
+    if (tooLarge(body)) return { status: 400, body: errorBody(bodyTooLargeError(limits.bodyBytesMax)) };
+    return backing.committer.executeRead(body, flags, timeoutMs);
+  }
+
+  private openBacking(): Backing {
+    const backing = this.backing;
+    if (backing === null) throw new SvcError('database_closed', 'database is closed');
+    return backing;
   }
 
   /**
@@ -221,18 +262,19 @@ export class Database {
    * request would use now; nothing is executed (docs/indexes.md).
    */
   explain(request: unknown): ExplainedSource[] {
-    const backing = this.backing;
-    if (backing === null) throw new SvcError('database_closed', 'database is closed');
+    const backing = this.openBacking();
     const store = backing.kind === 'writer' ? backing.committer.storage.store : backing.follower.store;
     return explainRequest(store, requestText(request));
   }
 
   /** Parsed response object; failures throw SvcError with the answer's code, message and status (parseAnswer). */
   async query(request: unknown, options: QueryOptions = NO_OPTIONS): Promise<Record<string, unknown>> {
-    const { status, body } = await this.queryRaw(request, options);
-    const parsed = parseAnswer(body) as Record<string, unknown>;
-    if (status !== 200) throw new SvcError(parsed['error'] as never, String(parsed['msg']), status);
-    return parsed;
+    return parsedAnswer(await this.queryRaw(request, options));
+  }
+
+  /** querySync's answer parsed as query() parses it; the same refusals as queryRawSync. */
+  querySync(request: unknown, options: QueryOptions = NO_OPTIONS): Record<string, unknown> {
+    return parsedAnswer(this.queryRawSync(request, options));
   }
 
   /** Writers: make everything durable, snapshot, release the writer lock (throws if the stop was not clean). */

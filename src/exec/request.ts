@@ -32,9 +32,11 @@ export const noFlags: RequestFlags = { warm: null, requireWriter: null, awaitDur
 
 /**
  * writer: executes everything. reader: a pool thread of a writer server (writes are
- * forwarded). replica: a read-only server or handle (writes answer 503).
+ * forwarded). replica: a read-only server or handle (writes answer 503). reads: the
+ * embedded handle's synchronous call on a writer's store, which answers reads only (a
+ * write's answer waits for durability: invalid_request, nothing executed).
  */
-export type ExecRole = 'writer' | 'reader' | 'replica';
+export type ExecRole = 'writer' | 'reader' | 'replica' | 'reads';
 
 /**
  * A finished response, or "send it elsewhere": to the writer (reader role: a write), or to
@@ -466,6 +468,9 @@ export function executeRequest(
       throw optionError('request requires a writer but this server is read-only', 503);
     }
     if (role === 'replica' && write) throw new SvcError('writer_mode_required', 'writer mode required: this server is read-only');
+    if (role === 'reads' && write) {
+      throw new SvcError('invalid_request', 'invalid request: querySync answers read requests; send a write with query(), whose answer waits until it is durable');
+    }
     // Whether an inline run may take the plan is known once the plan is checked against the
     // catalog of now (below): a cached scan may have become an index lookup.
     const inline = options.inlineWorkMax !== undefined;
