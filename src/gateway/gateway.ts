@@ -26,7 +26,7 @@ import { parseJson, type JsonValue } from '../protocol/json.js';
 import { SvcError } from '../protocol/errors.js';
 import { assertNativeUws, closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from '../server/uws.js';
 import { DrainTracker } from '../server/drain.js';
-import { closeApp, listenOn, listenPort } from '../server/listen.js';
+import { closeApp, listenOn, listenPort, stopListening } from '../server/listen.js';
 import { Backend, BackendRegistry, provesDown, provesNotSent } from './backends.js';
 import { ExpiringCache, LookupSlots } from './cache.js';
 import { GatewayError } from './errors.js';
@@ -1367,10 +1367,7 @@ class GatewayServer {
 
   async close(drainTimeoutMs = 5000): Promise<void> {
     this.closing = true;
-    if (this.listenSocket !== null) {
-      uws.us_listen_socket_close(this.listenSocket);
-      this.listenSocket = null;
-    }
+    this.listenSocket = stopListening(this.listenSocket);
     await this.drain.drained(drainTimeoutMs);
     closeApp(this.app);
     await this.usage.close();

@@ -30,7 +30,7 @@ import { answerMetrics } from '../metrics/render.js';
 import { QueryMetrics } from './query-metrics.js';
 import type { QueryRoute, RequestLog } from './request-log.js';
 import { DrainTracker } from './drain.js';
-import { closeApp, listenOn, listenPort } from './listen.js';
+import { closeApp, listenOn, listenPort, stopListening } from './listen.js';
 import { closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from './uws.js';
 
 /**
@@ -436,10 +436,7 @@ export class HttpFrontEnd {
   /** Stop accepting connections; existing ones are still served (and then closed). */
   stopAccepting(): void {
     this.closing = true;
-    if (this.listenSocket !== null) {
-      uws.us_listen_socket_close(this.listenSocket);
-      this.listenSocket = null;
-    }
+    this.listenSocket = stopListening(this.listenSocket);
   }
 
   /**

@@ -45,6 +45,12 @@ export function listenPort(socket: us_listen_socket): number {
   return uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]);
 }
 
+/** Stop accepting on a listen socket (connections already accepted stay open); null for the caller's field. */
+export function stopListening(socket: us_listen_socket | null): null {
+  if (socket !== null) uws.us_listen_socket_close(socket as unknown as Parameters<typeof uws.us_listen_socket_close>[0]);
+  return null;
+}
+
 /** Close every socket of `app`, listening and connected. */
 export function closeApp(app: TemplatedApp): void {
   const closable = app as unknown as ClosableApp;
