@@ -70,6 +70,37 @@ describe('querySync', () => {
     }
   });
 
+  it('on disk, sees a write only once it is durable, as query() does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svcdb-sync-'));
+    dirs.push(dir);
+    const db = await openDatabase({ storage: 'disk', path: dir });
+    open.push(db);
+    const countAll = read([q('c', count(nodes('all')))], ['c']);
+    const pending = db.queryRaw(write([q(null, addN('User'))], []));
+    // Committed, its frame not yet fsynced: not visible, to either call.
+    expect(db.querySync(countAll)).toEqual({ c: 0 });
+    expect(await db.query(countAll)).toEqual({ c: 0 });
+    expect((await pending).status).toBe(200);
+    expect(db.querySync(countAll)).toEqual({ c: 1 });
+    // The documented exception: a write answered before it is durable is visible at once.
+    const early = db.queryRaw(write([q(null, addN('User'))], []), { awaitDurable: false });
+    expect(db.querySync(countAll)).toEqual({ c: 2 });
+    await early;
+  });
+
+  it('refuses a write before planning it, its plan cached or not', async () => {
+    const db = await seeded();
+    // A write that fails planning: queryRaw names the planning error, querySync the refusal
+    // (envelope.md §6: a write the mode cannot take is refused before planning).
+    const unplannable = write([q('x', addN('User'))], ['missing']);
+    expect(JSON.parse((await db.queryRaw(unplannable)).body).error).not.toBe('invalid_request');
+    expect(JSON.parse(db.queryRawSync(unplannable).body).error).toBe('invalid_request');
+    const add = write([q('x', addN('User', [['name', str('Di')]]))], ['x']);
+    expect(await db.query(add)).toEqual({ x: [{ $id: 2 }] }); // its plan is cached now
+    expect(JSON.parse(db.queryRawSync(add).body).error).toBe('invalid_request');
+    expect(db.querySync(read([q('c', count(nodes('all')))], ['c']))).toEqual({ c: 3 });
+  });
+
   it('refuses a write request with invalid_request and executes nothing of it', async () => {
     const db = await seeded();
     const before = await db.queryRaw(everything);

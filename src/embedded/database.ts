@@ -213,8 +213,13 @@ export class Database {
    * turn of the event loop), as queryRaw would answer it. Writer handles only: a write
    * request is answered `invalid_request` without being executed (its answer waits until
    * it is durable: use queryRaw), and a reader handle throws `invalid_request` (it catches
-   * up with its storage asynchronously before each query). The query's deadline applies;
-   * the caller's thread runs the whole query.
+   * up with its storage asynchronously before each query). A write is refused before it is
+   * planned (envelope.md §6: a write the mode cannot take fails before planning). Reads see
+   * the published epoch, as queryRaw's. One difference: queryRaw sheds any call with
+   * `awaitDurable: false` once the handle has too many writes answered before they are
+   * durable (server_overloaded), reads included; this call answers reads regardless, as a
+   * server's readers do. The query's deadline applies; the caller's thread runs the whole
+   * query.
    */
   queryRawSync(request: unknown, options: QueryOptions = NO_OPTIONS): { status: number; body: string } {
     const backing = this.openBacking();
