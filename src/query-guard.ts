@@ -15,6 +15,7 @@
 // (executeRequest is synchronous), like the per-thread scratch in src/exec/. It sits below
 // src/exec/ because the store reports to it too: decoding a record is work of the query.
 import { queryError, SvcError } from './protocol/errors.js';
+import { monotonicMs } from './clock.js';
 
 /** Estimated bytes of one row in a RowSet (a JS number in a growable array, with slack). */
 export const ROW_BYTES = 16;
@@ -51,7 +52,7 @@ export class QueryGuard {
 
   /**
    * @param bytesMax the memory budget (`--query-memory-mb`)
-   * @param deadlineMs Date.now() value after which the query fails, or Infinity
+   * @param deadlineMs monotonicMs() value after which the query fails, or Infinity
    * @param workMax work units after which an inline run gives up (Infinity elsewhere)
    */
   constructor(readonly bytesMax: number, readonly deadlineMs: number, readonly workMax: number = Number.POSITIVE_INFINITY) {
@@ -105,7 +106,7 @@ export class QueryGuard {
     this.nextCheck = Math.min(this.work + CHECK_INTERVAL, this.workMax);
     if (this.bytes > this.bytesMax) this.overBudget();
     if (this.work >= this.workMax) throw new InlineWorkExceeded();
-    if (Date.now() > this.deadlineMs) throw deadlineExceeded();
+    if (monotonicMs() > this.deadlineMs) throw deadlineExceeded();
   }
 
   private overBudget(): never {

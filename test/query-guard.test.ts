@@ -166,6 +166,28 @@ describe('deadlines inside every long loop', () => {
     ['dedup of the 3-hop values', count({ dedup: { input: { values: { input: both(both(both(nodes([0])))), properties: ['i'] } } } })],
   ] as const;
 
+  /** Run `fn` with the wall clock stepped by `stepMs` after its first reading (an NTP step, a VM resumed). */
+  async function withWallClockStep<T>(stepMs: number, fn: () => Promise<T>): Promise<T> {
+    const real = Date.now;
+    let readings = 0;
+    Date.now = () => real() + (readings++ === 0 ? 0 : stepMs);
+    try {
+      return await fn();
+    } finally {
+      Date.now = real;
+    }
+  }
+
+  it('a step of the wall clock back does not stretch the deadline, nor a step forward cut it', async () => {
+    const started = performance.now();
+    const stretched = await withWallClockStep(-3_600_000, () => db.queryRaw(readOne(shapes[0][1])));
+    expect(errorOf(stretched.body).error).toBe('query_deadline_exceeded');
+    expect(performance.now() - started).toBeLessThan(300);
+    // 360,000 two-hop walks counted: tens of milliseconds, several checks of the deadline.
+    const cut = await withWallClockStep(3_600_000, () => db.queryRaw(readOne(count(both(both(nodes([0])))))));
+    expect(cut.body).toBe('{"r":360000}');
+  });
+
   for (const [what, root] of shapes) {
     it(`${what}: query_deadline_exceeded within 300 ms of a 200 ms deadline`, async () => {
       const started = performance.now();

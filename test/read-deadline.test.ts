@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReaderPool } from '../dist/src/server/reader-pool.js';
 import { Store } from '../dist/src/store/store.js';
 import { executeRequest, noFlags } from '../dist/src/exec/request.js';
+import { monotonicMs } from '../dist/src/clock.js';
 import type { QueryJob, QuerySink } from '../dist/src/server/job.js';
 import { answeredJob as job } from './helpers/jobs.js';
 import { addN, count, q, read, write } from './helpers/requests.js';
@@ -48,7 +49,7 @@ describe('reads past their deadline', () => {
     executeRequest(store, addNode(label), noFlags, 'writer');
     const { pool, forwarded } = await startPool(store);
     try {
-      const sent = Date.now();
+      const sent = monotonicMs();
       // A read that stalls its thread, a write the reader would forward (it would stall
       // too: both carry the marker), and a cheap read, queued behind the first.
       const stalled = job(countLabel(marker), sent);
@@ -79,7 +80,7 @@ describe('reads past their deadline', () => {
       expect(forwarded).toHaveLength(0);
 
       // The pool serves on as before.
-      const next = job(countLabel(label), Date.now());
+      const next = job(countLabel(label), monotonicMs());
       pool.submit(next.job);
       const answered = await next.answer;
       expect([answered.status, answered.body]).toEqual([200, '{"c":1}']);
@@ -93,7 +94,7 @@ describe('reads past their deadline', () => {
     const store = Store.create();
     const { pool, forwarded } = await startPool(store);
     try {
-      const w = job(addNode(marker), Date.now());
+      const w = job(addNode(marker), monotonicMs());
       pool.submit(w.job); // runs at once, stalls, then its reader says "forward"
       const a = await w.answer;
       expect(a.status).toBe(500);
@@ -101,7 +102,7 @@ describe('reads past their deadline', () => {
       expect(pool.tasksInFlight).toBe(0);
       expect(forwarded).toHaveLength(0);
       // Without a deadline passing, a write goes to the writer as always.
-      const fine = job(addNode('Fine'), Date.now());
+      const fine = job(addNode('Fine'), monotonicMs());
       pool.submit(fine.job);
       expect((await fine.answer).body).toBe('{"forwarded":true}');
       expect(forwarded).toHaveLength(1);

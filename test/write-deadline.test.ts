@@ -9,6 +9,7 @@ import { WriterThread } from '../dist/src/server/writer.js';
 import { WriteClaims } from '../dist/src/server/write-claims.js';
 import { Store } from '../dist/src/store/store.js';
 import { executeRequest, execOptions, noFlags } from '../dist/src/exec/request.js';
+import { monotonicMs } from '../dist/src/clock.js';
 import { answeredJob as job } from './helpers/jobs.js';
 import { addN, count, q, read, write } from './helpers/requests.js';
 
@@ -46,7 +47,7 @@ describe('writer requests past their deadline', () => {
     });
     try {
       const label = `Late${process.pid}`;
-      const sent = Date.now();
+      const sent = monotonicMs();
       // The stalled write (held before it starts), a write and a read pinned to the writer
       // queued behind it, and a write without an arrival time (nothing to watch it by).
       const stalled = job(addNode(marker), sent);
@@ -70,7 +71,7 @@ describe('writer requests past their deadline', () => {
       for (const j of [stalled, queuedWrite, queuedRead]) expect(j.offered(), 'the writer answered nothing more').toBe(1);
 
       // Neither answered write happened: one node of `label` (the unwatched write), none of the marker's.
-      const check = job(countLabel(label), Date.now(), { requireWriter: true });
+      const check = job(countLabel(label), monotonicMs(), { requireWriter: true });
       writer.submit(check.job);
       expect(((await check.answer)).body).toBe('{"c":1}');
       const markerCount = job(countLabel(marker), undefined, { requireWriter: true });
@@ -91,7 +92,7 @@ describe('writer requests past their deadline', () => {
     });
     try {
       const label = `OnTime${process.pid}`;
-      const w = job(addNode(label), Date.now());
+      const w = job(addNode(label), monotonicMs());
       writer.submit(w.job);
       expect((await w.answer).status).toBe(200);
       await new Promise((r) => setTimeout(r, TIMEOUT_MS + 2 * GRACE_MS));
@@ -107,7 +108,7 @@ describe('a request that starts past its deadline', () => {
   it('is refused before it runs, write or read', () => {
     const store = Store.create();
     const options = (receivedAtMs: number) => execOptions({ queryTimeoutMs: TIMEOUT_MS, queryMemoryBytes: 64 * 1024 * 1024, receivedAtMs });
-    const late = Date.now() - TIMEOUT_MS - 1;
+    const late = monotonicMs() - TIMEOUT_MS - 1;
     const before = store.committedEpoch();
     for (const body of [addNode('Late'), countLabel('Late')]) {
       const outcome = executeRequest(store, body, noFlags, 'writer', options(late));
@@ -120,8 +121,8 @@ describe('a request that starts past its deadline', () => {
     expect(JSON.parse(emptyLabel.body).error).toBe('invalid_empty_name');
     expect(executeRequest(store, '{"request_type":"write"', noFlags, 'writer', options(late))).toMatchObject({ status: 400 });
     // In time, the same write runs.
-    expect(executeRequest(store, addNode('Late'), noFlags, 'writer', options(Date.now()))).toMatchObject({ status: 200 });
-    expect(executeRequest(store, countLabel('Late'), noFlags, 'writer', options(Date.now()))).toEqual({ status: 200, body: '{"c":1}' });
+    expect(executeRequest(store, addNode('Late'), noFlags, 'writer', options(monotonicMs()))).toMatchObject({ status: 200 });
+    expect(executeRequest(store, countLabel('Late'), noFlags, 'writer', options(monotonicMs()))).toEqual({ status: 200, body: '{"c":1}' });
   });
 });
 

@@ -9,6 +9,7 @@ import type { Store } from '../store/store.js';
 import { compareComparable, isMember, memberCount, takeEqualityWork, valuesEqual } from '../protocol/compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
 import { deadlineExceeded, guard } from '../query-guard.js';
+import { monotonicMs } from '../clock.js';
 
 export interface ExecCtx {
   readonly store: Store;
@@ -28,9 +29,9 @@ export interface ExecCtx {
   readonly vars: Map<string, Stream>;
   /** Whether rows must carry their path (the plan uses path, simple_path or other_n). */
   readonly trackPath: boolean;
-  /** Time for `timestamp` / `date_time_now`, fixed per request. */
-  readonly nowMs: number;
-  /** Cooperative deadline (Date.now() value), or Infinity. */
+  /** Time for `timestamp` / `date_time_now` (the wall clock), read at its first use and fixed for the request; 0 until then. */
+  nowMs: number;
+  /** Cooperative deadline (a monotonicMs() value, src/clock.ts), or Infinity. */
   readonly deadlineMs: number;
 }
 
@@ -107,14 +108,20 @@ function toF64(v: Value, side: string): number {
   throw queryError(`${side} expression must be numeric`);
 }
 
+/** The request's wall-clock time: every `timestamp` / `date_time_now` of one request gives the same. */
+function requestNowMs(ctx: ExecCtx): number {
+  if (ctx.nowMs === 0) ctx.nowMs = Date.now();
+  return ctx.nowMs;
+}
+
 export function evalExpr(ctx: ExecCtx, e: Expr, el: number, extra: RowExtra | null): Value {
   switch (e.kind) {
     case 'property': return resolveProperty(ctx, el, extra, e.name) ?? null;
     case 'id':
       if (el === NO_ELEMENT) throw queryError('id expression needs a row with a current element');
       return BigInt(idOfKey(el));
-    case 'timestamp': return BigInt(ctx.nowMs);
-    case 'date_time_now': return new DateTime(ctx.nowMs);
+    case 'timestamp': return BigInt(requestNowMs(ctx));
+    case 'date_time_now': return new DateTime(requestNowMs(ctx));
     case 'constant': return e.value;
     case 'param': return paramValue(ctx, e.name);
     case 'add': return toF64(evalExpr(ctx, e.left, el, extra), 'left') + toF64(evalExpr(ctx, e.right, el, extra), 'right');
@@ -312,5 +319,5 @@ export function addI64(a: bigint, b: bigint): bigint {
 /** Check the query's deadline, memory budget and work cap now (src/query-guard.ts). */
 export function checkDeadline(ctx: ExecCtx): void {
   guard.check();
-  if (Date.now() > ctx.deadlineMs) throw deadlineExceeded();
+  if (monotonicMs() > ctx.deadlineMs) throw deadlineExceeded();
 }

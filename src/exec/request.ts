@@ -20,6 +20,7 @@ import { runBatch } from './batch.js';
 import '../index/runtime.js';
 import type { ExecCtx } from './context.js';
 import { deadlineExceeded, InlineWorkExceeded, QueryGuard, swapGuard } from '../query-guard.js';
+import { monotonicMs } from '../clock.js';
 
 /** Execution headers after stage-1 parsing (envelope.md §11); null = header absent. */
 export interface RequestFlags {
@@ -53,7 +54,7 @@ export interface ExecOptions {
   /** Cooperative deadline per request (`--query-timeout-ms`). */
   queryTimeoutMs: number;
   /**
-   * Date.now() when the request arrived; the deadline is this + queryTimeoutMs, so a request
+   * monotonicMs() when the request arrived (src/clock.ts); the deadline is this + queryTimeoutMs, so a request
    * that waited in a queue has less time left. 0 or absent: from the start of execution.
    */
   receivedAtMs?: number;
@@ -474,7 +475,7 @@ export function executeRequest(
     // Whether an inline run may take the plan is known once the plan is checked against the
     // catalog of now (below): a cached scan may have become an index lookup.
     const inline = options.inlineWorkMax !== undefined;
-    const nowMs = Date.now();
+    const startMs = monotonicMs();
     // Begun before planning: the catalog view a plan is chosen under is read inside the read.
     const at = write ? store.beginWrite() : store.beginRead();
     let plan: Plan;
@@ -503,15 +504,15 @@ export function executeRequest(
     // A request that starts past its deadline (it waited behind others, e.g. in the writer's
     // queue) is not run: the answer the deadline watches give (server/write-claims.ts), after
     // every decoding and planning error (envelope.md §6: the deadline belongs to execution).
-    const deadlineMs = (options.receivedAtMs || nowMs) + options.queryTimeoutMs;
-    if (nowMs > deadlineMs) {
+    const deadlineMs = (options.receivedAtMs || startMs) + options.queryTimeoutMs;
+    if (startMs > deadlineMs) {
       if (write) store.rollback(); else store.endRead();
       throw deadlineExceeded();
     }
     const ctx: ExecCtx = {
       store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,
       paramFrames: [parameters], vars: new Map(),
-      trackPath: plan.trackPath, nowMs, deadlineMs,
+      trackPath: plan.trackPath, nowMs: 0, deadlineMs,
     };
     // A write that commits at barriers announces a read, as a read does: rows bound before a
     // barrier may name elements its commit dropped, whose records must outlive the request

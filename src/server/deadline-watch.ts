@@ -6,6 +6,7 @@ import { deadlineExceeded } from '../query-guard.js';
 import { limits } from '../limits.js';
 import { errorBody } from '../protocol/errors.js';
 import type { QueryJob } from './job.js';
+import { monotonicMs } from '../clock.js';
 
 /** The answer a watch gives (the body a reader's or the writer's own cut gives), built once. */
 const OVERDUE = deadlineExceeded();
@@ -24,7 +25,7 @@ export class OverdueAnswers {
     this.afterArrivalMs = queryTimeoutMs + graceMs;
   }
 
-  /** Date.now() past which `job` is overdue (Infinity: it has no arrival time). */
+  /** monotonicMs() past which `job` is overdue (Infinity: it has no arrival time). */
   atMs(job: QueryJob): number {
     const arrived = job.receivedAtMs ?? 0;
     return arrived > 0 ? arrived + this.afterArrivalMs : Number.POSITIVE_INFINITY;
@@ -46,12 +47,12 @@ export class DeadlineTimer {
   /** `fire` runs at the armed moment; it arms the timer again for whatever is next. */
   constructor(private readonly fire: () => void) {}
 
-  /** Make sure `fire` runs by `atMs` (a Date.now() value; Infinity: nothing to do). */
+  /** Make sure `fire` runs by `atMs` (a monotonicMs() value; Infinity: nothing to do). */
   armBy(atMs: number): void {
     if (atMs >= this.atMs || this.closed) return;
     if (this.timer !== null) clearTimeout(this.timer);
     this.atMs = atMs;
-    this.timer = setTimeout(this.run, Math.max(1, atMs - Date.now()));
+    this.timer = setTimeout(this.run, Math.max(1, atMs - monotonicMs()));
     this.timer.unref();
   }
 

@@ -32,6 +32,7 @@ import type { QueryRoute, RequestLog } from './request-log.js';
 import { DrainTracker } from './drain.js';
 import { closeApp, listenOn, listenPort, stopListening } from './listen.js';
 import { closedForConflictingLength, endAsTheSocketDrains, framingChecked, statusLine, uws } from './uws.js';
+import { monotonicMs } from '../clock.js';
 
 /**
  * `POST /v2/explain`: the access paths of a request's plan (decode + plan, nothing executed;
@@ -193,7 +194,7 @@ class PendingQuery implements QueryJob, QueryResponder {
     this.buffer = null;
     this.front.releaseReceiving(this); // from here on the queue that takes the job counts it
     if (buffer !== null) this.body = this.received === buffer.byteLength ? buffer : buffer.subarray(0, this.received);
-    this.receivedAtMs = Date.now();
+    this.receivedAtMs = monotonicMs();
     this.front.dispatch(this);
     if (!this.settled) this.ownBody(); // still waiting somewhere: the next request reuses the scratch
   }

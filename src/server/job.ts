@@ -27,7 +27,7 @@ export interface QueryJob {
   readonly flags: RequestFlags;
   readonly responder: QueryResponder;
   /**
-   * Date.now() when the whole body had arrived: the query deadline counts from here, so
+   * monotonicMs() when the whole body had arrived (src/clock.ts): the query deadline counts from here, so
    * time spent waiting in a queue is part of it. Absent: from when execution starts.
    */
   readonly receivedAtMs?: number;

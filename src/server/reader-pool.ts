@@ -56,13 +56,14 @@ import { QueueBound, shed } from './queue-bound.js';
 import { SvcError } from '../protocol/errors.js';
 import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import type { ReaderWorkerData } from './reader-worker.js';
+import { monotonicMs } from '../clock.js';
 
 export type ReadDispatch = 'coalesce' | 'per-request';
 
 /** A task handed to a thread: its requests and when the pool answers them itself if still unanswered. */
 interface RunningTask {
   readonly jobs: QueryJob[];
-  /** Date.now() past which its unanswered requests are answered here (Infinity: none left to watch). */
+  /** monotonicMs() past which its unanswered requests are answered here (Infinity: none left to watch). */
   answerByMs: number;
 }
 
@@ -420,7 +421,7 @@ export class ReaderPool implements QuerySink {
    * Then arm the watch for the next such moment.
    */
   private answerOverdue(): void {
-    const now = Date.now();
+    const now = monotonicMs();
     let next = Number.POSITIVE_INFINITY;
     for (const task of this.running) {
       if (task.answerByMs > now) {

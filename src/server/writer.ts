@@ -34,6 +34,7 @@ import { QueueBound } from './queue-bound.js';
 import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import { WriteClaims } from './write-claims.js';
 import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
+import { monotonicMs } from '../clock.js';
 
 export interface WriterOptions {
   /** Cooperative deadline per query. */
@@ -64,7 +65,7 @@ interface SentJob {
   readonly id: number;
   readonly job: QueryJob;
   readonly bodyBytes: number;
-  /** Date.now() past which the watch answers it if it has not started (Infinity: no arrival time). */
+  /** monotonicMs() past which the watch answers it if it has not started (Infinity: no arrival time). */
   readonly answerByMs: number;
 }
 
@@ -216,7 +217,7 @@ export class WriterThread implements QuerySink {
    * never runs. Then arm the watch for the next such moment.
    */
   private answerOverdue(): void {
-    const now = Date.now();
+    const now = monotonicMs();
     // Requests start in id order (pending is in id order too): those up to the last one
     // started are the writer's to answer. The scan is of at most writerPendingRequestsMax
     // requests, and runs when the earliest unstarted deadline passes (about once per

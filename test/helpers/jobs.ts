@@ -2,7 +2,9 @@
 // the reader pool or the writer thread directly.
 import type { QueryJob } from '../../dist/src/server/job.js';
 import { noFlags } from '../../dist/src/exec/request.js';
+import { monotonicMs } from '../../dist/src/clock.js';
 
+/** `atMs`: monotonicMs() when it was answered (src/clock.ts), the clock of arrival times. */
 export interface Answered { status: number; body: string; atMs: number }
 
 export interface AnsweredJob {
@@ -24,7 +26,7 @@ export function answeredJob(body: string, receivedAtMs: number | undefined, flag
       offered++;
       if (this.settled) return;
       this.settled = true;
-      done({ status, body: typeof reply === 'string' ? reply : Buffer.from(reply).toString('utf8'), atMs: Date.now() });
+      done({ status, body: typeof reply === 'string' ? reply : Buffer.from(reply).toString('utf8'), atMs: monotonicMs() });
     },
   };
   // A buffer of its own: the job's body is transferred to the thread that runs it.
