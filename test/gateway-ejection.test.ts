@@ -5,6 +5,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackendRegistry, serverFault } from '../src/gateway/backends.js';
 import { limits } from '../src/limits.js';
+import { monotonicMs } from '../src/clock.js';
 
 const json = (o: unknown): Buffer => Buffer.from(JSON.stringify(o));
 const FAULT = json({ error: 'internal_error', msg: 'x' });
@@ -43,11 +44,11 @@ describe('BackendRegistry ejection', () => {
     expect(registry.noteAnswer(reader, 200, json({ n: 1 }), urls)).toBe(false);
     for (let i = 1; i < limits.gatewayReaderFaultsToEject; i++) registry.noteAnswer(reader, 500, FAULT, urls);
     expect(reader.ejected).toBe(false);
-    const before = Date.now();
+    const before = monotonicMs();
     registry.noteAnswer(reader, 500, FAULT, urls);
     expect(reader.ejected).toBe(true);
     expect(reader.ejectedUntilMs - before).toBeGreaterThanOrEqual(10_000);
-    expect(reader.ejectedUntilMs - Date.now()).toBeLessThanOrEqual(10_000);
+    expect(reader.ejectedUntilMs - monotonicMs()).toBeLessThanOrEqual(10_000);
   });
 
   it('ejects at most half of a database\'s readers (at least one), and never a writer', () => {

@@ -29,6 +29,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SvcError } from '../protocol/errors.js';
 import { processAlive } from './process-alive.js';
+import { monotonicMs } from '../clock.js';
 
 export const LOCK_FILE = 'writer.lock';
 export const HOLDER_FILE = 'writer.pid';
@@ -60,7 +61,7 @@ export function acquireWriterLock(dir: string, onLost: (err: Error) => void): ()
   const lockPath = join(dir, LOCK_FILE);
   const holderPath = join(dir, HOLDER_FILE);
   removeLegacyLockDir(dir, lockPath, holderPath);
-  const deadline = Date.now() + TAKEOVER_RETRY_MS;
+  const deadline = monotonicMs() + TAKEOVER_RETRY_MS;
   let fd: number;
   for (;;) {
     fd = openSync(lockPath, constants.O_RDONLY | constants.O_CREAT, 0o644);
@@ -76,13 +77,13 @@ export function acquireWriterLock(dir: string, onLost: (err: Error) => void): ()
     closeSync(fd);
     if (locked) {
       // Replaced between our open and flock: lock the new file instead, within the same bound.
-      if (Date.now() >= deadline) throw new SvcError('storage_error', `storage error: ${lockPath} keeps being replaced; nothing may remove or replace it`);
+      if (monotonicMs() >= deadline) throw new SvcError('storage_error', `storage error: ${lockPath} keeps being replaced; nothing may remove or replace it`);
       continue;
     }
     const holder = readHolder(holderPath);
     // Another host's pid cannot be checked here: treat it as running.
     const running = holder !== null && (holder.host !== hostname() || processAlive(holder.pid));
-    if (running || Date.now() >= deadline) throw lockedError(dir, holder, running);
+    if (running || monotonicMs() >= deadline) throw lockedError(dir, holder, running);
     sleepSync(TAKEOVER_RETRY_STEP_MS);
   }
 

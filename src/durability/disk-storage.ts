@@ -18,6 +18,7 @@ import { DURABLE_MARK_FILE, DurableMark, readDurableMark } from './durable-mark.
 import { corruption, FrameTooLarge, listSegments, newestIntactEpoch, scanSegment, truncateTornTail, WalWriter } from './wal.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
+import { monotonicMs } from '../clock.js';
 
 export type { RecoveryReport } from './durable.js';
 
@@ -450,7 +451,7 @@ export class DiskWriter implements DurableStorage {
   /** Snapshot when enough WAL accumulated, unless one runs or a failed one waits out its backoff. */
   private maybeSnapshot(): void {
     if (this.snapshotRunning !== null || this.closed) return;
-    if (this.walBytesSinceSnapshot < this.options.snapshotWalBytes || Date.now() < this.snapshotNotBefore) return;
+    if (this.walBytesSinceSnapshot < this.options.snapshotWalBytes || monotonicMs() < this.snapshotNotBefore) return;
     void this.snapshot();
   }
 
@@ -496,7 +497,7 @@ export class DiskWriter implements DurableStorage {
       const problem = `snapshot failed, retrying later (the WAL keeps every write): ${this.snapshotFailure}`;
       const changed = this.snapshotProblem !== problem;
       this.snapshotProblem = problem;
-      this.snapshotNotBefore = Date.now() + this.snapshotBackoff.next();
+      this.snapshotNotBefore = monotonicMs() + this.snapshotBackoff.next();
       if (changed) this.healthChanged();
       return false;
     }).finally(() => { this.snapshotRunning = null; });
@@ -671,7 +672,7 @@ export class DiskFollower {
         // A frame still being written can look damaged for a moment: believe it only when
         // the same damage is there on several refreshes.
         const at = `${position.file}:${scan.end}`;
-        const now = Date.now();
+        const now = monotonicMs();
         this.damage = this.damage?.at === at ? { ...this.damage, strikes: this.damage.strikes + 1 } : { at, strikes: 1, sinceMs: now };
         if (this.damage.strikes >= FOLLOWER_DAMAGE_STRIKES && now - this.damage.sinceMs >= FOLLOWER_DAMAGE_CONFIRM_MS) throw scan.problem!;
         return false;

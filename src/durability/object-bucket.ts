@@ -24,6 +24,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
 import { processAlive } from './process-alive.js';
 import { withoutCredentials } from '../url-credentials.js';
+import { monotonicMs } from '../clock.js';
 
 /** The Content-MD5 header of `body` (base64 of its MD5), which the server checks the bytes it received against. */
 function contentMd5(body: Uint8Array): string {
@@ -461,8 +462,11 @@ const LEASE_FRESH_FRACTION = 2 / 3;
  */
 export class WriterLock {
   private timer: NodeJS.Timeout | null = null;
-  /** When the last successful renewal started (its PUT's LastModified is no earlier). */
-  private renewedAt = Date.now();
+  /**
+   * When the last successful renewal started (its PUT's LastModified is no earlier), on the
+   * monotonic clock: a step back of the wall clock must not keep a lease looking fresh.
+   */
+  private renewedAt = monotonicMs();
   /** The renewal in progress, awaited by release() so it cannot re-create a released lock. */
   private renewal: Promise<void> | null = null;
   private lost = false;
@@ -473,7 +477,7 @@ export class WriterLock {
     const holder: LockHolder = { id: randomUUID(), pid: process.pid, host: hostname(), since: new Date().toISOString() };
     const body = Buffer.from(JSON.stringify(holder));
     for (let attempt = 1; attempt <= LOCK_READ_ATTEMPTS; attempt++) {
-      const startedAt = Date.now();
+      const startedAt = monotonicMs();
       const current = await readLock(bucket);
       let put: string | undefined | 'precondition';
       if (current === null) {
@@ -515,7 +519,7 @@ export class WriterLock {
 
   /** Whether our lease is fresh enough to write under. */
   get fresh(): boolean {
-    return !this.lost && Date.now() - this.renewedAt < this.options.leaseMs * LEASE_FRESH_FRACTION;
+    return !this.lost && monotonicMs() - this.renewedAt < this.options.leaseMs * LEASE_FRESH_FRACTION;
   }
 
   /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */
@@ -534,7 +538,7 @@ export class WriterLock {
   }
 
   private async renew(): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = monotonicMs();
     try {
       const current = await readLock(this.bucket);
       if (this.lost) return;

@@ -42,6 +42,7 @@ import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
 // Every writer-side store gets an index runtime (it registers itself with the store).
 import '../index/runtime.js';
+import { monotonicMs } from '../clock.js';
 
 export { parseStorageUri, type ObjectStorageOptions } from './object-bucket.js';
 
@@ -659,7 +660,7 @@ export class ObjectWriter implements DurableStorage {
   /** Snapshot when the WAL since the last one is big enough, unless a failure asks to wait. */
   private async maybeSnapshot(): Promise<void> {
     const due = this.walBytesSinceSnapshot >= this.options.snapshotWalBytes || this.walObjectsSinceSnapshot >= this.options.snapshotWalObjects;
-    if (!due || Date.now() < this.snapshotRetryAt) return;
+    if (!due || monotonicMs() < this.snapshotRetryAt) return;
     try {
       await this.snapshotOnce();
       if (this.snapshotProblem !== null) {
@@ -671,7 +672,7 @@ export class ObjectWriter implements DurableStorage {
     } catch (err) {
       this.snapshotFailures++;
       const delayMs = backoffMs(this.snapshotFailures, limits.snapshotRetryFirstMs, limits.snapshotRetryMaxMs);
-      this.snapshotRetryAt = Date.now() + delayMs;
+      this.snapshotRetryAt = monotonicMs() + delayMs;
       if (this.snapshotProblem === null) {
         process.stderr.write(`svcdb: snapshot of ${this.uri} failed, retrying with backoff (the WAL keeps every write): ${errorText(err)}\n`);
       }

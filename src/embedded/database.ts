@@ -12,6 +12,7 @@ import { openWriterStorage } from '../durability/open.js';
 import type { IndexRuntime } from '../index/runtime.js';
 import type { TextAnalyzer } from '../protocol/index-spec.js';
 import { ANALYZERS } from '../text/analyze.js';
+import { monotonicMs } from '../clock.js';
 
 export interface OpenOptions {
   /**
@@ -201,9 +202,9 @@ export class Database {
     // The committer holds this handle's bounds: given no timeout, it reuses its options object.
     if (backing.kind === 'writer') return backing.committer.execute(body, flags, timeoutMs);
     const exec = execOptions({ queryTimeoutMs: timeoutMs ?? this.bounds.queryTimeoutMs, queryMemoryBytes: this.bounds.queryMemoryBytes });
-    if (backing.kind === 'follower' || Date.now() - backing.refreshedAt >= backing.refreshMs) {
+    if (backing.kind === 'follower' || monotonicMs() - backing.refreshedAt >= backing.refreshMs) {
       await this.refresh(backing);
-      if (backing.kind === 'object-follower') backing.refreshedAt = Date.now();
+      if (backing.kind === 'object-follower') backing.refreshedAt = monotonicMs();
     }
     return this.finish(executeRequest(backing.follower.store, body, flags, 'replica', exec));
   }
@@ -318,7 +319,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   if (mode === 'reader') {
     if (objectStorage !== null) {
       const follower = await ObjectFollower.open(objectStorage);
-      return new Database({ kind: 'object-follower', follower, refreshMs: refreshMs ?? 0, refreshedAt: Date.now() }, bounds);
+      return new Database({ kind: 'object-follower', follower, refreshMs: refreshMs ?? 0, refreshedAt: monotonicMs() }, bounds);
     }
     return new Database({ kind: 'follower', follower: await DiskFollower.open(options.path!) }, bounds);
   }

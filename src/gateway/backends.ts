@@ -19,6 +19,7 @@
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { limits } from '../limits.js';
+import { monotonicMs } from '../clock.js';
 
 /** Polls in a row without an answer in time before a server counts as failing. */
 const pollTimeoutsToFail = 3;
@@ -96,15 +97,15 @@ export class Backend {
   outstanding = 0;
   /** null: not polled yet (eligible); false: failing its health check or a connection. */
   healthy: boolean | null = null;
-  /** Date.now() of the last time a route named this server. */
-  lastNamedMs = Date.now();
-  /** Date.now() of the last log line about a misdirected answer from it (gateway.ts misdirected()). */
-  lastMisdirectedLogMs = 0;
+  /** monotonicMs() of the last time a route named this server. */
+  lastNamedMs = monotonicMs();
+  /** monotonicMs() of the last log line about a misdirected answer from it (gateway.ts misdirected()). */
+  lastMisdirectedLogMs = Number.NEGATIVE_INFINITY;
   /** Misdirected answers since that line, not logged one by one. */
   misdirectedUnlogged = 0;
   /** Server-fault answers in a row (ejection, above). */
   faultsInARow = 0;
-  /** Date.now() at which its ejection ends; 0: not ejected. */
+  /** monotonicMs() at which its ejection ends; 0: not ejected. */
   ejectedUntilMs = 0;
   /** Ejections since its last clean answer (each doubles the next one's length). */
   ejectionsInARow = 0;
@@ -135,7 +136,7 @@ export class Backend {
 
   /** Whether its ejection has run out (then it is over: the next answers decide again). */
   private ejectionOver(): boolean {
-    if (Date.now() < this.ejectedUntilMs) return false;
+    if (monotonicMs() < this.ejectedUntilMs) return false;
     this.ejectedUntilMs = 0;
     return true;
   }
@@ -206,7 +207,7 @@ export class BackendRegistry {
       this.backends.set(url, backend);
       void backend.poll(this.options.healthTimeoutMs, this.options.log);
     }
-    backend.lastNamedMs = Date.now();
+    backend.lastNamedMs = monotonicMs();
     return backend;
   }
 
@@ -249,7 +250,7 @@ export class BackendRegistry {
     backend.ejectionsInARow++;
     this.ejections++;
     backend.faultsInARow = 0;
-    backend.ejectedUntilMs = Date.now() + ms;
+    backend.ejectedUntilMs = monotonicMs() + ms;
     this.options.log.warn({ backend: backend.url, status, ejectedMs: ms, ejectionsInARow: backend.ejectionsInARow },
       `reader answered ${limits.gatewayReaderFaultsToEject} server faults in a row; ejected, reads go to the other backends`);
     return true;
@@ -274,7 +275,7 @@ export class BackendRegistry {
   }
 
   private pollAll(): void {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const [url, backend] of this.backends) {
       if (now - backend.lastNamedMs > this.options.forgetAfterMs && backend.outstanding === 0) {
         this.backends.delete(url);

@@ -18,6 +18,7 @@
 // before the outage also keeps working that long. Past `staleMs`, or for an entry never
 // seen, the answer is 503 control_plane_unavailable as before.
 import { GatewayError } from './errors.js';
+import { monotonicMs } from '../clock.js';
 
 /** Lookups running at once, shared by the caches of one gateway. */
 export class LookupSlots {
@@ -70,7 +71,7 @@ export class ExpiringCache<V> {
   /** The value for `key`, from the cache when fresh. Throws GatewayError control_plane_unavailable. */
   get(key: string): Promise<V> | V {
     const entry = this.entries.get(key);
-    const now = Date.now();
+    const now = monotonicMs();
     // (A failing entry is re-armed for one TTL at a time: its value is stale all the same.)
     if (entry !== undefined && entry.freshUntilMs > now) return entry.failing ? this.stale(entry) : entry.value;
     const usableStale = entry !== undefined && entry.failing && entry.staleUntilMs > now;
@@ -119,11 +120,11 @@ export class ExpiringCache<V> {
       return value;
     } catch (err) {
       const entry = this.entries.get(key);
-      if (entry !== undefined && entry.staleUntilMs > Date.now()) {
+      if (entry !== undefined && entry.staleUntilMs > monotonicMs()) {
         // Stale if the store fails: nobody asks again for one TTL.
         if (!entry.failing) this.options.onStale?.(this.options.what, err as Error);
         entry.failing = true;
-        entry.freshUntilMs = Date.now() + this.options.ttlMs;
+        entry.freshUntilMs = monotonicMs() + this.options.ttlMs;
         return this.stale(entry);
       }
       // Failures are not cached: the next request asks again.
@@ -143,7 +144,7 @@ export class ExpiringCache<V> {
       const oldest = this.entries.keys().next();
       if (oldest.done !== true) this.entries.delete(oldest.value);
     }
-    const now = Date.now();
+    const now = monotonicMs();
     this.entries.set(key, { value, freshUntilMs: now + this.options.ttlMs, staleUntilMs: now + this.options.staleMs, failing: false });
   }
 }

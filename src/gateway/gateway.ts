@@ -35,6 +35,7 @@ import { sampledJson, type MetricsJson } from '../metrics/counts.js';
 import { answerMetrics, metricsRenderer } from '../metrics/render.js';
 import { RedisRateLimiter } from './rate-limiter.js';
 import { UsageMeter } from './usage.js';
+import { monotonicMs } from '../clock.js';
 
 export type AuthScheme = 'bearer' | 'raw';
 
@@ -1307,7 +1308,7 @@ class GatewayServer {
   misdirected(backend: Backend, request: GatewayRequest): void {
     const databaseId = request.databaseId;
     if (databaseId !== null) this.routes.forget(databaseId);
-    const now = Date.now();
+    const now = monotonicMs();
     if (now - backend.lastMisdirectedLogMs < MISDIRECTED_LOG_INTERVAL_MS) {
       backend.misdirectedUnlogged++;
       return;

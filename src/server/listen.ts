@@ -9,6 +9,7 @@
 import { createServer, type Server } from 'node:net';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { uws } from './uws.js';
+import { monotonicMs } from '../clock.js';
 
 /** Exclusive: the listen fails if anything holds the port. */
 const LISTEN_EXCLUSIVE_PORT = ((uws as unknown as Record<string, unknown>)['LIBUS_LISTEN_EXCLUSIVE_PORT'] as number | undefined) ?? 1;
@@ -95,11 +96,11 @@ async function probeExclusive(host: string, port: number): Promise<number> {
 
 /** The port's lock, waiting up to PORT_LOCK_WAIT_MS for a process that holds it. */
 async function portLock(host: string, port: number): Promise<Server> {
-  const until = Date.now() + PORT_LOCK_WAIT_MS;
+  const until = monotonicMs() + PORT_LOCK_WAIT_MS;
   for (;;) {
     const lock = await tryPortLock(port);
     if (lock !== null) return lock;
-    if (Date.now() >= until) throw new Error(`cannot listen on ${host}:${port} (another svcdb process is binding it)`);
+    if (monotonicMs() >= until) throw new Error(`cannot listen on ${host}:${port} (another svcdb process is binding it)`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
