@@ -13,6 +13,7 @@ import { httpRequest, Unreachable, type HttpResponse } from './http.js';
 import { integerOption } from './options.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProvisionerLock } from '../cloud/sql-driver.js';
+import { monotonicMs } from '../clock.js';
 
 export const adminUrlEnv = 'SVC_CLOUD_ADMIN_URL';
 export const defaultAdminPort = 7070;
@@ -217,11 +218,11 @@ export function registerCloudAdmin(program: Command): void {
 }
 
 async function waitForStatus(flags: AdminFlags, id: string, timeoutMs: number): Promise<{ id: string; status: string; status_detail?: string | null }> {
-  const until = Date.now() + timeoutMs;
+  const until = monotonicMs() + timeoutMs;
   for (;;) {
     const database = await callAdmin(flags, 'GET', `databases/${encodeURIComponent(id)}`) as { id: string; status: string; status_detail?: string | null };
     if (database.status !== 'Provisioning') return database;
-    if (Date.now() > until) throw new CliError(`database ${id} is still Provisioning after ${timeoutMs} ms (see \`svc cloud database get ${id}\`)`);
+    if (monotonicMs() > until) throw new CliError(`database ${id} is still Provisioning after ${timeoutMs} ms (see \`svc cloud database get ${id}\`)`);
     await new Promise((r) => setTimeout(r, waitPollMs));
   }
 }

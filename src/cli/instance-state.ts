@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { processState } from '../durability/process-alive.js';
 import { CliError } from './errors.js';
 import type { LocalInstance, StorageMode } from './project.js';
+import { monotonicMs } from '../clock.js';
 
 export interface RunState {
   readonly pid: number;
@@ -104,7 +105,7 @@ const instanceLockPollMs = 100;
  */
 export async function holdInstanceLock(instance: LocalInstance, timeoutMs: number): Promise<() => void> {
   const path = join(instance.stateDir, `${instance.name}.lock`);
-  const deadline = Date.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   for (;;) {
     try {
       const fd = openSync(path, 'wx');
@@ -128,7 +129,7 @@ export async function holdInstanceLock(instance: LocalInstance, timeoutMs: numbe
       rmSync(path, { force: true });
       continue;
     }
-    if (Date.now() > deadline) {
+    if (monotonicMs() > deadline) {
       throw new CliError(`another svc start or stop of ${instance.name} (pid ${holder}) has been at work on it for over ${timeoutMs} ms; if none is running, remove ${path}`);
     }
     await new Promise((resolve) => setTimeout(resolve, instanceLockPollMs));

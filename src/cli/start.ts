@@ -17,6 +17,7 @@ import { checkInstanceName, findLocalInstance, loadProject, type LocalInstance, 
 import { noAuthenticationWarning } from './bind-address.js';
 import { integerOption } from './options.js';
 import { serverProcess } from '../server/launch.js';
+import { monotonicMs } from '../clock.js';
 
 interface StartOptions {
   disk?: boolean;
@@ -137,7 +138,7 @@ async function startHolding(project: Project, instance: LocalInstance, name: str
     throw err;
   }
 
-  const deadline = Date.now() + options.waitTimeoutMs;
+  const deadline = monotonicMs() + options.waitTimeoutMs;
   for (;;) {
     const exited = exit.value;
     if (exited !== null) {
@@ -148,7 +149,7 @@ async function startHolding(project: Project, instance: LocalInstance, name: str
       );
     }
     if (logSince(paths.log, logOffset).includes('svcdb listening on ') && await isReady(url)) break;
-    if (Date.now() > deadline) {
+    if (monotonicMs() > deadline) {
       child.kill('SIGTERM');
       removeRunFiles(instance, pid);
       throw new CliError(`${name} did not become ready within ${options.waitTimeoutMs} ms (stopped it). Last lines of ${paths.log}:\n${logTail(paths.log, logOffset)}`);

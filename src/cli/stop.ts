@@ -7,6 +7,7 @@ import { action, CliError } from './errors.js';
 import { holdInstanceLock, inspect, isAlive, PidFileIsDirectory, removeRunFiles } from './instance-state.js';
 import { checkInstanceName, findLocalInstance, loadProject, type LocalInstance } from './project.js';
 import { integerOption } from './options.js';
+import { monotonicMs } from '../clock.js';
 
 interface StopOptions {
   timeoutMs: number;
@@ -86,9 +87,9 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 }
 
 async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = monotonicMs() + timeoutMs;
   while (isAlive(pid)) {
-    if (Date.now() > deadline) return false;
+    if (monotonicMs() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
   }
   return true;

@@ -31,6 +31,7 @@ import { planNames, type PlanName, type RateLimit } from './control-plane.js';
 import type { Logger } from './log.js';
 import { isPlanName, monthPattern } from './plans.js';
 import type { Provisioner } from './provision.js';
+import { monotonicMs } from '../clock.js';
 
 export const adminTokenEnv = 'SVC_CLOUD_ADMIN_TOKEN';
 /** A shorter token is refused at start: it could be guessed. */
@@ -345,7 +346,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = Date.now();
+    const started = monotonicMs();
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://admin');
     let status = 500;
@@ -371,7 +372,7 @@ export async function startAdminApi(options: AdminApiOptions): Promise<RunningAd
       }
     }
     // Method and path only: query strings and bodies are not logged (they may name secrets).
-    logger?.info({ method, path: url.pathname, status, ms: Date.now() - started }, 'admin request');
+    logger?.info({ method, path: url.pathname, status, ms: monotonicMs() - started }, 'admin request');
     if (status === 413) res.setHeader('connection', 'close');
     if (status === 204 || body === null) {
       res.writeHead(status).end();

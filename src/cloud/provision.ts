@@ -20,6 +20,7 @@ import { processAlive } from '../durability/process-alive.js';
 import { serverProcess } from '../server/launch.js';
 import type { ControlPlaneStore, Database } from './admin-store.js';
 import type { Logger } from './log.js';
+import { monotonicMs } from '../clock.js';
 
 export type BackendRole = 'writer' | 'reader';
 
@@ -144,8 +145,8 @@ export class ProcessRuntime implements BackendRuntime {
       this.options.logger?.warn({ serverPid: pid }, 'stopping a server left running by a previous control plane');
       try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
     }
-    const until = Date.now() + stopGraceMs;
-    while (orphans.some((pid) => processAlive(pid)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const until = monotonicMs() + stopGraceMs;
+    while (orphans.some((pid) => processAlive(pid)) && monotonicMs() < until) await new Promise((r) => setTimeout(r, 100));
     for (const pid of orphans.filter((pid) => processAlive(pid))) {
       try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
     }
@@ -259,7 +260,7 @@ const readyProbeTimeoutMs = 2_000;
 export async function waitUntilReady(url: string, timeoutMs: number, server?: RunningBackend): Promise<void> {
   let gone = false;
   void server?.exited.then(() => { gone = true; });
-  const until = Date.now() + timeoutMs;
+  const until = monotonicMs() + timeoutMs;
   let last = 'no answer';
   for (;;) {
     if (gone) throw new Error(`${url} exited before it was ready`);
@@ -271,7 +272,7 @@ export async function waitUntilReady(url: string, timeoutMs: number, server?: Ru
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
-    if (Date.now() > until) throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
+    if (monotonicMs() > until) throw new Error(`${url} not ready within ${timeoutMs} ms (${last})`);
     await new Promise((r) => setTimeout(r, readyPollMs));
   }
 }
@@ -372,7 +373,7 @@ export class Provisioner {
    */
   private async attempt(databaseId: string, entry: DatabaseServers): Promise<{ reason: string; final: boolean } | null> {
     const log = this.options.logger?.child({ databaseId });
-    const started = Date.now();
+    const started = monotonicMs();
     try {
       const database = await this.store.databaseRecord(databaseId);
       if (database === null || database.status === 'Deleted') return { reason: 'the database does not exist (any more)', final: true };
@@ -395,7 +396,7 @@ export class Provisioner {
       await this.store.setDatabaseStatus(databaseId, 'Active');
       entry.readers.forEach((reader, ordinal) => this.supervise(databaseId, entry, reader!, 'reader', ordinal, storage));
       this.supervise(databaseId, entry, entry.writer, 'writer', 0, storage);
-      log?.info({ writerUrl: entry.writer.url, readerUrls: entry.readers.map((r) => r!.url), ms: Date.now() - started }, 'database active');
+      log?.info({ writerUrl: entry.writer.url, readerUrls: entry.readers.map((r) => r!.url), ms: monotonicMs() - started }, 'database active');
       return null;
     } catch (err) {
       const reason = messageOf(err);
