@@ -6,7 +6,7 @@
 // for well-formed bodies of many shapes, malformed ones, and every option outcome.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { executeRequest, noFlags, type ExecOptions, type ExecRole, type RequestFlags } from '../src/exec/request.js';
+import { executeRequest, noFlags, planCacheEntries, type ExecOptions, type ExecRole, type RequestFlags } from '../src/exec/request.js';
 import type { IndexRuntime } from '../src/index/runtime.js';
 import { limits } from '../src/limits.js';
 import { holeCount, holeId, matchShape, shapeKey, shapePieces } from '../src/protocol/literal-ids.js';
@@ -130,6 +130,22 @@ const bodyArb = fc.record({
 });
 
 describe('element IDs in the query text: one plan per shape', () => {
+  it('keeps one entry for the bodies of a shortest path between literal IDs with a literal max_depth', () => {
+    const path = { body: readOne({ shortest_path: { source: { ids: [H(0)] }, target: { ids: [H(1)] }, label: 'E', direction: 'out', max_depth: 7 } }) };
+    const store = graphStore();
+    const before = planCacheEntries();
+    // (First in the file: the cache must have room, or a new entry would only replace an old one.)
+    expect(before).toBeLessThan(limits.planCacheEntriesMax - 40);
+    // Another shape between them: each path body is looked up by its key, not as the shape seen last.
+    for (let i = 0; i < 40; i++) {
+      for (const text of [bodyText(path, [String(i % 6), String((i * 5 + 1) % 6)], false), bodyText(shapes[0]!, [String(i % 6)], false)]) {
+        const out = executeRequest(store, text, noFlags, 'writer');
+        expect('status' in out && out.status).toBe(200);
+      }
+    }
+    expect(planCacheEntries() - before).toBeLessThanOrEqual(3);
+  });
+
   it('answers exactly as decoding from scratch, for well-formed, malformed and failing bodies', () => {
     fc.assert(fc.property(fc.array(bodyArb, { minLength: 1, maxLength: 30 }), (picks) => {
       // Few shapes per run, so most bodies meet a shape already cached.
@@ -157,6 +173,21 @@ describe('element IDs in the query text: one plan per shape', () => {
     // Node 0 has out-edges to 1 and 3; each body gets its own limit.
     const outcomes = differential([['0', '2'], ['0', '1'], ['0', '3'], ['0', '2'], ['3', '1']].map((holes) => ({ text: bodyText(shapes[6]!, holes, false), run })));
     expect(outcomes.map((o) => ('body' in o ? JSON.parse(o.body).r : o))).toEqual([[1, 3], [1], [1, 3], [1, 3], [4]]);
+  });
+
+  it('keys a shape with IDs and other integers on the other integers: one entry per limit, each body for its own IDs', () => {
+    const run: Run = { flags: noFlags, role: 'writer', options: undefined };
+    // Shapes no other test sends (the first body of a shape decides how it is keyed): the
+    // out-neighbours of one node, at most a literal count of them, under a name of its own.
+    const limited = (name: string) => ({ body: read([q(name, { id: { input: { limit: { input: { out: { input: nodesOf(0), label: 'E' } }, count: { literal: H(1) } } } } })], [name]) });
+    const answers = (name: string, bodies: string[][]) => differential(bodies.map((holes) => ({ text: bodyText(limited(name), holes, false), run })))
+      .map((o) => ('body' in o ? JSON.parse(o.body)[name] ?? JSON.parse(o.body).error : o));
+    // Node 0 has out-edges to 1 and 3, node 2 to 3, node 3 to 4, node 4 to 0.
+    const bodies = [['0', '2'], ['3', '2'], ['4', '2'], ['0', '1'], ['3', '1'], ['0', '2'], ['4', '1'], ['0', '-1'], ['-1', '2'], ['2', '2']];
+    const want = [[1, 3], [4], [0], [1], [4], [1, 3], [0], 'invalid_query_json', 'invalid_query_json', [3]];
+    expect(answers('limited', bodies)).toEqual(want);
+    // A first body whose ID is its limit cannot tell the two apart: that shape stays keyed on the exact text.
+    expect(answers('limited2', [['2', '2'], ...bodies])).toEqual([[3], ...want]);
   });
 
   it('re-plans a shape when the index catalog changes', () => {

@@ -6,7 +6,7 @@ import { decodeParameterValues, decodeRequest, plainToValue } from '../protocol/
 import { bodyText, NegativeZeroInteger, parseJson, type JsonValue } from '../protocol/json.js';
 import { lastParametersSpan, parametersSpan } from '../protocol/request-text.js';
 import {
-  bindIds, findIdSlots, hasAt, holeCount, holeEnd, holeInteger, holeStart, matchShape, probeText, shapeKey, shapePieces, type IdSlots,
+  bindIds, cutHoles, findIdSlots, hasAt, holeCount, holeEnd, holeInteger, holeStart, idHoles, matchShape, probeText, shapeKey, shapePieces, type IdSlots,
 } from '../protocol/literal-ids.js';
 import { I64_MAX, I64_MIN, type Value } from '../protocol/value.js';
 import { asSvcError, errorBody, optionError, SvcError } from '../protocol/errors.js';
@@ -102,8 +102,11 @@ export type QueryBounds = Pick<ExecOptions, 'queryTimeoutMs' | 'queryMemoryBytes
  * A body without `parameters` is keyed on its shape (protocol/literal-ids.ts): its text
  * with the integers cut out. When every integer of a shape is an element ID of an `ids`
  * list, one entry serves every body of that shape: a hit writes the body's IDs into the
- * entry's AST and runs it. Other shapes are remembered as such (a null entry) and their
- * bodies keyed on their exact text ('T' + the text).
+ * entry's AST and runs it. Other shapes are remembered as such (a null entry). When some of
+ * a shape's integers are element IDs and the rest are not (`"ids":[12345]` next to a
+ * `"max_depth":3`), its bodies are keyed with only the IDs cut out ('K' + the text with
+ * those holes, partialShapes): one entry serves every body with the same other integers.
+ * The bodies of other shapes are keyed on their exact text ('T' + the text).
  *
  * Plans are never mutated by execution, so sharing one across requests is exact (a shape's
  * ID slots are written before each run, and execution is synchronous on this thread); a
@@ -126,6 +129,14 @@ interface CachedPlan {
 }
 /** null: a shape whose integers are not all element IDs (its bodies are keyed on their text). */
 const planCache = new Map<string, CachedPlan | null>();
+/**
+ * Shapes (with a null entry in planCache) whose bodies are keyed with only these holes cut
+ * out (1: an element ID; literal-ids.ts idHoles, cutHoles). Without it a client sending a
+ * shortest path or a repeat between literal IDs with a literal `max_depth` filled the plan
+ * cache with one entry per pair (1,000 entries of ~1.7 KB on the bench's 3-hop and path
+ * scenarios, on the HTTP thread and the reader alike).
+ */
+const partialShapes = new Map<string, Uint8Array>();
 
 /** A body's text, or null when it is too large to cache (or not UTF-8: the parser reports that). */
 function cacheText(body: Uint8Array | string): string | null {
@@ -308,21 +319,11 @@ function lookUp(text: string): Lookup {
     const shape = shapeKey(text);
     if (shape === null) return hitOrKey(found, 'T' + text);
     const entry = planCache.get(shape);
-    if (entry === undefined) {
-      found.newShape = shape;
-      found.probe = holeCount === 0 ? text : probeText(text);
-      found.key = null;
-      return found;
-    }
-    if (entry === null) return hitOrKey(found, 'T' + text);
-    // A body whose IDs the shape cannot take is decoded from scratch and not cached.
-    found.key = null;
-    if (bindIds(text, entry.idSlots!)) {
-      found.key = shape;
-      found.cached = entry;
-      recentShape = entry;
-    }
-    return found;
+    if (entry !== null) return shapeHitOrKey(found, shape, entry, text);
+    const cut = partialShapes.get(shape);
+    if (cut === undefined) return hitOrKey(found, 'T' + text);
+    const partial = cutHoles(text, cut);
+    return shapeHitOrKey(found, partial, planCache.get(partial), text);
   }
   if (recentParameterized !== null && parseParametersAt(text, candidate) && isRecentParameterized(text, candidate, recentParameterized)) {
     found.key = null; // the entry is stored already
@@ -348,6 +349,28 @@ function lookUp(text: string): Lookup {
   found.key = key;
   if (key !== null && key !== first) found.cached = planCache.get(key) ?? undefined;
   return found;
+}
+
+/**
+ * A body of a shape whose holes (literal-ids.ts) are set: its entry's plan with the body's
+ * IDs written in, or the shape to remember (probed) when it has no entry yet.
+ */
+function shapeHitOrKey(into: Lookup, shape: string, entry: CachedPlan | null | undefined, text: string): Lookup {
+  if (entry === undefined) {
+    into.newShape = shape;
+    into.probe = holeCount === 0 ? text : probeText(text);
+    into.key = null;
+    return into;
+  }
+  if (entry === null) return hitOrKey(into, 'T' + text);
+  // A body whose IDs the shape cannot take is decoded from scratch and not cached.
+  into.key = null;
+  if (bindIds(text, entry.idSlots!)) {
+    into.key = shape;
+    into.cached = entry;
+    recentShape = entry;
+  }
+  return into;
 }
 
 function hitOrKey(into: Lookup, key: string): Lookup {
@@ -381,8 +404,24 @@ function rememberShape(shape: string, probe: string, text: string, own: CachedPl
     entry = null;
   }
   remember(shape, entry);
-  if (entry === null) remember('T' + text, own);
-  else recentShape = entry;
+  if (entry !== null) {
+    recentShape = entry;
+    return;
+  }
+  // Some holes are element IDs and some are not: the shape's bodies are keyed with only the
+  // IDs cut out, and this body's key is remembered (probed) as a shape of its own.
+  if (shape.charCodeAt(0) === 0x53 /* S */) {
+    const cut = idHoles(text, own.plan.request);
+    const cutCount = cut.reduce((n, c) => n + c, 0);
+    if (cutCount > 0 && cutCount < holes) {
+      if (partialShapes.size >= limits.planCacheEntriesMax) partialShapes.delete(partialShapes.keys().next().value!);
+      partialShapes.set(shape, cut);
+      const partial = cutHoles(text, cut);
+      rememberShape(partial, probeText(text), text, own);
+      return;
+    }
+  }
+  remember('T' + text, own);
 }
 
 /** The JSON kind of each parameter, with its name (length-prefixed); '!' for a `parameters` that is no object. */
@@ -397,6 +436,11 @@ function parameterKinds(params: JsonValue): string {
 function kindOf(v: JsonValue): string {
   return v === null ? 'n' : typeof v === 'boolean' ? 'b' : typeof v === 'bigint' || v instanceof NegativeZeroInteger ? 'i'
     : typeof v === 'number' ? 'f' : typeof v === 'string' ? 's' : Array.isArray(v) ? 'a' : 'o';
+}
+
+/** Entries in this thread's plan cache (tests). */
+export function planCacheEntries(): number {
+  return planCache.size;
 }
 
 function remember(key: string, entry: CachedPlan | null): void {

@@ -277,3 +277,63 @@ export function bindIds(text: string, slots: IdSlots): boolean {
   }
   return true;
 }
+
+/**
+ * The holes of the last shapeKey() whose integers may be element IDs of `request` (the body
+ * of that text, decoded): 1 for a hole whose value is an element of one of its `ids` lists
+ * and is no other hole's value, 0 for the rest (a `max_depth`, a `limit`, an ID that another
+ * hole repeats: which of the two is where cannot be told from the values). Only a guess: a
+ * shape keyed with the rest kept (cutHoles) is checked with its own probe (findIdSlots).
+ */
+export function idHoles(text: string, request: Request): Uint8Array {
+  const ids = new Set<bigint>();
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item);
+      return;
+    }
+    if (node instanceof Map || ArrayBuffer.isView(node)) return;
+    const record = node as Record<string, unknown>;
+    if (record['kind'] === 'ids' && Array.isArray(record['ids'])) {
+      for (const id of record['ids'] as bigint[]) ids.add(id);
+      return;
+    }
+    for (const key in record) visit(record[key]);
+  };
+  visit(request.batch);
+  const values = new Map<bigint, number>();
+  for (let k = 0; k < holeCount; k++) {
+    const id = holeId(text, k);
+    values.set(id, (values.get(id) ?? 0) + 1);
+  }
+  const cut = new Uint8Array(holeCount);
+  for (let k = 0; k < holeCount; k++) {
+    const id = holeId(text, k);
+    if (id >= 0n && ids.has(id) && values.get(id) === 1) cut[k] = 1;
+  }
+  return cut;
+}
+
+/**
+ * The key of the last shapeKey()'s text with only the holes `cut` marks cut out ('K' + the
+ * text with each of those integers replaced by U+0000; the other integers stay as they are),
+ * and from now on those holes are the text's holes (hole j is the j-th cut one), as
+ * shapePieces(), probeText() and bindIds() read them. Two texts with equal keys differ
+ * only in the integers at the cut holes (the argument at shapeKey, with fewer holes).
+ */
+export function cutHoles(text: string, cut: Uint8Array): string {
+  let key = 'K';
+  let last = 0;
+  let holes = 0;
+  for (let k = 0; k < holeCount; k++) {
+    if (cut[k] !== 1) continue;
+    key += text.slice(last, holeStarts[k]) + '\u0000';
+    last = holeEnds[k]!;
+    holeStarts[holes] = holeStarts[k]!;
+    holeEnds[holes] = last;
+    holes++;
+  }
+  holeCount = holes;
+  return key + text.slice(last);
+}
