@@ -36,8 +36,8 @@ let scheduled: ReturnType<typeof setTimeout> | null = null;
  * heap (10 ms), two left 11 MB (38 ms); on the writer after the bench's load, one left
  * 29 MB of heap for 8 MB live a second later (docs/benchmarks.md).
  */
-export function trimHeapNow(): void {
-  if (getHeapStatistics().total_heap_size < TRIM_HEAP_BYTES_MIN) return;
+export function trimHeapNow(heapBytesMin = TRIM_HEAP_BYTES_MIN): void {
+  if (getHeapStatistics().total_heap_size < heapBytesMin) return;
   collectGarbage();
   collectGarbage();
 }
@@ -85,8 +85,17 @@ export function scheduleHeapTrim(): void {
 const IDLE_CHECK_MS = 250;
 /** An interval in which the event loop was busy at most this share of the time is idle. */
 const IDLE_UTILIZATION_MAX = 0.02;
-/** An idle trim needs the heap to have grown this much since the last one. */
-const IDLE_TRIM_GROWTH_BYTES_MIN = 8 * 1024 * 1024;
+/**
+ * An idle trim needs the heap to have grown this much since the last one, and to be at
+ * least IDLE_TRIM_HEAP_BYTES_MIN. Lower than a bulk trim's bounds: after the bench's read
+ * scenarios the HTTP thread held ~20 MB of heap for ~11 MB live (it holds ~13 MB idle), which
+ * 24 MiB and 8 MiB left alone. With these the idle trim takes it to ~17 MB and the server's
+ * VmRSS one second after the reads is 188.2-189.2 MiB against 192.7-194.1 MiB (three runs
+ * each, alternating; docs/benchmarks.md "Sixth stop"). Before the plan cache kept one entry
+ * per shape with a literal max_depth, the same bounds gave no measurable gain.
+ */
+const IDLE_TRIM_GROWTH_BYTES_MIN = 4 * 1024 * 1024;
+const IDLE_TRIM_HEAP_BYTES_MIN = 16 * 1024 * 1024;
 
 /**
  * A thread that serves requests (the HTTP thread): once a busy period is followed by an idle
@@ -117,7 +126,7 @@ export function trimHeapWhenIdle(): { stop(): void } {
     // A heap V8 shrank on its own since is measured from there.
     heapAfterTrim = Math.min(heapAfterTrim, total);
     if (total < heapAfterTrim + IDLE_TRIM_GROWTH_BYTES_MIN) return;
-    trimHeapNow();
+    trimHeapNow(IDLE_TRIM_HEAP_BYTES_MIN);
     heapAfterTrim = getHeapStatistics().total_heap_size;
   }, IDLE_CHECK_MS);
   timer.unref();
