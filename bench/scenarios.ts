@@ -171,6 +171,20 @@ function pathLength(path: unknown): number {
   return Array.isArray(path) ? path.length : 0;
 }
 
+/** Point lookups against graphology's getNodeAttributes with its answer rendered by JSON.stringify. */
+function pointJson(key: string, title: string, call: 'sync' | 'async'): InProcessScenario {
+  return {
+    key, title, call,
+    peerName: 'graphology',
+    engine: (ctx) => ids(ctx).map(q.pointLookup),
+    peer: (ctx) => ids(ctx).map((id) => () => JSON.stringify({ r: [{ $id: id, ...ctx.peer.getNodeAttributes(String(id)) }] })),
+    same: (engine, peer) => {
+      const e = (engine as Record<string, unknown>[])[0]!, p = (JSON.parse(peer as string) as { r: Record<string, unknown>[] }).r[0]!;
+      return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
+    },
+  };
+}
+
 export const inProcessScenarios: InProcessScenario[] = [
   {
     key: 'point',
@@ -183,32 +197,11 @@ export const inProcessScenarios: InProcessScenario[] = [
       return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
     },
   },
-  {
-    // The same lookups against graphology's path with its answer rendered as JSON text, as
-    // svcdb's is (issue 13 item 6: "getNodeAttributes path including rendering").
-    key: 'point_json',
-    title: 'point lookup by id + value_map, the peer rendering JSON too',
-    peerName: 'graphology',
-    engine: (ctx) => ids(ctx).map(q.pointLookup),
-    peer: (ctx) => ids(ctx).map((id) => () => JSON.stringify({ r: [{ $id: id, ...ctx.peer.getNodeAttributes(String(id)) }] })),
-    same: (engine, peer) => {
-      const e = (engine as Record<string, unknown>[])[0]!, p = (JSON.parse(peer as string) as { r: Record<string, unknown>[] }).r[0]!;
-      return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
-    },
-  },
-  {
-    // point_json again through the asynchronous call (what `await db.queryRaw` costs on top).
-    key: 'point_json_async',
-    title: 'point lookup by id + value_map, the peer rendering JSON too, engine through `await queryRaw`',
-    peerName: 'graphology',
-    call: 'async',
-    engine: (ctx) => ids(ctx).map(q.pointLookup),
-    peer: (ctx) => ids(ctx).map((id) => () => JSON.stringify({ r: [{ $id: id, ...ctx.peer.getNodeAttributes(String(id)) }] })),
-    same: (engine, peer) => {
-      const e = (engine as Record<string, unknown>[])[0]!, p = (JSON.parse(peer as string) as { r: Record<string, unknown>[] }).r[0]!;
-      return e['$id'] === p['$id'] && e['$label'] === p['label'] && e['name'] === p['name'] && e['age'] === p['age'] && e['score'] === p['score'];
-    },
-  },
+  // The same lookups against graphology's path with its answer rendered as JSON text, as
+  // svcdb's is (issue 13 item 6: "getNodeAttributes path including rendering"); and again
+  // with the engine called through `await db.queryRaw` (what the promise costs on top).
+  pointJson('point_json', 'point lookup by id + value_map, the peer rendering JSON too', 'sync'),
+  pointJson('point_json_async', 'point lookup by id + value_map, the peer rendering JSON too, engine through `await queryRaw`', 'async'),
   {
     key: '1hop',
     title: '1-hop out count',
