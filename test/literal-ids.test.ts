@@ -212,6 +212,28 @@ describe('element IDs in the query text: one plan per shape', () => {
     expect(executeRequest(store, text(3), noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"a":[3],"r":[2]}' });
     expect(executeRequest(store, text(1), noFlags, 'reader', inline)).toEqual({ status: 200, body: '{"a":[1],"r":[2]}' });
   });
+
+  it('never takes a kept integer for a cut ID: -0 as an ID, IDs next to 2^64 - 1 (a review\'s reproductions)', () => {
+    // A first body with `-0` in its ids list and `0` as its limit, then bodies whose ID is
+    // 2^64 - 1 (the value the probe of a key puts in its first cut hole): through the cache
+    // the limit was written in as a node ID, and a set_property wrote to node 2.
+    const limited = (id: string, n: string) => `{"request_type":"read","query_name":null,"query":{"read":{"entries":[{"query":{"name":"r","root":{"id":{"input":{"limit":{"input":{"out":{"input":{"nodes":{"reference":{"ids":[${id}]}}},"label":null}},"count":{"literal":${n}}}}}}}}],"returns":["r"]}}}`;
+    const setK = (id: string, v: string) => `{"request_type":"write","query_name":null,"query":{"write":{"entries":[{"query":{"name":"r","root":{"id":{"input":{"set_property":{"input":{"nodes":{"reference":{"ids":[${id}]}}},"name":"k","value":{"value":{"f64":${v}}}}}}}}}],"returns":["r"]}}}`;
+    const top = '18446744073709551615';
+    const cases: [(a: string, b: string) => string, [string, string][]][] = [
+      [limited, [['-0', '0'], [top, '1'], [top, '1'], [top, '3'], ['2', '1'], ['-0', '0'], ['0', '2']]],
+      [setK, [['-0', '0'], [top, '1'], [top, '2'], ['2', '5'], ['3', '6']]],
+    ];
+    for (const [body, values] of cases) {
+      const cached = graphStore(), fresh = graphStore();
+      for (const [a, b] of values) {
+        const text = body(a, b);
+        expect(executeRequest(cached, text, noFlags, 'writer'), text).toEqual(uncached(() => executeRequest(fresh, text, noFlags, 'writer')));
+      }
+      const dump = JSON.stringify(read([q('r', { value_map: { input: { nodes: { reference: 'all' } } } })], ['r']));
+      expect(executeRequest(cached, dump, noFlags, 'writer')).toEqual(executeRequest(fresh, dump, noFlags, 'writer'));
+    }
+  });
 });
 
 describe('one query text with other parameters: the same answers as decoding from scratch', () => {

@@ -323,6 +323,7 @@ function lookUp(text: string): Lookup {
     const cut = partialShapes.get(shape);
     if (cut === undefined) return hitOrKey(found, 'T' + text);
     const partial = cutHoles(text, cut);
+    if (partial === null) return hitOrKey(found, 'T' + text);
     return shapeHitOrKey(found, partial, planCache.get(partial), text);
   }
   if (recentParameterized !== null && parseParametersAt(text, candidate) && isRecentParameterized(text, candidate, recentParameterized)) {
@@ -417,8 +418,10 @@ function rememberShape(shape: string, probe: string, text: string, own: CachedPl
       if (partialShapes.size >= limits.planCacheEntriesMax) partialShapes.delete(partialShapes.keys().next().value!);
       partialShapes.set(shape, cut);
       const partial = cutHoles(text, cut);
-      rememberShape(partial, probeText(text), text, own);
-      return;
+      if (partial !== null) {
+        rememberShape(partial, probeText(text), text, own);
+        return;
+      }
     }
   }
   remember('T' + text, own);
