@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, SvcError, type Database } from '../src/index.js';
-import { addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
+import { annKnowsBo, addN, count, nodes, q, read, str, write } from './helpers/requests.js';
 
 const open: Database[] = [];
 const dirs: string[] = [];
@@ -18,11 +18,7 @@ afterEach(async () => {
 async function seeded(): Promise<Database> {
   const db = await openDatabase({ storage: 'memory' });
   open.push(db);
-  await db.query(write([
-    q('a', addN('User', [['name', str('Ann')], ['age', i64(31)]])),
-    q('b', addN('User', [['name', str('Bo')], ['age', i64(27)]])),
-    q('e', { add_e: { input: nodesVar('a'), label: 'KNOWS', to: { var: 'b' }, properties: [] } }),
-  ], []));
+  await db.query(annKnowsBo);
   return db;
 }
 

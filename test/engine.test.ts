@@ -2,15 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
 import { limits } from '../src/limits.js';
-import { addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
+import { annKnowsBo, addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
 
 async function seeded() {
   const db = await openDatabase({ storage: 'memory' });
-  await db.query(write([
-    q('a', addN('User', [['name', str('Ann')], ['age', i64(31)]])),
-    q('b', addN('User', [['name', str('Bo')], ['age', i64(27)]])),
-    q('e', { add_e: { input: nodesVar('a'), label: 'KNOWS', to: { var: 'b' }, properties: [] } }),
-  ], []));
+  await db.query(annKnowsBo);
   return db;
 }
 

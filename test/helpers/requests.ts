@@ -35,3 +35,10 @@ export function countNodesBody(label: string): string {
     },
   });
 }
+
+/** Users Ann (0, age 31) and Bo (1, age 27) and an edge Ann -KNOWS-> Bo: the seed of the engine tests. */
+export const annKnowsBo = write([
+  q('a', addN('User', [['name', str('Ann')], ['age', i64(31)]])),
+  q('b', addN('User', [['name', str('Bo')], ['age', i64(27)]])),
+  q('e', { add_e: { input: nodesVar('a'), label: 'KNOWS', to: { var: 'b' }, properties: [] } }),
+], []);
