@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, SvcError, type Database } from '../src/index.js';
-import { annKnowsBo, addN, count, nodes, q, read, str, write } from './helpers/requests.js';
+import { annKnowsBo, dumpAll, addN, count, nodes, q, read, str, write } from './helpers/requests.js';
 
 const open: Database[] = [];
 const dirs: string[] = [];
@@ -22,10 +22,6 @@ async function seeded(): Promise<Database> {
   return db;
 }
 
-const everything = read([
-  q('n', { value_map: { input: nodes('all'), properties: null } }),
-  q('e', { edge_properties: { input: { edges: { reference: 'all' } } } }),
-], ['n', 'e']);
 
 function thrown(fn: () => unknown): SvcError {
   try {
@@ -43,7 +39,7 @@ describe('querySync', () => {
     const byParam = read([q('n', { value_map: { input: { nodes: { reference: { param: 'ids' } } }, properties: null } })], ['n'],
       { parameters: { ids: [1] }, parameter_types: { ids: { array: 'i64' } } });
     const bodies: unknown[] = [
-      everything,
+      dumpAll,
       byParam,
       JSON.stringify(byParam),
       read([q('c', count(nodes('all')))], ['c']),
@@ -99,7 +95,7 @@ describe('querySync', () => {
 
   it('refuses a write request with invalid_request and executes nothing of it', async () => {
     const db = await seeded();
-    const before = await db.queryRaw(everything);
+    const before = await db.queryRaw(dumpAll);
     const add = write([q('x', addN('User', [['name', str('Cy')]]))], ['x']);
     const refused = db.queryRawSync(add);
     expect(refused.status).toBe(400);
@@ -107,7 +103,7 @@ describe('querySync', () => {
     expect(JSON.parse(refused.body).msg).toMatch(/querySync answers read requests/);
     const err = thrown(() => db.querySync(add));
     expect([err.status, err.code]).toEqual([400, 'invalid_request']);
-    expect(await db.queryRaw(everything)).toEqual(before);
+    expect(await db.queryRaw(dumpAll)).toEqual(before);
     // The ID sequence was not touched either: the next node gets the ID after the seed's two.
     expect(await db.query(add)).toEqual({ x: [{ $id: 2 }] });
   });

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase, SvcError } from '../src/index.js';
 import { limits } from '../src/limits.js';
-import { annKnowsBo, addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
+import { annKnowsBo, dumpAll, addN, count, i64, nodes, nodesVar, q, read, str, write } from './helpers/requests.js';
 
 async function seeded() {
   const db = await openDatabase({ storage: 'memory' });
@@ -10,10 +10,6 @@ async function seeded() {
   return db;
 }
 
-const dumpQuery = read([
-  q('n', { value_map: { input: nodes('all'), properties: null } }),
-  q('e', { edge_properties: { input: { edges: { reference: 'all' } } } }),
-], ['n', 'e']);
 
 async function errorOf(p: Promise<unknown>): Promise<SvcError> {
   try {
@@ -28,7 +24,7 @@ async function errorOf(p: Promise<unknown>): Promise<SvcError> {
 describe('transactions', () => {
   it('a multi-entry write whose last entry fails leaves the store exactly as before', async () => {
     const db = await seeded();
-    const before = await db.queryRaw(dumpQuery);
+    const before = await db.queryRaw(dumpAll);
     const err = await errorOf(db.query(write([
       q('c', addN('User', [['name', str('Cy')]])),
       q(null, { set_property: { input: nodes([0]), name: 'age', value: i64(99) } }),
@@ -37,7 +33,7 @@ describe('transactions', () => {
     ], ['c'])));
     expect(err.code).toBe('node_not_found');
     expect(err.status).toBe(500);
-    expect(await db.queryRaw(dumpQuery)).toEqual(before);
+    expect(await db.queryRaw(dumpAll)).toEqual(before);
   });
 
   it('later entries see earlier uncommitted effects', async () => {
@@ -111,11 +107,11 @@ describe('error codes', () => {
   for (const [what, request, code, status] of cases) {
     it(`${what} -> ${status} ${code}`, async () => {
       const db = await seeded();
-      const before = await db.queryRaw(dumpQuery);
+      const before = await db.queryRaw(dumpAll);
       const { status: got, body } = await db.queryRaw(request);
       expect({ status: got, error: JSON.parse(body).error }).toEqual({ status, error: code });
       expect(Object.keys(JSON.parse(body)).sort()).toEqual(['error', 'msg']);
-      expect(await db.queryRaw(dumpQuery)).toEqual(before);
+      expect(await db.queryRaw(dumpAll)).toEqual(before);
     });
   }
 

@@ -42,3 +42,9 @@ export const annKnowsBo = write([
   q('b', addN('User', [['name', str('Bo')], ['age', i64(27)]])),
   q('e', { add_e: { input: nodesVar('a'), label: 'KNOWS', to: { var: 'b' }, properties: [] } }),
 ], []);
+
+/** Every node's value map and every edge's properties: what a test compares before and after. */
+export const dumpAll = read([
+  q('n', { value_map: { input: nodes('all'), properties: null } }),
+  q('e', { edge_properties: { input: { edges: { reference: 'all' } } } }),
+], ['n', 'e']);
