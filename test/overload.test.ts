@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { HttpFrontEnd } from '../dist/src/server/http.js';
 import { ReaderPool } from '../dist/src/server/reader-pool.js';
 import { answeredJob } from './helpers/jobs.js';
+import { monotonicMs } from '../dist/src/clock.js';
 import { eventually } from './helpers/eventually.js';
 import { WriterThread } from '../dist/src/server/writer.js';
 import { startServer, type RunningServer, type ServerOptions } from '../dist/src/server/server.js';
@@ -752,14 +753,14 @@ describe('a request that cannot be sent to the writer thread', () => {
       const worker = (writer as unknown as { worker: { postMessage: (...args: unknown[]) => void } }).worker;
       const post = worker.postMessage;
       worker.postMessage = () => { throw new Error('could not clone'); };
-      const lost = answeredJob(addNode(freshLabel()), Date.now());
+      const lost = answeredJob(addNode(freshLabel()), monotonicMs());
       writer.submit(lost.job);
       worker.postMessage = post;
       const answer = await lost.answer;
       expect(answer.status).toBe(500);
       expect(JSON.parse(answer.body).msg).toBe('internal error: the request could not be sent to the writer thread: could not clone');
       expect(writer.pendingRequests).toBe(0);
-      const next = answeredJob(addNode(freshLabel()), Date.now());
+      const next = answeredJob(addNode(freshLabel()), monotonicMs());
       writer.submit(next.job);
       expect((await next.answer).status).toBe(200);
       expect(lost.offered()).toBe(1);

@@ -10,6 +10,7 @@
 // PLAIN_PROGRESS_EVERY_MS while it is running. Each operation ends with one line of its own.
 import { CliError } from './errors.js';
 import type { HttpResponse } from './http.js';
+import { monotonicMs } from '../clock.js';
 
 /** An operation to wait for, from a receipt. */
 export interface Receipt {
@@ -134,7 +135,7 @@ export class ProgressRenderer {
   /** Non-TTY: what was last printed per operation, and when. */
   private readonly lastLine = new Map<string, { key: string; atMs: number }>();
 
-  constructor(private readonly out: ProgressSink, private readonly now: () => number = Date.now) {}
+  constructor(private readonly out: ProgressSink, private readonly now: () => number = monotonicMs) {}
 
   /** A permanent line (an operation settled, or a note). */
   line(text: string): void {

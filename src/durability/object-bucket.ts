@@ -467,6 +467,8 @@ export class WriterLock {
    * monotonic clock: a step back of the wall clock must not keep a lease looking fresh.
    */
   private renewedAt = monotonicMs();
+  /** The same moment on the wall clock: a suspended machine's monotonic clock stops, a rival's does not. */
+  private renewedAtWall = Date.now();
   /** The renewal in progress, awaited by release() so it cannot re-create a released lock. */
   private renewal: Promise<void> | null = null;
   private lost = false;
@@ -477,7 +479,7 @@ export class WriterLock {
     const holder: LockHolder = { id: randomUUID(), pid: process.pid, host: hostname(), since: new Date().toISOString() };
     const body = Buffer.from(JSON.stringify(holder));
     for (let attempt = 1; attempt <= LOCK_READ_ATTEMPTS; attempt++) {
-      const startedAt = monotonicMs();
+      const startedAt = monotonicMs(), startedAtWall = Date.now();
       const current = await readLock(bucket);
       let put: string | undefined | 'precondition';
       if (current === null) {
@@ -498,6 +500,7 @@ export class WriterLock {
       if (check?.holder?.id === holder.id) {
         const lock = new WriterLock(bucket, holder, options);
         lock.renewedAt = startedAt;
+        lock.renewedAtWall = startedAtWall;
         lock.start();
         return lock;
       }
@@ -519,7 +522,11 @@ export class WriterLock {
 
   /** Whether our lease is fresh enough to write under. */
   get fresh(): boolean {
-    return !this.lost && monotonicMs() - this.renewedAt < this.options.leaseMs * LEASE_FRESH_FRACTION;
+    // Fresh on both clocks: a step back of the wall clock must not stretch the lease (the
+    // monotonic side still counts), nor a suspension longer than the lease, after which a
+    // rival may hold the lock by its wall clock and S3's (the wall side counts it).
+    const elapsed = Math.max(monotonicMs() - this.renewedAt, Date.now() - this.renewedAtWall);
+    return !this.lost && elapsed < this.options.leaseMs * LEASE_FRESH_FRACTION;
   }
 
   /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */
@@ -538,7 +545,7 @@ export class WriterLock {
   }
 
   private async renew(): Promise<void> {
-    const startedAt = monotonicMs();
+    const startedAt = monotonicMs(), startedAtWall = Date.now();
     try {
       const current = await readLock(this.bucket);
       if (this.lost) return;
@@ -554,6 +561,7 @@ export class WriterLock {
         return;
       }
       this.renewedAt = startedAt;
+      this.renewedAtWall = startedAtWall;
     } catch {
       // Storage unreachable: try again next round. The lease may run out meanwhile, which
       // stops our writes (fresh is false) but proves nothing about a successor: the next

@@ -8,6 +8,9 @@ import { errorBody } from '../protocol/errors.js';
 import type { QueryJob } from './job.js';
 import { monotonicMs } from '../clock.js';
 
+/** setTimeout's largest delay (2^31 - 1 ms). */
+const TIMER_DELAY_MS_MAX = 2 ** 31 - 1;
+
 /** The answer a watch gives (the body a reader's or the writer's own cut gives), built once. */
 const OVERDUE = deadlineExceeded();
 const OVERDUE_BODY = errorBody(OVERDUE);
@@ -52,7 +55,8 @@ export class DeadlineTimer {
     if (atMs >= this.atMs || this.closed) return;
     if (this.timer !== null) clearTimeout(this.timer);
     this.atMs = atMs;
-    this.timer = setTimeout(this.run, Math.max(1, atMs - monotonicMs()));
+    // Capped at setTimeout's largest delay (~24.8 days): past it Node fires after 1 ms.
+    this.timer = setTimeout(this.run, Math.min(TIMER_DELAY_MS_MAX, Math.max(1, atMs - monotonicMs())));
     this.timer.unref();
   }
 
