@@ -216,6 +216,25 @@ export interface IdSlots {
   readonly pieces: readonly string[];
 }
 
+/** Calls `fn` with every `ids` reference list of a decoded request's batch (an AST walk). */
+function forEachIdsList(batch: unknown, fn: (ids: bigint[]) => void): void {
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item);
+      return;
+    }
+    if (node instanceof Map || ArrayBuffer.isView(node)) return; // values: no references inside
+    const record = node as Record<string, unknown>;
+    if (record['kind'] === 'ids' && Array.isArray(record['ids'])) {
+      fn(record['ids'] as bigint[]);
+      return;
+    }
+    for (const key in record) visit(record[key]);
+  };
+  visit(batch);
+}
+
 /**
  * Where each hole of the probe (probeText) went in its decoded request, or null when some
  * hole is not an element of an `ids` reference list (an `i64` value, a `limit`, a
@@ -227,31 +246,18 @@ export function findIdSlots(probe: Request, holes: number, pieces: readonly stri
   const multi: bigint[][] = [];
   let found = 0;
   let twice = false;
-  const visit = (node: unknown): void => {
-    if (node === null || typeof node !== 'object') return;
-    if (Array.isArray(node)) {
-      for (const item of node) visit(item);
-      return;
+  forEachIdsList(probe.batch, (ids) => {
+    if (ids.length >= 2) multi.push(ids);
+    for (let i = 0; i < ids.length; i++) {
+      const k = U64_MAX - ids[i]!;
+      if (k < 0n || k >= BigInt(holes)) continue;
+      const hole = Number(k);
+      if (list[hole] !== undefined) twice = true;
+      list[hole] = ids;
+      index[hole] = i;
+      found++;
     }
-    if (node instanceof Map || ArrayBuffer.isView(node)) return; // values: no references inside
-    const record = node as Record<string, unknown>;
-    if (record['kind'] === 'ids' && Array.isArray(record['ids'])) {
-      const ids = record['ids'] as bigint[];
-      if (ids.length >= 2) multi.push(ids);
-      for (let i = 0; i < ids.length; i++) {
-        const k = U64_MAX - ids[i]!;
-        if (k < 0n || k >= BigInt(holes)) continue;
-        const hole = Number(k);
-        if (list[hole] !== undefined) twice = true;
-        list[hole] = ids;
-        index[hole] = i;
-        found++;
-      }
-      return;
-    }
-    for (const key in record) visit(record[key]);
-  };
-  visit(probe.batch);
+  });
   if (twice || found !== holes) return null;
   return { list: list as bigint[][], index, multi, pieces };
 }
@@ -287,21 +293,7 @@ export function bindIds(text: string, slots: IdSlots): boolean {
  */
 export function idHoles(text: string, request: Request): Uint8Array {
   const ids = new Set<bigint>();
-  const visit = (node: unknown): void => {
-    if (node === null || typeof node !== 'object') return;
-    if (Array.isArray(node)) {
-      for (const item of node) visit(item);
-      return;
-    }
-    if (node instanceof Map || ArrayBuffer.isView(node)) return;
-    const record = node as Record<string, unknown>;
-    if (record['kind'] === 'ids' && Array.isArray(record['ids'])) {
-      for (const id of record['ids'] as bigint[]) ids.add(id);
-      return;
-    }
-    for (const key in record) visit(record[key]);
-  };
-  visit(request.batch);
+  forEachIdsList(request.batch, (list) => { for (const id of list) ids.add(id); });
   // Counted by the integer each hole decodes to: `-0` in an ids list is element 0, so a `-0`
   // and a `0` elsewhere are the same value and neither can be told to be the ID.
   const values = new Map<bigint, number>();
