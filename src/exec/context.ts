@@ -8,8 +8,7 @@ import { recordGet } from '../store/record-codec.js';
 import type { Store } from '../store/store.js';
 import { compareComparable, isMember, memberCount, takeEqualityWork, valuesEqual } from '../protocol/compare.js';
 import { idOfKey, isEdgeKey, NO_ELEMENT, type RowExtra, type Stream } from './rows.js';
-import { deadlineExceeded, guard } from '../query-guard.js';
-import { monotonicMs } from '../clock.js';
+import { guard } from '../query-guard.js';
 
 export interface ExecCtx {
   readonly store: Store;
@@ -31,8 +30,6 @@ export interface ExecCtx {
   readonly trackPath: boolean;
   /** Time for `timestamp` / `date_time_now` (the wall clock), read at its first use and fixed for the request; 0 until then. */
   nowMs: number;
-  /** Cooperative deadline (a monotonicMs() value, src/clock.ts), or Infinity. */
-  readonly deadlineMs: number;
 }
 
 /**
@@ -314,10 +311,4 @@ export function addI64(a: bigint, b: bigint): bigint {
   const sum = a + b;
   if (sum < I64_MIN || sum > I64_MAX) throw queryError('i64 overflow in sack_add');
   return sum;
-}
-
-/** Check the query's deadline, memory budget and work cap now (src/query-guard.ts). */
-export function checkDeadline(ctx: ExecCtx): void {
-  guard.check();
-  if (monotonicMs() > ctx.deadlineMs) throw deadlineExceeded();
 }

@@ -7,7 +7,7 @@ import {
   checkRowLimit, edgeKey, idOfKey, isEdgeKey, movedExtra, NO_ELEMENT, nodeKey, RowSet, type RowExtra,
 } from './rows.js';
 import { ElementMarks, withRoom } from './marks.js';
-import { checkDeadline, type ExecCtx } from './context.js';
+import type { ExecCtx } from './context.js';
 import { guard, ROW_BYTES } from '../query-guard.js';
 import { limits } from '../limits.js';
 import { queryError } from '../protocol/errors.js';
@@ -283,7 +283,7 @@ function expandOnKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLev
       const rowsInSlice = Math.min(sliceRows, count - first);
       produced += kernels.expandRows(input + first, rowsInSlice, dirs, step.label, ctx.at, output + produced, seen, seenShift);
       guard.step(Math.ceil(bound * (rowsInSlice / count)));
-      checkDeadline(ctx);
+      guard.check();
     }
     take(topo.words, output, produced);
     return true;

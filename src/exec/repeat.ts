@@ -3,7 +3,7 @@
 import type { Op, RepeatConfig } from '../protocol/ast.js';
 import { queryError } from '../protocol/errors.js';
 import { limits } from '../limits.js';
-import { checkDeadline, evalPredicate, type ExecCtx } from './context.js';
+import { evalPredicate, type ExecCtx } from './context.js';
 import { body, type EvalOp } from './eval-op.js';
 import { append, RowSet } from './rows.js';
 import { navigateNodeRows, navigationStep, nodeRowsStep, type NodeRowsStep } from './navigation.js';
@@ -28,7 +28,7 @@ export function evalRepeat(ctx: ExecCtx, op: Extract<Op, { op: 'repeat' }>, inpu
   let frontierBytes = 0;
   for (let i = 0; i < iterations; i++) {
     if (i >= limits.repeatIterationsMax) throw queryError(`repeat exceeded ${limits.repeatIterationsMax} iterations`);
-    checkDeadline(ctx);
+    guard.check();
     if (c.emit === 'before' || c.emit === 'all') append(emitted, frontier);
     const before = guard.bytes;
     const next = step !== null ? navigateNodeRows(ctx, step, frontier, dedupLevels) : body(ctx, evalOp, c.traversal, frontier, 'repeat');

@@ -559,7 +559,7 @@ export function executeRequest(
     const ctx: ExecCtx = {
       store, at, writing: write, barrier: null, accessPaths: plan.accessPaths.size === 0 ? null : plan.accessPaths,
       paramFrames: [parameters], vars: new Map(),
-      trackPath: plan.trackPath, nowMs: 0, deadlineMs,
+      trackPath: plan.trackPath, nowMs: 0,
     };
     // A write that commits at barriers announces a read, as a read does: rows bound before a
     // barrier may name elements its commit dropped, whose records must outlive the request
@@ -574,7 +574,7 @@ export function executeRequest(
         ctx.at = store.beginWrite();
       };
     }
-    const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, ctx.deadlineMs, options.inlineWorkMax);
+    const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, deadlineMs, options.inlineWorkMax);
     let response: string;
     const outerGuard = swapGuard(queryGuard);
     try {

@@ -23,7 +23,8 @@ import { limits } from '../limits.js';
 import type { Store } from '../store/store.js';
 import { traversalKernelsOn } from '../store/kernels.js';
 import { withRoom } from './marks.js';
-import { checkDeadline, type ExecCtx } from './context.js';
+import type { ExecCtx } from './context.js';
+import { guard } from '../query-guard.js';
 import type { Stream } from './rows.js';
 import { resolveRef } from './sources.js';
 import { A_NEIGHBOR, ADJ_WORDS, DIR_IN, DIR_OUT, entryVisible, kernelDirections, type DirWord, type Topology } from '../store/topology.js';
@@ -469,7 +470,7 @@ export function shortestPath(ctx: ExecCtx, op: Extract<Op, { op: 'shortest_path'
   const maxDepth = op.max_depth > BigInt(limits.nodesMax) ? limits.nodesMax : Number(op.max_depth);
   const path = shortestPathJs({
     store: ctx.store, at: ctx.at, source, target, label, direction: op.direction, maxDepth,
-    checkDeadline: () => checkDeadline(ctx),
+    checkDeadline: () => guard.check(),
   });
   return { kind: 'scalars', items: path.map((id) => BigInt(id)) };
 }
