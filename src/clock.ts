@@ -8,7 +8,7 @@
 // each thread adds the offset that turns its readings into the process-wide clock: a
 // request's arrival time taken on the HTTP thread is compared on the writer or a reader.
 // CLOCK_MONOTONIC does not count time the machine spends suspended: where that matters (a
-// lease another machine judges by its wall clock) both clocks are read (object-bucket.ts).
+// lease another machine judges by its wall clock) both clocks are read (Instant, msSince).
 
 /**
  * performance.now() + this = the monotonic clock in ms. The first performance.now() of a
@@ -34,4 +34,23 @@ const offsetMs = ((): number => {
 /** Milliseconds on the monotonic clock, comparable between the threads of the process. */
 export function monotonicMs(): number {
   return performance.now() + offsetMs;
+}
+
+/** A moment on both clocks, for an interval another machine judges by its wall clock. */
+export interface Instant {
+  readonly monotonicMs: number;
+  readonly wallMs: number;
+}
+
+export function instant(): Instant {
+  return { monotonicMs: monotonicMs(), wallMs: Date.now() };
+}
+
+/**
+ * Milliseconds since `then`, the larger of what the two clocks say: a step back of the wall
+ * clock does not shorten it (the monotonic side counts), nor a suspension, which the
+ * monotonic clock does not count (the wall side does).
+ */
+export function msSince(then: Instant): number {
+  return Math.max(monotonicMs() - then.monotonicMs, Date.now() - then.wallMs);
 }

@@ -24,7 +24,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError } from '../protocol/errors.js';
 import { processAlive } from './process-alive.js';
 import { withoutCredentials } from '../url-credentials.js';
-import { monotonicMs } from '../clock.js';
+import { instant, msSince } from '../clock.js';
 
 /** The Content-MD5 header of `body` (base64 of its MD5), which the server checks the bytes it received against. */
 function contentMd5(body: Uint8Array): string {
@@ -463,12 +463,11 @@ const LEASE_FRESH_FRACTION = 2 / 3;
 export class WriterLock {
   private timer: NodeJS.Timeout | null = null;
   /**
-   * When the last successful renewal started (its PUT's LastModified is no earlier), on the
-   * monotonic clock: a step back of the wall clock must not keep a lease looking fresh.
+   * When the last successful renewal started (its PUT's LastModified is no earlier), on both
+   * clocks: a step back of the wall clock must not keep a lease looking fresh, nor a
+   * suspension, which stops the monotonic clock but not a rival's (clock.ts msSince).
    */
-  private renewedAt = monotonicMs();
-  /** The same moment on the wall clock: a suspended machine's monotonic clock stops, a rival's does not. */
-  private renewedAtWall = Date.now();
+  private renewedAt = instant();
   /** The renewal in progress, awaited by release() so it cannot re-create a released lock. */
   private renewal: Promise<void> | null = null;
   private lost = false;
@@ -479,7 +478,7 @@ export class WriterLock {
     const holder: LockHolder = { id: randomUUID(), pid: process.pid, host: hostname(), since: new Date().toISOString() };
     const body = Buffer.from(JSON.stringify(holder));
     for (let attempt = 1; attempt <= LOCK_READ_ATTEMPTS; attempt++) {
-      const startedAt = monotonicMs(), startedAtWall = Date.now();
+      const startedAt = instant();
       const current = await readLock(bucket);
       let put: string | undefined | 'precondition';
       if (current === null) {
@@ -500,7 +499,6 @@ export class WriterLock {
       if (check?.holder?.id === holder.id) {
         const lock = new WriterLock(bucket, holder, options);
         lock.renewedAt = startedAt;
-        lock.renewedAtWall = startedAtWall;
         lock.start();
         return lock;
       }
@@ -522,11 +520,7 @@ export class WriterLock {
 
   /** Whether our lease is fresh enough to write under. */
   get fresh(): boolean {
-    // Fresh on both clocks: a step back of the wall clock must not stretch the lease (the
-    // monotonic side still counts), nor a suspension longer than the lease, after which a
-    // rival may hold the lock by its wall clock and S3's (the wall side counts it).
-    const elapsed = Math.max(monotonicMs() - this.renewedAt, Date.now() - this.renewedAtWall);
-    return !this.lost && elapsed < this.options.leaseMs * LEASE_FRESH_FRACTION;
+    return !this.lost && msSince(this.renewedAt) < this.options.leaseMs * LEASE_FRESH_FRACTION;
   }
 
   /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */
@@ -545,7 +539,7 @@ export class WriterLock {
   }
 
   private async renew(): Promise<void> {
-    const startedAt = monotonicMs(), startedAtWall = Date.now();
+    const startedAt = instant();
     try {
       const current = await readLock(this.bucket);
       if (this.lost) return;
@@ -561,7 +555,6 @@ export class WriterLock {
         return;
       }
       this.renewedAt = startedAt;
-      this.renewedAtWall = startedAtWall;
     } catch {
       // Storage unreachable: try again next round. The lease may run out meanwhile, which
       // stops our writes (fresh is false) but proves nothing about a successor: the next
