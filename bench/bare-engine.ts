@@ -9,19 +9,14 @@
 // `node dist/bench/ab.js --config 'S|dist/src/cli/main.js|0|1|1|--readers 1'
 //   --config 'E|--max-semi-space-size=1 dist/bench/bare-engine.js|0|1|1|'
 //   --config 'U|dist/bench/bare-uws.js|0|1|1|'`
-// (ab.js passes `serve --host H --port P ...`; the host and port are read from there.)
+// (ab.js passes `serve --host H --port P ...`: util.ts listenAddress.)
 import uWS from 'uWebSockets.js';
 import { Store } from '../src/store/store.js';
 import { executeRequest, execOptions, noFlags } from '../src/exec/request.js';
 import { statusLine } from '../src/server/uws.js';
+import { listenAddress } from './util.js';
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string): string => {
-  const at = args.indexOf(name);
-  return at >= 0 && at + 1 < args.length ? args[at + 1]! : fallback;
-};
-const host = option('--host', '127.0.0.1');
-const port = Number(option('--port', '0'));
+const { host, port } = listenAddress(process.argv.slice(2));
 
 const store = Store.create();
 const options = execOptions({ queryTimeoutMs: 30_000 });

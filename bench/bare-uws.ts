@@ -2,12 +2,9 @@
 // the POST body and answers a fixed JSON body. Run as its own process by bench/servers.ts;
 // prints `bare-uws listening on http://127.0.0.1:PORT` once listening.
 import uWS from 'uWebSockets.js';
+import { listenAddress } from './util.js';
 
-// `HOST PORT`, or the flags bench/ab.js gives a server (`serve --host HOST --port PORT ...`).
-const args = process.argv.slice(2);
-const flag = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-const host = flag('--host') ?? args[0] ?? '127.0.0.1';
-const port = Number(flag('--port') ?? args[1] ?? 0);
+const { host, port } = listenAddress(process.argv.slice(2));
 const BODY = '{"r":[{"$id":1,"$label":"User","age":42,"name":"ana_1","score":12.345}]}';
 
 uWS.App()

@@ -133,3 +133,12 @@ export async function undisturbed<T>(
   }
   return best!;
 }
+
+/**
+ * Where a reference server (bare-uws.ts, bare-engine.ts) listens: `HOST PORT`, or the flags
+ * bench/ab.js gives a server (`serve --host HOST --port PORT ...`).
+ */
+export function listenAddress(args: readonly string[]): { host: string; port: number } {
+  const flag = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  return { host: flag('--host') ?? args[0] ?? '127.0.0.1', port: Number(flag('--port') ?? args[1] ?? 0) };
+}
