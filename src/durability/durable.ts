@@ -207,16 +207,24 @@ export class Committer {
     }
     const store = this.storage.store;
     const before = store.committedEpoch();
+    const batchesBefore = store.writeBatchesBegun();
     const outcome = executeRequest(store, body, flags, 'writer', this.execFor(timeoutMs, receivedAtMs));
+    const readAsWriter = store.writeBatchesBegun() !== batchesBefore;
     if (store.committedEpoch() !== before) this.finishSmallIndexWork();
     this.scheduleIndexWork();
     if ('forward' in outcome) {
       return { status: 500, body: '{"error":"internal_error","msg":"internal error: the writer was asked to forward a request"}' };
     }
     const epoch = store.committedEpoch();
-    if (epoch === before) return outcome;
-    const durable = this.storage.sync();
+    if (epoch === before) {
+      // Nothing committed. A write batch reads at the newest committed epoch, which readers
+      // see only once it is durable: a write that changed nothing, or failed, may have read
+      // batches that are not durable yet, so its answer waits for them as theirs do.
+      if (!readAsWriter || flags.awaitDurable === false || store.visibleEpoch() === epoch) return outcome;
+      return this.answerOnceDurable(outcome);
+    }
     if (flags.awaitDurable === false) {
+      const durable = this.storage.sync();
       // Answered before it is durable: visible now as well (the documented exception).
       store.publish(epoch);
       this.undurableAcks++;
@@ -225,7 +233,12 @@ export class Committer {
       durable.then(settled, settled);
       return outcome;
     }
-    return durable.then(() => outcome, (err: unknown) => {
+    return this.answerOnceDurable(outcome);
+  }
+
+  /** `outcome` once every batch committed so far is durable, or the storage's error. */
+  private answerOnceDurable(outcome: Answer): Promise<Answer> {
+    return this.storage.sync().then(() => outcome, (err: unknown) => {
       // Fencing and storage errors can name the directory or bucket: forClient logs those.
       const e = forClient(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`));
       return { status: e.status, body: errorBody(e) };

@@ -579,7 +579,7 @@ export function executeRequest(
     const outerGuard = swapGuard(queryGuard);
     try {
       response = runBatch(ctx, plan);
-      if (write) logPending(store, options.logBatch);
+      if (write && !store.batchIsEmpty()) logPending(store, options.logBatch);
     } catch (err) {
       if (write) store.rollback();
       throw err;
@@ -587,7 +587,12 @@ export function executeRequest(
       swapGuard(outerGuard);
       if (!write || announced) store.endRead();
     }
-    if (write) store.commit();
+    // A write that changed nothing takes no epoch; its answer still waits for what it read
+    // to be durable (durable.ts Committer.execute).
+    if (write) {
+      if (store.batchIsEmpty()) store.endEmptyBatch();
+      else store.commit();
+    }
     return { status: 200, body: response };
   } catch (err) {
     if (err instanceof InlineWorkExceeded) return { forward: 'pool' };

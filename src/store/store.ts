@@ -226,6 +226,11 @@ export class Store {
   private recordCacheBytes = 0;
   /** Writer only: the epoch being written, or 0 outside a batch. */
   private pending = 0;
+  /** Write batches begun on this store (writer): tells a caller whether a request opened one. */
+  private writeBatches = 0;
+  /** The slot counters when the open batch began: a batch that took IDs changed something. */
+  private batchNodeSlots = 0;
+  private batchEdgeSlots = 0;
   private readonly undo: Undo[] = [];
   /** When set (disk storage), every change of the open batch is also recorded for the WAL. */
   private redo: RedoOp[] | null = null;
@@ -672,6 +677,9 @@ export class Store {
     const committed = this.committedEpoch();
     if (committed >= limits.epochMax) throw new SvcError('storage_error', 'storage error: epoch space exhausted');
     this.pending = committed + 1;
+    this.writeBatches++;
+    this.batchNodeSlots = this.nodeSlots();
+    this.batchEdgeSlots = this.edgeSlots();
     this.undo.length = 0;
     this.versionReuse!.beginBatch(this.meta[M_HEAP_USED]!);
     this.redo = this.captureRedo ? [] : null;
@@ -782,10 +790,28 @@ export class Store {
     this.undo.length = 0;
   }
 
-  /** Whether the open batch changed nothing yet (no undo, no new name). */
+  /** Whether the open batch changed nothing yet (no undo, no new name, no ID taken). */
   batchIsEmpty(): boolean {
     this.assertWriting();
-    return this.undo.length === 0 && this.names.size() === this.namesLogged;
+    return this.undo.length === 0 && this.names.size() === this.namesLogged
+      && this.nodeSlots() === this.batchNodeSlots && this.edgeSlots() === this.batchEdgeSlots;
+  }
+
+  /**
+   * End the open batch, which changed nothing, without committing it: it takes no epoch and
+   * logs nothing (epochs are a bound over the database's life, docs/limits.md epochMax).
+   */
+  endEmptyBatch(): void {
+    if (!this.batchIsEmpty()) throw new SvcError('internal_error', 'internal error: a batch with changes ended as empty');
+    this.pending = 0;
+    this.endBatch();
+    this.redo = null;
+    this.indexes?.settled();
+  }
+
+  /** Write batches begun so far (writer): whether a request read at the newest committed epoch. */
+  writeBatchesBegun(): number {
+    return this.writeBatches;
   }
 
   /** The epoch of the open batch (writer; 0 outside a batch). */
