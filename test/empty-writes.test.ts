@@ -3,15 +3,18 @@
 // until the batches it read are durable (durable.ts Committer.execute).
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/index.js';
 import { Store } from '../src/store/store.js';
+import { SvcError } from '../src/protocol/errors.js';
 import { Committer, MemoryStorage, type Answer } from '../src/durability/durable.js';
 import { executeRequest, noFlags } from '../src/exec/request.js';
+import { walFaults } from '../src/durability/wal.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 
 const tempDir = tempDirs('empty-writes');
+afterEach(() => { walFaults.failSyncs = 0; });
 
 const addOne = (n: number) => write([q('x', addN('U', [['n', i64(n)]]))], ['x']);
 const countAll = read([q('c', count(nodes('all')))], ['c']);
@@ -86,5 +89,50 @@ describe('a write that changes nothing', () => {
     expect(committer.execute(text(countInWrite), noFlags)).toEqual({ status: 200, body: '{"c":1}' });
     expect(committer.execute(text(setOnMissing), noFlags)).toEqual({ status: 200, body: '{}' });
     expect(store.committedEpoch(), 'only the add took an epoch').toBe(epoch);
+  });
+
+  it('with x-svc-await-durable: false is answered at once, and reads see what it showed', () => {
+    const store = Store.create();
+    store.publishOnCommit = false;
+    const storage = Object.assign(new MemoryStorage(store), { sync: () => new Promise<void>(() => undefined) }); // never durable
+    const committer = new Committer(storage, { queryTimeoutMs: 30_000 });
+    void committer.execute(text(addOne(1)), noFlags);
+    const answer = committer.execute(text(countInWrite), { ...noFlags, awaitDurable: false });
+    expect(answer).toEqual({ status: 200, body: '{"c":1}' });
+    expect(committer.executeRead(text(countAll), noFlags)).toEqual({ status: 200, body: '{"c":1}' });
+  });
+
+  it('is refused at once while the storage cannot make what it read durable, never answered "may or may not"', async () => {
+    const notApplied = { error: 'storage_error', msg: expect.stringMatching(/^storage error: storage unavailable, the write was not applied/) };
+    const db = await openDatabase({ storage: 'disk', path: tempDir() });
+    await db.query(addOne(1));
+    walFaults.failSyncs = 1_000_000; // an outage that lasts
+    const waiting = db.queryRaw(addOne(2));
+    await new Promise((resolve) => setTimeout(resolve, 20)); // its fsync failed: the storage is not ready
+    for (const body of [countInWrite, setOnMissing, edgeToNowhere]) {
+      const answer = await Promise.race([db.queryRaw(body), new Promise<'no answer'>((resolve) => setTimeout(() => resolve('no answer'), 2000))]);
+      expect(answer === 'no answer' ? answer : JSON.parse(answer.body), text(body)).toEqual(notApplied);
+    }
+    walFaults.failSyncs = 0;
+    expect((await waiting).status).toBe(200);
+    expect(await db.query(countAll)).toEqual({ c: 2 });
+    await db.close();
+  }, 20_000);
+
+  it('waiting when its storage is fenced is refused, not answered "may or may not have happened"', async () => {
+    const store = Store.create();
+    store.publishOnCommit = false;
+    let fence = (): void => undefined;
+    const fenced = new Promise<void>((_, reject) => { fence = () => reject(new SvcError('writer_fenced_commit_outcome_unknown', 'writer fenced')); });
+    fenced.catch(() => undefined);
+    const storage = Object.assign(new MemoryStorage(store), { sync: () => fenced });
+    const committer = new Committer(storage, { queryTimeoutMs: 30_000 });
+    const added = committer.execute(text(addOne(1)), noFlags) as Promise<Answer>;
+    const waiting = [countInWrite, edgeToNowhere].map((body) => committer.execute(text(body), noFlags) as Promise<Answer>);
+    fence();
+    expect(JSON.parse((await added).body).error, 'the committed write: its outcome is unknown').toBe('writer_fenced_commit_outcome_unknown');
+    for (const answer of await Promise.all(waiting)) {
+      expect(JSON.parse(answer.body)).toEqual({ error: 'storage_error', msg: 'storage error: storage unavailable, the write was not applied (writer fenced)' });
+    }
   });
 });

@@ -90,6 +90,13 @@ export interface Answer {
   retryAfterSeconds?: number;
 }
 
+/** The answer to a write that changed nothing while its storage cannot make what it read durable. */
+function notApplied(problem: string | null): Answer {
+  // The problem can name the directory or bucket: forClient logs it and answers without it.
+  const e = forClient(new SvcError('storage_error', `storage error: storage unavailable, the write was not applied${problem === null ? '' : ` (${problem})`}`));
+  return { status: e.status, body: errorBody(e) };
+}
+
 /** Executes requests on the writer's store and answers writes once they are durable. */
 export class Committer {
   private readonly exec: ExecOptions;
@@ -220,8 +227,18 @@ export class Committer {
       // Nothing committed. A write batch reads at the newest committed epoch, which readers
       // see only once it is durable: a write that changed nothing, or failed, may have read
       // batches that are not durable yet, so its answer waits for them as theirs do.
-      if (!readAsWriter || flags.awaitDurable === false || store.visibleEpoch() === epoch) return outcome;
-      return this.answerOnceDurable(outcome);
+      if (!readAsWriter || store.visibleEpoch() === epoch) return outcome;
+      if (flags.awaitDurable === false) {
+        // Answered before what it read is durable, as the header allows: visible now as
+        // well, as after a write with the header that committed.
+        store.publish(epoch);
+        return outcome;
+      }
+      // Storage that cannot make batches durable now would hold the answer for the whole
+      // outage (and a fenced one never can): the request changed nothing, so it is refused
+      // as new writes are then, never answered "may or may not have happened".
+      if (!this.storage.health().ready) return notApplied(this.storage.health().problem);
+      return this.storage.sync().then(() => outcome, (err: unknown) => notApplied(err instanceof Error ? err.message : String(err)));
     }
     if (flags.awaitDurable === false) {
       const durable = this.storage.sync();
