@@ -754,9 +754,9 @@ describe('a request that cannot be sent to the writer thread', () => {
       const post = worker.postMessage;
       worker.postMessage = () => { throw new Error('could not clone'); };
       const lost = answeredJob(addNode(freshLabel()), monotonicMs());
-      writer.submit(lost.job);
-      worker.postMessage = post;
+      writer.submit(lost.job); // sent with the turn's other requests, after this turn
       const answer = await lost.answer;
+      worker.postMessage = post;
       expect(answer.status).toBe(500);
       expect(JSON.parse(answer.body).msg).toBe('internal error: the request could not be sent to the writer thread: could not clone');
       expect(writer.pendingRequests).toBe(0);
@@ -764,6 +764,29 @@ describe('a request that cannot be sent to the writer thread', () => {
       writer.submit(next.job);
       expect((await next.answer).status).toBe(200);
       expect(lost.offered()).toBe(1);
+    } finally {
+      await writer.close();
+    }
+  });
+});
+
+describe('requests sent to the writer thread', () => {
+  it('go in one message per turn of the event loop, each answered on its own, in order', async () => {
+    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, queryMemoryBytes: 64 * 1024 * 1024, diskPath: null, onFatal: () => undefined });
+    try {
+      const worker = (writer as unknown as { worker: { postMessage: (message: { kind: string; queries?: unknown[] }, ...rest: unknown[]) => void } }).worker;
+      const post = worker.postMessage.bind(worker);
+      const sent: number[] = [];
+      worker.postMessage = (message, ...rest) => { sent.push(message.queries?.length ?? 0); post(message, ...rest); };
+      const label = freshLabel();
+      const turn = Array.from({ length: 5 }, () => answeredJob(addNode(label), monotonicMs()));
+      for (const { job } of turn) writer.submit(job);
+      const answers = await Promise.all(turn.map((j) => j.answer));
+      expect(answers.map((a) => JSON.parse(a.body))).toEqual([0, 1, 2, 3, 4].map((id) => ({ n: [{ $id: id }] })));
+      const next = answeredJob(countLabel(label), monotonicMs());
+      writer.submit(next.job);
+      expect((await next.answer).body).toBe('{"c":5}');
+      expect(sent).toEqual([5, 1]);
     } finally {
       await writer.close();
     }

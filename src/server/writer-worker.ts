@@ -43,9 +43,18 @@ export interface WriterWorkerData {
   undurableAcksMax: number;
 }
 
+/** One request for the writer; ids grow with arrival order, the order requests run in. */
+export interface WriterQuery {
+  id: number;
+  body: Uint8Array;
+  flags: number;
+  receivedAtMs: number;
+}
+
 /** Main thread -> writer. */
 export type WriterRequest =
-  | { kind: 'query'; id: number; body: Uint8Array; flags: number; receivedAtMs: number }
+  /** The requests one turn of the main thread's event loop sent, in id order (writer.ts). */
+  | { kind: 'queries'; queries: WriterQuery[] }
   /** Finish everything received before this, then exit. */
   | { kind: 'close' };
 
@@ -131,10 +140,12 @@ async function runWriter(storage: DurableStorage): Promise<void> {
         });
       return;
     }
-    if (!markStarted(message.id, message.body)) return;
-    const answer = committer.execute(message.body, decodeFlags(message.flags), undefined, message.receivedAtMs);
-    if ('then' in answer) void answer.then((a) => sendResult(message.id, a.status, a.body));
-    else sendResult(message.id, answer.status, answer.body, answer.retryAfterSeconds);
+    for (const query of message.queries) {
+      if (!markStarted(query.id, query.body)) continue;
+      const answer = committer.execute(query.body, decodeFlags(query.flags), undefined, query.receivedAtMs);
+      if ('then' in answer) void answer.then((a) => sendResult(query.id, a.status, a.body));
+      else sendResult(query.id, answer.status, answer.body, answer.retryAfterSeconds);
+    }
   });
 
   reply({ kind: 'ready', shared: storage.store.shared, recovery: storage.report, health: storage.health() });
@@ -227,12 +238,14 @@ async function runFollower(refreshMs: number): Promise<void> {
       return;
     }
     // The front end of a reader server sends nothing here; answer like a replica anyway.
-    if (!markStarted(message.id, message.body)) return;
-    const outcome = executeRequest(following.store, message.body, decodeFlags(message.flags), 'replica', execOptions({
-      queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes, receivedAtMs: message.receivedAtMs,
-    }));
-    if ('forward' in outcome) sendResult(message.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
-    else sendResult(message.id, outcome.status, outcome.body);
+    for (const query of message.queries) {
+      if (!markStarted(query.id, query.body)) continue;
+      const outcome = executeRequest(following.store, query.body, decodeFlags(query.flags), 'replica', execOptions({
+        queryTimeoutMs: data.queryTimeoutMs, queryMemoryBytes: data.queryMemoryBytes, receivedAtMs: query.receivedAtMs,
+      }));
+      if ('forward' in outcome) sendResult(query.id, 500, '{"error":"internal_error","msg":"internal error: a replica was asked to forward"}');
+      else sendResult(query.id, outcome.status, outcome.body);
+    }
   });
 
   reply({ kind: 'ready', shared: following.store.shared, recovery: following.report, health });

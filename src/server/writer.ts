@@ -1,9 +1,11 @@
 // Main-thread side of the writer thread (writer-worker.ts): start it, get the store's
 // shared buffers, send it jobs and route its answers back.
 //
-// One postMessage per request, unbatched: writes are few next to reads and costly anyway
-// (~9 us per raw hop, notes/measured.md), and the writer must answer each as soon as it
-// commits. Jobs are tagged with an id and run in id order.
+// The requests of one turn of the event loop go to the thread in one postMessage (sent
+// from setImmediate, after uWS delivered what one poll returned): one message per request
+// cost the HTTP thread ~16 % of its time under a write load (docs/benchmarks.md "Where a
+// write's server CPU goes"). Each is answered on its own as soon as it commits. Jobs are
+// tagged with an id and run in id order.
 //
 // Bounds (limits.ts): requests sent and not answered yet (waiting, running, or committed
 // and waiting for durability) are at most writerPendingRequestsMax, with at most
@@ -33,7 +35,7 @@ import { bodyToTransfer, encodeFlags, failJob, type QueryJob, type QuerySink } f
 import { QueueBound } from './queue-bound.js';
 import { DeadlineTimer, OverdueAnswers } from './deadline-watch.js';
 import { WriteClaims } from './write-claims.js';
-import type { WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
+import type { WriterQuery, WriterReply, WriterRequest, WriterWorkerData } from './writer-worker.js';
 import { monotonicMs } from '../clock.js';
 
 export interface WriterOptions {
@@ -100,6 +102,10 @@ export class WriterThread implements QuerySink {
   /** The id of the last request the thread began to run (it writes, we read after it died). */
   private readonly started: BigInt64Array;
   private nextId = 1;
+  /** Requests of this turn not sent yet (flushOutbox), their jobs and body buffers. */
+  private outbox: WriterQuery[] = [];
+  private outboxSent: SentJob[] = [];
+  private outboxTransfer: ArrayBuffer[] = [];
   /** Set when the thread stopped (closed or crashed): new jobs fail at once. */
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
@@ -199,18 +205,35 @@ export class WriterThread implements QuerySink {
     this.claims.queue(id);
     this.overdueTimer.armBy(sent.answerByMs);
     const transfer = bodyToTransfer(job);
-    const message: WriterRequest = { kind: 'query', id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 };
-    try {
-      this.worker.postMessage(message, [transfer]);
-    } catch (err) {
-      // Never sent (it could not be cloned or transferred, or memory ran out): it must not
-      // keep its place in the queue, which only an answer from the thread gives back.
-      this.pending.delete(id);
-      this.pendingBound.remove(bodyBytes);
-      this.claims.answer(id);
-      failJob(job, `the request could not be sent to the writer thread: ${(err as Error).message}`);
-    }
+    if (this.outbox.length === 0) setImmediate(this.flushOutbox);
+    this.outbox.push({ id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 });
+    this.outboxSent.push(sent);
+    // Two bodies may share a buffer: a transfer list names each buffer once.
+    if (!this.outboxTransfer.includes(transfer)) this.outboxTransfer.push(transfer);
   }
+
+  /** Send the requests of this turn to the thread, in one message. */
+  private readonly flushOutbox = (): void => {
+    const queries = this.outbox, sent = this.outboxSent, transfer = this.outboxTransfer;
+    if (queries.length === 0) return;
+    this.outbox = [];
+    this.outboxSent = [];
+    this.outboxTransfer = [];
+    if (this.stopped !== null) return; // onStopped answered every pending job
+    const message: WriterRequest = { kind: 'queries', queries };
+    try {
+      this.worker.postMessage(message, transfer);
+    } catch (err) {
+      // Never sent (it could not be cloned or transferred, or memory ran out): they must not
+      // keep their places in the queue, which only an answer from the thread gives back.
+      for (const { id, job, bodyBytes } of sent) {
+        if (!this.pending.delete(id)) continue;
+        this.pendingBound.remove(bodyBytes);
+        this.claims.answer(id);
+        failJob(job, `the request could not be sent to the writer thread: ${(err as Error).message}`);
+      }
+    }
+  };
 
   /**
    * Answer every request past its deadline + grace that the writer has not started; it
@@ -248,6 +271,7 @@ export class WriterThread implements QuerySink {
         clearTimeout(timer);
         resolve();
       });
+      this.flushOutbox(); // "everything received before this"
       const message: WriterRequest = { kind: 'close' };
       this.worker.postMessage(message);
     });
