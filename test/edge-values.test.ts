@@ -117,6 +117,29 @@ describe('lone surrogates and invalid UTF-8 over HTTP: the same answer on every 
   });
 });
 
+describe('an empty body over HTTP', () => {
+  it('is answered 400 on every path, again and again, and the server lives on', async () => {
+    // The front end's shared empty body was transferred to the writer thread with the first
+    // such request (detached for every later one), and the second crashed the server.
+    const server = await spawnServer(['--readers', '1']);
+    try {
+      const post = async (headers: Record<string, string>) => {
+        const res = await fetch(`${server.url}/v2/query`, { method: 'POST', body: '', headers });
+        return { status: res.status, ...(await res.json() as { error: string }) };
+      };
+      for (let i = 0; i < 3; i++) {
+        for (const headers of [{ 'x-svc-require-writer': 'true' }, {}] as Record<string, string>[]) {
+          expect(await post(headers), JSON.stringify(headers)).toMatchObject({ status: 400 });
+        }
+      }
+      const res = await fetch(`${server.url}/v2/query`, { method: 'POST', body: JSON.stringify(read([q('c', count(nodes('all')))], ['c'])) });
+      expect(await res.text()).toBe('{"c":0}');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('-0 keeps its sign', () => {
   const readBack = read([q('v', { value_map: { input: nodes([0]), properties: null } })], ['v']);
 

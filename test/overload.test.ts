@@ -793,6 +793,27 @@ describe('requests sent to the writer thread', () => {
   });
 });
 
+describe('a batch of writer requests', () => {
+  it('answers a write durable at commit (memory) before the next request of its batch runs', async () => {
+    const marker = 'svcdb-batch-stall-marker';
+    process.env['SVCDB_TEST_WRITER_STALL'] = `${SLOW_MS}:${marker}`;
+    const writer = await WriterThread.start({ queryTimeoutMs: 5_000, queryMemoryBytes: 64 * 1024 * 1024, diskPath: null, onFatal: () => undefined });
+    delete process.env['SVCDB_TEST_WRITER_STALL'];
+    try {
+      const first = answeredJob(addNode(freshLabel()), monotonicMs());
+      const stalled = answeredJob(addNode(marker), monotonicMs());
+      writer.submit(first.job);
+      writer.submit(stalled.job); // the same turn: the same message
+      const sentAt = monotonicMs();
+      expect((await first.answer).status).toBe(200);
+      expect(monotonicMs() - sentAt, 'answered before the stalled request ran').toBeLessThan(SLOW_MS / 2);
+      expect((await stalled.answer).status).toBe(200);
+    } finally {
+      await writer.close();
+    }
+  });
+});
+
 describe('a writer thread that dies', () => {
   it('answers what it never started 500 and what it started 409 outcome unknown, then reports fatal', async () => {
     const fatal: Error[] = [];

@@ -246,6 +246,8 @@ class PendingQuery implements QueryJob, QueryResponder {
   }
 
   ownBody(): void {
+    // The shared empty body must not travel: a transfer would detach it for every request.
+    if (this.body === NO_BODY) this.body = new Uint8Array(0);
     if (!this.bodyInScratch) return;
     this.bodyInScratch = false;
     const owned = allocTransferable(this.body.byteLength);

@@ -105,7 +105,7 @@ export class WriterThread implements QuerySink {
   /** Requests of this turn not sent yet (flushOutbox), their jobs and body buffers. */
   private outbox: WriterQuery[] = [];
   private outboxSent: SentJob[] = [];
-  private outboxTransfer: ArrayBuffer[] = [];
+  private outboxTransfer = new Set<ArrayBuffer>();
   /** Set when the thread stopped (closed or crashed): new jobs fail at once. */
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
@@ -209,7 +209,7 @@ export class WriterThread implements QuerySink {
     this.outbox.push({ id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 });
     this.outboxSent.push(sent);
     // Two bodies may share a buffer: a transfer list names each buffer once.
-    if (!this.outboxTransfer.includes(transfer)) this.outboxTransfer.push(transfer);
+    this.outboxTransfer.add(transfer);
   }
 
   /** Send the requests of this turn to the thread, in one message. */
@@ -218,11 +218,11 @@ export class WriterThread implements QuerySink {
     if (queries.length === 0) return;
     this.outbox = [];
     this.outboxSent = [];
-    this.outboxTransfer = [];
+    this.outboxTransfer = new Set();
     if (this.stopped !== null) return; // onStopped answered every pending job
     const message: WriterRequest = { kind: 'queries', queries };
     try {
-      this.worker.postMessage(message, transfer);
+      this.worker.postMessage(message, [...transfer]);
     } catch (err) {
       // Never sent (it could not be cloned or transferred, or memory ran out): they must not
       // keep their places in the queue, which only an answer from the thread gives back.
