@@ -9,7 +9,7 @@ import { SvcError } from '../protocol/errors.js';
 import { Store, type RedoBatch } from '../store/store.js';
 import { acquireWriterLock, LOCK_FILE } from './disk-lock.js';
 import { Backoff } from './backoff.js';
-import { healthy, HealthSignal, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
+import { healthy, HealthSignal, writeNotApplied, type DurableStorage, type RecoveryReport, type StorageHealth } from './durable.js';
 import { fsyncDir } from './format.js';
 import { listSnapshots, readSnapshotFile, snapshotName, writeSnapshot } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
@@ -352,9 +352,7 @@ export class DiskWriter implements DurableStorage {
   logBatch(batch: RedoBatch): void {
     if (this.closed) throw new SvcError('database_closed', 'database is closed');
     if (this.fenced) throw this.fenced;
-    if (this.unavailable) {
-      throw new SvcError('storage_error', `storage error: storage unavailable, the write was not applied (${this.unavailable.msg})`);
-    }
+    if (this.unavailable) throw writeNotApplied(this.unavailable.msg);
     const before = this.wal.bytes;
     try {
       this.wal.append(batch);

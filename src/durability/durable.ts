@@ -90,10 +90,14 @@ export interface Answer {
   retryAfterSeconds?: number;
 }
 
-/** The answer to a write that changed nothing while its storage cannot make what it read durable. */
-function notApplied(problem: string | null): Answer {
-  // The problem can name the directory or bucket: forClient logs it and answers without it.
-  const e = forClient(new SvcError('storage_error', `storage error: storage unavailable, the write was not applied${problem === null ? '' : ` (${problem})`}`));
+/** A write refused because the storage cannot make batches durable now: it changed nothing. */
+export function writeNotApplied(problem: string | null): SvcError {
+  return new SvcError('storage_error', `storage error: storage unavailable, the write was not applied${problem === null ? '' : ` (${problem})`}`);
+}
+
+/** An error as the client is answered it: what names the directory or bucket is logged, not sent (forClient). */
+function clientAnswer(err: SvcError): Answer {
+  const e = forClient(err);
   return { status: e.status, body: errorBody(e) };
 }
 
@@ -237,8 +241,9 @@ export class Committer {
       // Storage that cannot make batches durable now would hold the answer for the whole
       // outage (and a fenced one never can): the request changed nothing, so it is refused
       // as new writes are then, never answered "may or may not have happened".
-      if (!this.storage.health().ready) return notApplied(this.storage.health().problem);
-      return this.storage.sync().then(() => outcome, (err: unknown) => notApplied(err instanceof Error ? err.message : String(err)));
+      const health = this.storage.health();
+      if (!health.ready) return clientAnswer(writeNotApplied(health.problem));
+      return this.storage.sync().then(() => outcome, (err: unknown) => clientAnswer(writeNotApplied(err instanceof Error ? err.message : String(err))));
     }
     if (flags.awaitDurable === false) {
       const durable = this.storage.sync();
@@ -255,10 +260,6 @@ export class Committer {
 
   /** `outcome` once every batch committed so far is durable, or the storage's error. */
   private answerOnceDurable(outcome: Answer): Promise<Answer> {
-    return this.storage.sync().then(() => outcome, (err: unknown) => {
-      // Fencing and storage errors can name the directory or bucket: forClient logs those.
-      const e = forClient(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`));
-      return { status: e.status, body: errorBody(e) };
-    });
+    return this.storage.sync().then(() => outcome, (err: unknown) => clientAnswer(err instanceof SvcError ? err : new SvcError('storage_error', `storage error: ${String(err)}`)));
   }
 }

@@ -576,10 +576,14 @@ export function executeRequest(
     }
     const queryGuard = new QueryGuard(options.queryMemoryBytes ?? limits.queryMemoryBytesMax, deadlineMs, options.inlineWorkMax);
     let response: string;
+    // A write that changed nothing is neither logged nor committed: it takes no epoch, and its
+    // answer still waits for what it read to be durable (durable.ts Committer.execute).
+    let empty = false;
     const outerGuard = swapGuard(queryGuard);
     try {
       response = runBatch(ctx, plan);
-      if (write && !store.batchIsEmpty()) logPending(store, options.logBatch);
+      empty = write && store.batchIsEmpty();
+      if (write && !empty) logPending(store, options.logBatch);
     } catch (err) {
       if (write) store.rollback();
       throw err;
@@ -587,12 +591,8 @@ export function executeRequest(
       swapGuard(outerGuard);
       if (!write || announced) store.endRead();
     }
-    // A write that changed nothing takes no epoch; its answer still waits for what it read
-    // to be durable (durable.ts Committer.execute).
-    if (write) {
-      if (store.batchIsEmpty()) store.endEmptyBatch();
-      else store.commit();
-    }
+    if (empty) store.endEmptyBatch();
+    else if (write) store.commit();
     return { status: 200, body: response };
   } catch (err) {
     if (err instanceof InlineWorkExceeded) return { forward: 'pool' };

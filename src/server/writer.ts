@@ -102,10 +102,8 @@ export class WriterThread implements QuerySink {
   /** The id of the last request the thread began to run (it writes, we read after it died). */
   private readonly started: BigInt64Array;
   private nextId = 1;
-  /** Requests of this turn not sent yet (flushOutbox), their jobs and body buffers. */
-  private outbox: WriterQuery[] = [];
-  private outboxSent: SentJob[] = [];
-  private outboxTransfer = new Set<ArrayBuffer>();
+  /** Requests of this turn not sent yet (flushOutbox). */
+  private outbox: SentJob[] = [];
   /** Set when the thread stopped (closed or crashed): new jobs fail at once. */
   private stopped: string | null = null;
   private closing: Promise<void> | null = null;
@@ -204,22 +202,25 @@ export class WriterThread implements QuerySink {
     this.pending.set(id, sent);
     this.claims.queue(id);
     this.overdueTimer.armBy(sent.answerByMs);
-    const transfer = bodyToTransfer(job);
+    // The body leaves with this turn's message: it gets a buffer of its own now, while the
+    // front end's scratch still holds it (the next request's once this call returns).
+    bodyToTransfer(job);
     if (this.outbox.length === 0) setImmediate(this.flushOutbox);
-    this.outbox.push({ id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 });
-    this.outboxSent.push(sent);
-    // Two bodies may share a buffer: a transfer list names each buffer once.
-    this.outboxTransfer.add(transfer);
+    this.outbox.push(sent);
   }
 
   /** Send the requests of this turn to the thread, in one message. */
   private readonly flushOutbox = (): void => {
-    const queries = this.outbox, sent = this.outboxSent, transfer = this.outboxTransfer;
-    if (queries.length === 0) return;
+    const sent = this.outbox;
+    if (sent.length === 0) return;
     this.outbox = [];
-    this.outboxSent = [];
-    this.outboxTransfer = new Set();
     if (this.stopped !== null) return; // onStopped answered every pending job
+    const queries: WriterQuery[] = [];
+    const transfer = new Set<ArrayBuffer>(); // two bodies may share a buffer: a transfer list names each once
+    for (const { id, job } of sent) {
+      queries.push({ id, body: job.body, flags: encodeFlags(job.flags), receivedAtMs: job.receivedAtMs ?? 0 });
+      transfer.add(job.body.buffer as ArrayBuffer);
+    }
     const message: WriterRequest = { kind: 'queries', queries };
     try {
       this.worker.postMessage(message, [...transfer]);
