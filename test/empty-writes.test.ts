@@ -111,7 +111,7 @@ describe('a write that changes nothing', () => {
     await new Promise((resolve) => setTimeout(resolve, 20)); // its fsync failed: the storage is not ready
     for (const body of [countInWrite, setOnMissing, edgeToNowhere]) {
       const answer = await Promise.race([db.queryRaw(body), new Promise<'no answer'>((resolve) => setTimeout(() => resolve('no answer'), 2000))]);
-      expect(answer === 'no answer' ? answer : JSON.parse(answer.body), text(body)).toEqual(notApplied);
+      expect(answer === 'no answer' ? answer : { status: answer.status, ...JSON.parse(answer.body) }, text(body)).toEqual({ status: 500, ...notApplied });
     }
     walFaults.failSyncs = 0;
     expect((await waiting).status).toBe(200);
@@ -132,7 +132,7 @@ describe('a write that changes nothing', () => {
     fence();
     expect(JSON.parse((await added).body).error, 'the committed write: its outcome is unknown').toBe('writer_fenced_commit_outcome_unknown');
     for (const answer of await Promise.all(waiting)) {
-      expect(JSON.parse(answer.body)).toEqual({ error: 'storage_error', msg: 'storage error: storage unavailable, the write was not applied (writer fenced)' });
+      expect({ status: answer.status, ...JSON.parse(answer.body) }).toEqual({ status: 500, error: 'storage_error', msg: 'storage error: storage unavailable, the write was not applied (writer fenced)' });
     }
   });
 });
