@@ -208,9 +208,10 @@ describe('the writer queue', () => {
 describe('writes answered before they are durable', () => {
   it('past writerUndurableAcksMax are shed before they run; awaited writes still go through', async () => {
     const store = Store.create();
+    store.publishOnCommit = false; // storage that is behind: readers see a batch once it is durable
     let resolveSync = (): void => undefined;
-    const durable = new Promise<void>((resolve) => { resolveSync = resolve; });
-    const storage = Object.assign(new MemoryStorage(store), { sync: () => durable }); // storage that is behind
+    const durable = new Promise<void>((resolve) => { resolveSync = resolve; }).then(() => store.publish(store.committedEpoch()));
+    const storage = Object.assign(new MemoryStorage(store), { sync: () => durable });
     const committer = new Committer(storage, { queryTimeoutMs: 30_000 }, 2);
     const noWait = { ...noFlags, awaitDurable: false };
     const label = freshLabel();

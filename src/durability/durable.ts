@@ -245,6 +245,8 @@ export class Committer {
       if (!health.ready) return clientAnswer(writeNotApplied(health.problem));
       return this.storage.sync().then(() => outcome, (err: unknown) => clientAnswer(writeNotApplied(err instanceof Error ? err.message : String(err))));
     }
+    // Visible already: durable at commit (memory), answered now.
+    if (store.visibleEpoch() === epoch) return outcome;
     if (flags.awaitDurable === false) {
       const durable = this.storage.sync();
       // Answered before it is durable: visible now as well (the documented exception).
