@@ -360,7 +360,7 @@ describe('embedded store in one process', () => {
         ...databases.map((d, i) => (i % 2 === 0 ? first : second).markDatabaseDeleted(d.id)),
         ...Array.from({ length: 20 }, () => second.recordUsage(ws.id, 'write', 1)),
       ]);
-      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(Date.now() - started, 'no transaction waited out the 5 s busy timeout').toBeLessThan(4_000);
       expect(await first.listDatabases(ws.id)).toEqual([]);
       expect((await second.usage(ws.id)).writes).toBe(20);
     } finally {

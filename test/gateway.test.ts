@@ -407,7 +407,7 @@ describe('warming', () => {
     try {
       cp.addDatabase({ id: 'db_warmslow', workspaceId: 'ws_a', writerUrl: writer.url, readerUrls: [stalled.url], rateLimit: UNLIMITED });
       const key = cp.addKey('db_warmslow', 'read').secret;
-      const g = await gatewayWith({ queryTimeoutMs: 500 });
+      const g = await gatewayWith({ queryTimeoutMs: 3_000 });
       await eventually(async () => {
         await post(g, countNodesBody('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
         return stalled.received() > 0;
@@ -416,10 +416,10 @@ describe('warming', () => {
       const received = stalled.received();
       const warm = await post(g, countNodesBody('Warm'), auth(key, 'db_warmslow', { 'x-svc-warm': 'true' }));
       expect(warm.status, warm.text).toBe(204);
-      expect(performance.now() - started).toBeLessThan(450);
+      expect(performance.now() - started, 'answered at the first success, not at the 3 s deadline').toBeLessThan(1_500);
       await eventually(() => stalled.received() > received, 'the stalled reader got the warm read');
       // The gateway hung up on the stalled reader at the deadline; it did not wait for ever.
-      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', { timeoutMs: 3000 });
+      await eventually(() => stalled.cancelled() >= stalled.received(), 'the stalled warm reads are cancelled', { timeoutMs: 8_000 });
     } finally {
       stalled.close();
     }
@@ -568,7 +568,7 @@ describe('gateway error codes', () => {
   it('keeps serving keys, routes and allowances the store confirmed while it is down, for the stale bound only', async () => {
     const logged: string[] = [];
     const log = new Writable({ write: (chunk, _enc, done) => { logged.push(String(chunk)); done(); } });
-    const g = await gatewayWith({ cacheTtlMs: 200, controlPlaneStaleMs: 1_500, logDestination: log });
+    const g = await gatewayWith({ cacheTtlMs: 200, controlPlaneStaleMs: 5_000, logDestination: log });
     const seen = cp.addKey('db_a', 'read').secret;
     const unseen = cp.addKey('db_a', 'read').secret;
     const body = countNodesBody('Stale');
@@ -594,7 +594,7 @@ describe('gateway error codes', () => {
       expect(fresh.status).toBe(503);
       expect(errorOf(fresh).error).toBe('control_plane_unavailable');
       // Past the stale bound (counted from the store's last answer): 503 as well.
-      await new Promise((r) => setTimeout(r, Math.max(0, confirmed + 1_700 - Date.now())));
+      await new Promise((r) => setTimeout(r, Math.max(0, confirmed + 5_200 - Date.now())));
       const expired = await post(g, body, auth(seen, 'db_a'));
       expect(expired.status).toBe(503);
       expect(errorOf(expired).error).toBe('control_plane_unavailable');

@@ -126,7 +126,10 @@ it('a snapshot that cannot be written is retried with backoff, not per group com
     for (let i = 0; i < 10; i++) await writeOne(i);
     // Ten groups, each due a snapshot: one attempt, then each backoff (>= half the first
     // delay) holds the next ones (a burst of ~100 ms makes that exactly one attempt).
-    for (let waited = 0; writer.health().problem === null && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    // An attempt counts here when its job is sent and in the health message when it has
+    // failed: wait until the two agree (a slow burst may have sent a second one meanwhile).
+    const reported = () => writer.health().problem?.includes(`snapshot failed ${injected - snapshotFaults.failWrites} times`) === true;
+    for (let waited = 0; !reported() && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
     const burstMs = Date.now() - startedAt;
     const failedAttempts = injected - snapshotFaults.failWrites;
     expect(failedAttempts).toBeGreaterThanOrEqual(1);

@@ -627,7 +627,7 @@ describe('a reader thread that dies', () => {
   it('a new pool started beside threads that are still running reads lets those reads finish', async () => {
     const stall = `stall-${process.pid}-${Date.now()}-reader`;
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
-    process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`; // read by each thread as it starts
+    process.env['SVCDB_TEST_READER_STALL'] = `4000:${stall}`; // read by each thread as it starts
     let pool: ReaderPool | null = null;
     try {
       const started = await poolOnOneNode(3, 400);
@@ -635,10 +635,10 @@ describe('a reader thread that dies', () => {
       const { label, ask } = started;
       process.env['SVCDB_TEST_READER_CRASH'] = 'short';
       expect((await ask(crashRead)).status).toBe(500);
-      await eventually(() => pool!.threadsAlive <= 2, 'the dead thread is dropped', { timeoutMs: 2_000, intervalMs: 5 });
+      await eventually(() => pool!.threadsAlive <= 2, 'the dead thread is dropped', { timeoutMs: 10_000, intervalMs: 5 });
       expect(pool.threadsAlive, 'the replacement failed to load; two threads are left').toBe(2);
       process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool (in 400 ms) loads
-      // Two 1.5 s reads on the two threads left, running when the new pool takes over.
+      // Two 4 s reads on the two threads left, running when the new pool takes over.
       const stalled = [ask(countLabel(`${stall}-1`)), sleep(300).then(() => ask(countLabel(`${stall}-2`)))];
       expect(await Promise.all(stalled)).toEqual([{ status: 200, body: '{"c":0}' }, { status: 200, body: '{"c":0}' }]);
       expect(pool.restarts.done).toBe(1);
@@ -655,7 +655,7 @@ describe('a reader thread that dies', () => {
   it('a replaced pool whose last thread dies fails the reads still waiting in its queue, and they are run by the new pool', async () => {
     const stall = `stall-${process.pid}-${Date.now()}-queued`;
     const marker = process.env['SVCDB_TEST_READER_CRASH'];
-    process.env['SVCDB_TEST_READER_STALL'] = `1500:${stall}`;
+    process.env['SVCDB_TEST_READER_STALL'] = `4000:${stall}`; // long enough for the new pool to load on a loaded machine (0.5-0.7 s seen)
     let pool: ReaderPool | null = null;
     try {
       const started = await poolOnOneNode(3, 300);
@@ -663,7 +663,7 @@ describe('a reader thread that dies', () => {
       const { label, ask } = started;
       process.env['SVCDB_TEST_READER_CRASH'] = 'short';
       expect((await Promise.all([ask(crashRead), ask(crashRead)])).map((a) => a.status)).toEqual([500, 500]);
-      await eventually(() => pool!.threadsAlive <= 1, 'the dead threads are dropped', { timeoutMs: 2_000, intervalMs: 5 });
+      await eventually(() => pool!.threadsAlive <= 1, 'the dead threads are dropped', { timeoutMs: 10_000, intervalMs: 5 });
       expect(pool.threadsAlive, 'two replacements failed to load; one thread is left').toBe(1);
       // One thread takes two tasks (one in its port); the third waits in Piscina's queue
       // (the thread Piscina starts for it fails to load).
@@ -671,7 +671,7 @@ describe('a reader thread that dies', () => {
       const inPort = ask(countLabel(label));
       const queued = ask(countLabel(label));
       process.env['SVCDB_TEST_READER_CRASH'] = marker; // the new pool loads
-      await eventually(() => pool!.restarts.done > 0, 'the new pool is up', { timeoutMs: 2_000, intervalMs: 10 });
+      await eventually(() => pool!.restarts.done > 0, 'the new pool is up', { timeoutMs: 10_000, intervalMs: 10 });
       expect(pool.restarts.done, 'the new pool took over while the old thread still runs').toBe(1);
       // The replaced pool's last thread dies: Piscina replaces none there.
       const retiring = (pool as unknown as { retiring: Set<{ pool: { threads: { terminate(): Promise<number> }[] } }> }).retiring;

@@ -182,20 +182,23 @@ describe('deadlines inside every long loop', () => {
     const started = performance.now();
     const stretched = await withWallClockStep(-3_600_000, () => db.queryRaw(readOne(shapes[0][1])));
     expect(errorOf(stretched.body).error).toBe('query_deadline_exceeded');
-    expect(performance.now() - started).toBeLessThan(300);
+    expect(performance.now() - started).toBeLessThan(800);
     // 360,000 two-hop walks counted: tens of milliseconds, several checks of the deadline.
     const cut = await withWallClockStep(3_600_000, () => db.queryRaw(readOne(count(both(both(nodes([0])))))));
     expect(cut.body).toBe('{"r":360000}');
   });
 
   for (const [what, root] of shapes) {
-    it(`${what}: query_deadline_exceeded within 300 ms of a 200 ms deadline`, async () => {
+    it(`${what}: query_deadline_exceeded within 800 ms of a 200 ms deadline`, async () => {
       const started = performance.now();
       const r = await db.queryRaw(readOne(root));
       const elapsed = performance.now() - started;
       expect(errorOf(r.body).error).toBe('query_deadline_exceeded');
       expect(r.status).toBe(500);
-      expect(elapsed).toBeLessThan(300);
+      // The query runs on this thread: the answer is the deadline, plus the next check, plus
+      // any collection or preemption (100-145 ms mark-compact pauses were seen here; up to
+      // 49 ms late under load). Without the checks these run for seconds.
+      expect(elapsed).toBeLessThan(800);
     });
   }
 });
@@ -218,7 +221,7 @@ it('a write batch that reads a large variable once per for_each row is cut at it
     const elapsed = performance.now() - started;
     expect(errorOf(r.body).error).toBe('query_deadline_exceeded');
     expect(r.status).toBe(500);
-    expect(elapsed).toBeLessThan(1_500);
+    expect(elapsed).toBeLessThan(2_500); // ~5 s without the check
   } finally {
     await db.close();
   }

@@ -6,7 +6,7 @@
 // ISSUE 10: the assertions marked [issue 10] need its fixes (per-query memory budget,
 // deadlines checked inside every loop, inline-vs-pool decided from the plan, load shedding,
 // worker heap limits). Against the code before them they FAIL, on purpose:
-//   - "every answer ... within the deadline + 400 ms": the first pathological read runs
+//   - "every answer ... within the deadline + 1 s": the first pathological read runs
 //     inline on the uWS thread of the memory and disk servers and does not return (no
 //     deadline check in its loops), so every request behind it, /healthz included, gets no
 //     answer within the cap (deadline + 3 s).
@@ -17,9 +17,11 @@
 // "no server exits or runs out of heap" passes today only because 5 s is shorter than the
 // ~40 s such a read needs to exhaust the heap; the full run (120 s) shows the exits.
 //
-// Answers may come 400 ms after the deadline here, not 100 ms as in the full run: vitest runs
-// test files in parallel, and on 2 cores other suites then take the CPU from the servers and
-// from this client. `npm run torture -- --queries` holds the 100 ms.
+// Answers may come 1 s after the deadline here, not 100 ms as in the full run: this file runs
+// alone, but two servers and five clients share the CI machine's cores, and one pause of the
+// VM or of any of those processes would otherwise fail it (10-60 ms overruns were seen
+// before). A stuck server thread answers nothing for seconds, which this still catches;
+// `npm run torture -- --queries` holds the 100 ms.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeAllTemps } from '../bench/torture/lib.js';
 import { runQueryTorture, type FailureKind, type QueryTortureReport } from '../bench/torture/queries.js';
@@ -28,7 +30,7 @@ let report: QueryTortureReport;
 
 beforeAll(async () => {
   report = await runQueryTorture({
-    seconds: 5, seed: 10, quick: true, verbose: false, queryTimeoutMs: 1000, slackMs: 400,
+    seconds: 5, seed: 10, quick: true, verbose: false, queryTimeoutMs: 1000, slackMs: 1000,
     graphs: [{ kind: 'bipartite', a: 300, b: 300 }],
     diskGraph: { kind: 'bipartite', a: 100, b: 100 },
     clients: { pathological: 2, pathologicalDisk: 1, deep: 1, fuzz: 1 },
@@ -55,7 +57,7 @@ describe('query torture (smoke)', () => {
     expect(failuresOf('crash', 'heap')).toEqual([]);
   });
 
-  it('[issue 10] every answer, 503s included, arrives within the deadline + 400 ms', () => {
+  it('[issue 10] every answer, 503s included, arrives within the deadline + 1 s', () => {
     expect(failuresOf('slow', 'no-answer')).toEqual([]);
   });
 
