@@ -32,8 +32,8 @@ describe('monotonicMs', () => {
   it('reads the same clock in another thread: an arrival time taken here is comparable there', async () => {
     const clockUrl = new URL('../dist/src/clock.js', import.meta.url).href;
     for (let round = 0; round < 3; round++) {
-      const worker = new Worker(`import(${JSON.stringify(clockUrl)}).then((c) => require('node:worker_threads').parentPort.postMessage(c.monotonicMs()));`, { eval: true });
       const before = monotonicMs();
+      const worker = new Worker(`import(${JSON.stringify(clockUrl)}).then((c) => require('node:worker_threads').parentPort.postMessage(c.monotonicMs()));`, { eval: true });
       const there = await new Promise<number>((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
       const after = monotonicMs();
       await worker.terminate();
