@@ -476,7 +476,7 @@ export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: 
   let end: u32 = 0;
   for (let group: u32 = 0; group < count; group += TOUCH_GROUP) {
     const groupEnd = min(group + TOUCH_GROUP, count);
-    touchBlocks(rows, group, groupEnd, dirs, out + end);
+    touchBlocks(rows, group, groupEnd, dirs);
     for (let i = group; i < groupEnd; i++) {
       const dir = directory(word(rows + i));
       for (let d: u32 = 0; d < 2; d++) {
@@ -497,6 +497,8 @@ export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: 
   return end;
 }
 
+/** Sum of the words touchBlocks loaded (kept so the loads stay). */
+let blocksTouched: u32 = 0;
 /** Nodes whose blocks touchBlocks loads together before they are scanned. */
 const TOUCH_GROUP: u32 = 8;
 /** Words per cache line (64 bytes). */
@@ -507,11 +509,12 @@ const LINE_WORDS: u32 = 16;
  * `dirs`), as read protocol allows (length, then offset, then entries below the length).
  * The loads do not depend on each other, so the processor overlaps their cache misses,
  * where the scan that follows would take them one node after another (a block's address
- * is known only once the previous node is scanned). What they read is summed into the
- * word at `sink` (the next free word of the caller's output, overwritten after), so they are
- * not optimized away.
+ * is known only once the previous node is scanned). What they read is summed into a
+ * global, so they are not optimized away. Never into the caller's memory: its output can
+ * be full (its next word then belongs to another allocation of the shared heap, a block or
+ * a directory chunk the writer owns).
  */
-function touchBlocks(rows: u32, from: u32, to: u32, dirs: u32, sink: u32): void {
+function touchBlocks(rows: u32, from: u32, to: u32, dirs: u32): void {
   let sum: u32 = 0;
   for (let i = from; i < to; i++) {
     const dir = directory(word(rows + i));
@@ -523,7 +526,7 @@ function touchBlocks(rows: u32, from: u32, to: u32, dirs: u32, sink: u32): void 
       for (let p = block, stop = block + len * ADJ_WORDS; p < stop; p += LINE_WORDS) sum += word(p);
     }
   }
-  setWord(sink, sum);
+  blocksTouched += sum;
 }
 
 /** Keep the first occurrence of each of ids[0..count), in place and in order, marking them; returns how many were kept. */
