@@ -334,11 +334,8 @@ describe('object storage, failures', () => {
     expect((await keys('snapdmg-nowal')).filter((k) => k !== 'writer.lock')).toEqual(before.filter((k) => k !== 'writer.lock'));
   });
 
-  it('a WAL object that downloads shorter than its listing is a failed download, not a torn upload: nothing is removed', async () => {
-    const server = await serve('shortget');
-    expect((await post(server.url, addOne(0))).status).toBe(200);
-    await server.stop('SIGKILL');
-    // A proxy that answers WAL downloads with half the body and a Content-Length to match.
+  /** Run `fn` with an endpoint whose GETs of keys under `part` answer half the body, with a Content-Length to match. */
+  async function viaShortGets(part: string, fn: (endpointUrl: string) => Promise<void>): Promise<void> {
     const upstream = new URL(endpoint);
     const proxy = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -348,7 +345,7 @@ describe('object storage, failures', () => {
           up.on('data', (c: Buffer) => body.push(c)).on('end', () => {
             let bytes = Buffer.concat(body);
             const headers = { ...up.headers };
-            if (req.method === 'GET' && (req.url ?? '').includes('/wal/') && up.statusCode === 200) {
+            if (req.method === 'GET' && (req.url ?? '').includes(part) && up.statusCode === 200) {
               bytes = bytes.subarray(0, bytes.length >> 1);
               headers['content-length'] = String(bytes.length);
             }
@@ -361,14 +358,43 @@ describe('object storage, failures', () => {
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     try {
-      const viaProxy = { ...s3Options('shortget'), endpointUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` };
-      await expect(openDatabase(viaProxy)).rejects.toThrow(/gave \d+ bytes, its listing says \d+/);
+      await fn(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
     } finally {
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
     }
+  }
+
+  it('a WAL object that downloads shorter than its listing is a failed download, not a torn upload: nothing is removed', async () => {
+    const server = await serve('shortget');
+    expect((await post(server.url, addOne(0))).status).toBe(200);
+    await server.stop('SIGKILL');
+    await viaShortGets('/wal/', async (endpointUrl) => {
+      await expect(openDatabase({ ...s3Options('shortget'), endpointUrl })).rejects.toThrow(/gave \d+ bytes, its listing says \d+/);
+    });
     expect((await keys('shortget')).filter((k) => k.startsWith('wal/'))).not.toHaveLength(0);
     const db = await openDatabase(s3Options('shortget'));
     expect(await db.query(countAll)).toEqual({ c: 1 });
+    await db.close();
+  }, 60_000);
+
+  it('a snapshot that downloads shorter than its listing is a failed download, not a torn upload: it is not deleted with the batches only it holds', async () => {
+    let db = await openDatabase(s3Options('shortsnap', { snapshotWalBytes: 1 }));
+    for (let i = 0; i < 6; i++) await db.query(addOne(i));
+    await db.close();
+    // The newest snapshot alone holds its batches (a snapshot makes them durable before
+    // their WAL objects land): the WAL after the previous one is gone.
+    const snapshots = (await keys('shortsnap')).filter((k) => /^snapshots\/\d{10}\.bin$/.test(k)).sort();
+    const previousEpoch = Number(/(\d{10})/.exec(snapshots.at(-2)!)![1]);
+    const wal = (await keys('shortsnap')).filter((k) => k.startsWith('wal/') && Number(/-(\d{10})\.log$/.exec(k)![1]) > previousEpoch);
+    expect(wal.length).toBeGreaterThan(0);
+    await client.send(new DeleteObjectsCommand({ Bucket: 'bucket', Delete: { Objects: wal.map((k) => ({ Key: `shortsnap/${k}` })) } }));
+    const before = (await keys('shortsnap')).filter((k) => k !== 'writer.lock');
+    await viaShortGets('/snapshots/', async (endpointUrl) => {
+      await expect(openDatabase({ ...s3Options('shortsnap'), endpointUrl })).rejects.toThrow(/gave \d+ bytes, its listing says \d+/);
+    });
+    expect((await keys('shortsnap')).filter((k) => k !== 'writer.lock')).toEqual(before);
+    db = await openDatabase(s3Options('shortsnap'));
+    expect(await db.query(countAll)).toEqual({ c: 6 });
     await db.close();
   }, 60_000);
 

@@ -97,6 +97,8 @@ export interface WalObject {
 export interface SnapshotObject {
   key: string;
   epoch: number;
+  /** Its size as listed: a download of another length failed on the way. */
+  bytes: number;
 }
 
 export interface ObjectInfo {
@@ -362,7 +364,7 @@ export class Bucket {
     const out: SnapshotObject[] = [];
     for (const o of await this.list('snapshots/')) {
       const m = /snapshots\/(\d{10})\.bin$/.exec(o.key);
-      if (m !== null) out.push({ key: o.key, epoch: Number(m[1]) });
+      if (m !== null) out.push({ key: o.key, epoch: Number(m[1]), bytes: o.bytes });
     }
     return out.sort((a, b) => b.epoch - a.epoch);
   }

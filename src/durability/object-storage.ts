@@ -36,7 +36,7 @@ import { HealthSignal, type DurableStorage, type RecoveryReport, type StorageHea
 import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
 import { processAlive } from './process-alive.js';
-import { Bucket, WriterLock, type ObjectStorageOptions, type WalObject } from './object-bucket.js';
+import { Bucket, WriterLock, type ObjectStorageOptions, type SnapshotObject, type WalObject } from './object-bucket.js';
 import { readSnapshot, SnapshotCutShort, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
@@ -243,16 +243,27 @@ interface Loaded {
 
 /**
  * Download a snapshot object to the staging dir and read it. Null if it is gone; 'torn'
- * if it downloaded completely and is shorter than its own table says (an upload that never
- * finished); the storage_error, when it is whole and still does not read (damage: never
- * removed). A download or local failure and any other error propagate: they say nothing
- * about the object.
+ * if it downloaded completely (as many bytes as its listing says) and is shorter than its
+ * own table says (an upload that never finished); the storage_error, when it is whole and
+ * still does not read (damage: never removed). A download or local failure and any other
+ * error propagate: they say nothing about the object.
  */
-async function fetchSnapshot(bucket: Bucket, dir: string, key: string): Promise<Store | 'torn' | SvcError | null> {
+async function fetchSnapshot(bucket: Bucket, dir: string, snapshot: SnapshotObject): Promise<Store | 'torn' | SvcError | null> {
+  const { key } = snapshot;
   const file = join(dir, `download-${randomUUID()}.bin`);
   try {
-    const got = await bucket.getToFile(key, file);
-    if (got === null) return null;
+    for (let attempt = 1; ; attempt++) {
+      const got = await bucket.getToFile(key, file);
+      if (got === null) return null;
+      if (got.bytes === snapshot.bytes) break;
+      // As for WAL objects (fetchWal): taken for a torn upload, a snapshot cut short on the
+      // way was deleted with the acknowledged batches only it held (a review's probe).
+      if (attempt < INCOMPLETE_READ_ATTEMPTS) {
+        await sleep(INCOMPLETE_RETRY_MS * attempt);
+        continue;
+      }
+      throw new SvcError('storage_error', `storage error: downloading s3://${bucket.name}/${key} gave ${got.bytes} bytes, its listing says ${snapshot.bytes}`);
+    }
     try {
       return readSnapshot(file);
     } catch (err) {
@@ -273,7 +284,7 @@ async function load(bucket: Bucket, dir: string): Promise<Loaded> {
   let damagedNewest: { key: string; epoch: number; problem: string } | null = null;
   const snapshots = await bucket.listSnapshots();
   for (const [i, snap] of snapshots.entries()) {
-    const fetched = await fetchSnapshot(bucket, dir, snap.key);
+    const fetched = await fetchSnapshot(bucket, dir, snap);
     if (fetched === null) continue; // deleted since the listing: an older one will do
     if (fetched === 'torn' && i === 0) {
       // Still being written, or its upload was interrupted: the previous snapshot and its
@@ -804,7 +815,9 @@ export class ObjectWriter implements DurableStorage {
    * section moves on), but a whole snapshot of that epoch of our history is the same state.
    */
   private async holdsSnapshot(key: string, epoch: number): Promise<boolean> {
-    const fetched = await fetchSnapshot(this.bucket, this.dir, key);
+    const listed = (await this.bucket.listSnapshots()).find((snapshot) => snapshot.key === key);
+    if (listed === undefined) return false;
+    const fetched = await fetchSnapshot(this.bucket, this.dir, listed);
     return fetched instanceof Store && fetched.committedEpoch() === epoch;
   }
 
