@@ -462,8 +462,12 @@ export function planningCatalog(view: CatalogView): PlanningCatalog {
   return catalog;
 }
 
-/** Log the open batch's changes before it commits (disk, object storage); a throw rolls it back. */
+/**
+ * Just before the open batch commits: the commit's work that can fail (Store.prepareCommit),
+ * then its changes logged (disk, object storage). A throw rolls the batch back.
+ */
 export function logPending(store: Store, logBatch: ((batch: RedoBatch) => void) | undefined): void {
+  store.prepareCommit();
   if (logBatch === undefined) return;
   const redo = store.pendingRedo();
   if (redo !== null) logBatch(redo);

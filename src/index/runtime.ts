@@ -20,7 +20,7 @@ import { dbError, SvcError } from '../protocol/errors.js';
 import type { Value } from '../protocol/value.js';
 import { valuesEqual } from '../protocol/compare.js';
 import { recordGet, type PropertyRecord } from '../store/record-codec.js';
-import { registerIndexHooks, type IndexHooks, type Store } from '../store/store.js';
+import { registerIndexHooks, type BatchOutcome, type IndexHooks, type Store } from '../store/store.js';
 import {
   abortStages, acceptedReceipt, alreadyActiveReceipt, buildStages, checkComponents, describeIndex, differingFields,
   dropStages, existingOperationReceipt, familyOf, identityOf, operationNotFound, statusObject,
@@ -28,7 +28,7 @@ import {
 } from './catalog.js';
 import { IndexEntries } from './entries.js';
 import { equalityKey, rangeKey, type IndexKey } from './keys.js';
-import { publishView, type ViewBlock, type ViewIndex } from './view.js';
+import { showView, writeView, type ViewBlock, type ViewIndex } from './view.js';
 import { VectorPhysical } from './vector-index.js';
 import { TextPhysical } from './text-index.js';
 import { importGraph } from '../vector/export.js';
@@ -108,6 +108,10 @@ export class IndexRuntime implements IndexHooks {
   private version = 0;
   /** The view block readers use now (retired when the next one is published). */
   private viewBlock: ViewBlock | null = null;
+  /** The open batch's view, written before the batch is logged (prepareCommit), shown at its commit. */
+  private preparedView: ViewBlock | null = null;
+  /** The last problem of the optional work after a batch (merges), logged once until it changes. */
+  private settleProblem: string | null = null;
   private readonly scratchKey: IndexKey = { k0: 0, k1: 0 };
   private readonly scratchOld: IndexKey = { k0: 0, k1: 0 };
   /** checkUnique's candidates (it does not re-enter itself). */
@@ -459,23 +463,60 @@ export class IndexRuntime implements IndexHooks {
 
   // ---------------------------------------------------------------- store transaction events
 
-  /** After commit or rollback: republish the view if the catalog changed. */
-  settled(): void {
-    // Deltas past their bound are merged into runs here, after every batch (writer and
-    // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
-    // moves per entry; entries deleted before the visible epoch are dropped on the way.
-    for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
-    for (const search of this.searches.values()) {
-      if (search.kind !== 'text') continue;
-      search.batchSettled();
-      // Merges of the lists batches killed postings in: one bounded step, then idle slices.
-      if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
-    }
-    if (this.blocksRetired.length > 0) this.freeRetiredBlocks();
+  /**
+   * Before the open batch is logged and committed: write its view if the catalog changed.
+   * This is what can fail (the topology heap full); failing here fails the batch while it
+   * can still roll back. After the commit, settled() only shows it: a batch that is logged
+   * and committed is never answered with an error (a review found one that was).
+   */
+  prepareCommit(): void {
     if (!this.changed) return;
-    this.changed = false;
+    if (this.preparedView !== null) this.store.topology.retireWords(this.preparedView.at, this.preparedView.words);
+    this.preparedView = writeView(this.store.topology, this.version + 1, this.viewEntries(), [...this.operations.values()]);
+  }
+
+  /**
+   * After commit, rollback or an empty batch: show the new view if the catalog changed, then
+   * the optional upkeep (merges, freeing), which never fails the batch: what it could not
+   * do (the topology heap full) is tried again after the next one.
+   */
+  settled(outcome: BatchOutcome = 'committed'): void {
+    if (outcome === 'committed') this.showChangedView();
+    else {
+      // Rolled back: the catalog is the last committed one again, whose view readers have.
+      if (this.preparedView !== null) this.store.topology.retireWords(this.preparedView.at, this.preparedView.words);
+      this.preparedView = null;
+      this.changed = false;
+    }
+    try {
+      // Deltas past their bound are merged into runs here, after every batch (writer and
+      // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
+      // moves per entry; entries deleted before the visible epoch are dropped on the way.
+      for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
+      for (const search of this.searches.values()) {
+        if (search.kind !== 'text') continue;
+        search.batchSettled();
+        // Merges of the lists batches killed postings in: one bounded step, then idle slices.
+        if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
+      }
+      if (this.blocksRetired.length > 0) this.freeRetiredBlocks();
+      this.settleProblem = null;
+    } catch (err) {
+      if (!(err instanceof SvcError) || err.code !== 'storage_error') throw err;
+      if (this.settleProblem !== err.msg) process.stderr.write(`svcdb: index upkeep after a batch deferred: ${err.msg}\n`);
+      this.settleProblem = err.msg;
+    }
+  }
+
+  /** Show the view of a changed catalog: the one prepareCommit wrote, else one written now (loading, replay). */
+  private showChangedView(): void {
+    if (!this.changed) return;
+    const block = this.preparedView ?? writeView(this.store.topology, this.version + 1, this.viewEntries(), [...this.operations.values()]);
+    this.preparedView = null;
+    showView(this.store.topology, block, this.viewBlock);
+    this.viewBlock = block;
     this.version++;
-    this.viewBlock = publishView(this.store.topology, this.version, this.viewEntries(), [...this.operations.values()], this.viewBlock);
+    this.changed = false;
   }
 
   private viewEntries(): ViewIndex[] {

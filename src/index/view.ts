@@ -45,11 +45,15 @@ export const emptyView: CatalogView = { version: 0, indexes: [], operations: new
 
 interface ViewPayload { indexes: ViewIndex[]; operations: IndexOperation[] }
 
-/** A published view block: its word offset and the words it was allocated with. */
+/** A view block: its word offset and the words it was allocated with. */
 export interface ViewBlock { readonly at: number; readonly words: number }
 
-/** Writer: publish a new view; `previous` (the caller's last one) is retired. */
-export function publishView(topology: Topology, version: number, indexes: ViewIndex[], operations: IndexOperation[], previous: ViewBlock | null): ViewBlock {
+/**
+ * Writer: a new view written to a block of its own, not published yet. The allocation is
+ * the part that can fail (storage_error when the topology heap is full): a commit writes its
+ * view before the batch is logged, so it fails while the batch can still roll back.
+ */
+export function writeView(topology: Topology, version: number, indexes: ViewIndex[], operations: IndexOperation[]): ViewBlock {
   const bytes = packr.pack({ indexes, operations } satisfies ViewPayload) as Uint8Array;
   const words = 2 + ((bytes.byteLength + 3) >>> 2);
   const at = topology.allocateWords(words);
@@ -57,9 +61,13 @@ export function publishView(topology: Topology, version: number, indexes: ViewIn
   view[at] = version;
   view[at + 1] = bytes.byteLength;
   new Uint8Array(view.buffer, (at + 2) * 4, bytes.byteLength).set(bytes);
-  Atomics.store(view, VIEW_ROOT, at);
-  if (previous !== null) topology.retireWords(previous.at, previous.words);
   return { at, words };
+}
+
+/** Writer: readers see `block` from now on; `previous` (the caller's last one) is retired. Cannot fail. */
+export function showView(topology: Topology, block: ViewBlock, previous: ViewBlock | null): void {
+  Atomics.store(topology.words, VIEW_ROOT, block.at);
+  if (previous !== null) topology.retireWords(previous.at, previous.words);
 }
 
 /** Readers: decoded views by store (one decode per version and thread). */

@@ -137,13 +137,18 @@ export const enum RedoKind { AddNode = 0, AddEdge = 1, NodeVersion = 2, EdgeVers
  * entries in step with every element change of a batch and takes part in the batch's undo
  * and redo (joinBatch). Registered by the index module, so the store does not import it.
  */
+/** How a write batch ended. */
+export type BatchOutcome = 'committed' | 'rolled-back' | 'empty';
+
 export interface IndexHooks {
   watchesNode(label: number): boolean;
   watchesEdge(label: number): boolean;
   /** Element `slot` went from (oldLabel, oldRecord) to (newLabel, newRecord); label -1 = absent. Throws to fail the batch. */
   elementChanged(edge: boolean, slot: number, oldLabel: number, oldRecord: PropertyRecord | null, newLabel: number, newRecord: PropertyRecord | null): void;
-  /** The batch committed or rolled back. */
-  settled(): void;
+  /** Before the open batch is logged and committed: do what can fail (throws to fail the batch). */
+  prepareCommit(): void;
+  /** The batch committed, rolled back, or ended empty. Never fails a committed batch. */
+  settled(outcome: BatchOutcome): void;
   /** Replay a logged catalog change. */
   replayCatalog(change: unknown): void;
   /** The catalog for a snapshot, and back. */
@@ -713,7 +718,16 @@ export class Store {
     this.pending = 0;
     this.endBatch();
     this.redo = null;
-    this.indexes?.settled();
+    this.indexes?.settled('committed');
+  }
+
+  /**
+   * Before the open batch is logged and committed (exec/request.ts logPending, replay): the
+   * work of its commit that can fail, done while the batch can still roll back.
+   */
+  prepareCommit(): void {
+    this.assertWriting();
+    this.indexes?.prepareCommit();
   }
 
   /** Make every committed epoch up to `epoch` visible to readers (it is durable now). */
@@ -772,7 +786,7 @@ export class Store {
     this.pending = 0;
     this.endBatch();
     this.redo = null;
-    this.indexes?.settled();
+    this.indexes?.settled('rolled-back');
   }
 
   /**
@@ -806,7 +820,7 @@ export class Store {
     this.pending = 0;
     this.endBatch();
     this.redo = null;
-    this.indexes?.settled();
+    this.indexes?.settled('empty');
   }
 
   /** Write batches begun so far (writer): whether a request read at the newest committed epoch. */
@@ -1033,6 +1047,7 @@ export class Store {
         this.ensure(this.shared.edges, batch.edgeSlots * EDGE_WORDS * 4, 'edge table');
         Atomics.store(this.meta, M_EDGE_SLOTS, batch.edgeSlots);
       }
+      this.prepareCommit();
     } catch (err) {
       this.rollback();
       throw err;
