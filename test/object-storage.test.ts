@@ -471,6 +471,53 @@ describe('object storage, failures', () => {
     expect(await keys('rot')).toContain(key);
   });
 
+  it('two WAL objects that share epochs are two histories: refused, both named, every object kept', async () => {
+    const db = await openDatabase(s3Options('twohist'));
+    await db.query(addOne(0));
+    await db.close();
+    const snapshot = (await keys('twohist')).filter((k) => k.startsWith('snapshots/')).at(-1)!;
+    const epoch = Number(/(\d{10})\.bin$/.exec(snapshot)![1]);
+    // One writer's group of epoch + 1, and another's of epoch + 1 and + 2 (an upload that
+    // landed after a takeover): replayed, the second history's epoch + 2 followed the first's.
+    const frame = (e: number, nodeSlots: number) => encodeFrame({ epoch: e, nodeSlots, edgeSlots: 0, names: [], ops: [] });
+    const ours = `wal/${pad(epoch + 1)}-${pad(epoch + 1)}.log`;
+    const theirs = `wal/${pad(epoch + 1)}-${pad(epoch + 2)}.log`;
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: `twohist/${ours}`, Body: Buffer.concat([segmentHeader(epoch + 1), frame(epoch + 1, 1)]) }));
+    await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: `twohist/${theirs}`, Body: Buffer.concat([segmentHeader(epoch + 1), frame(epoch + 1, 7), frame(epoch + 2, 9)]) }));
+    const before = (await keys('twohist')).filter((k) => k !== 'writer.lock');
+    await expect(openDatabase(s3Options('twohist'))).rejects.toThrow(
+      `cannot recover s3://bucket/twohist: two WAL histories: s3://bucket/twohist/${theirs} holds epochs of s3://bucket/twohist/${ours}`);
+    await expect(ObjectFollower.open(s3Options('twohist') as never)).rejects.toThrow(/two WAL histories/);
+    expect((await keys('twohist')).filter((k) => k !== 'writer.lock')).toEqual(before);
+  });
+
+  it('a WAL group whose upload ends after the lease ran out is not acknowledged: fenced, 409 outcome unknown', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const writer = await ObjectWriter.open({ uri: 's3://bucket/lapse', endpointUrl: endpoint, region: 'us-east-1', credentials }, { ...defaultObjectWriterOptions, leaseMs: 900 });
+    const lockProto = Object.getPrototypeOf((writer as unknown as { lock: object }).lock) as { renew(): Promise<void> };
+    const writerProto = ObjectWriter.prototype as unknown as { putImmutable(key: string, body: Uint8Array): Promise<string> };
+    try {
+      expect((await writeThrough(writer, pairBatch(0))).status).toBe(200);
+      // The lock can no longer be renewed, and the next PUT takes longer than the lease:
+      // another writer may have taken over before it landed.
+      const renew = vi.spyOn(lockProto, 'renew').mockResolvedValue(undefined);
+      const put = writerProto.putImmutable;
+      vi.spyOn(writerProto, 'putImmutable').mockImplementation(async function (this: unknown, key: string, body: Uint8Array) {
+        await new Promise((r) => setTimeout(r, 1_200));
+        return put.call(this, key, body);
+      });
+      const answer = await writeThrough(writer, pairBatch(1));
+      expect(answer.status).toBe(409);
+      expect(JSON.parse(answer.body)).toMatchObject({ error: 'writer_fenced_commit_outcome_unknown' });
+      expect(answer.body).toContain('lapsed while s3://bucket/lapse/wal/');
+      expect(renew).toHaveBeenCalled();
+    } finally {
+      vi.restoreAllMocks();
+      stderr.mockRestore();
+      await writer.close().catch(() => undefined);
+    }
+  }, 30_000);
+
   it('an outage of 1.5-4 s under a write load: not ready during it, ready after, no restart needed; 200s durable, errors absent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcdb-s3rver-down-'));
     let { server: own, port } = await startS3rver(dir);

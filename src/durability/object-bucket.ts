@@ -73,6 +73,12 @@ export function parseStorageUri(uri: string): StorageUri {
 
 const EPOCH_DIGITS = 10;
 const pad = (epoch: number) => String(epoch).padStart(EPOCH_DIGITS, '0');
+
+/** The epochs a WAL object's key names (`wal/<first>-<last>.log`), or undefined for another key. */
+export function parseWalKey(key: string): { firstEpoch: number; lastEpoch: number } | undefined {
+  const m = /wal\/(\d{10})-(\d{10})\.log$/.exec(key);
+  return m === null ? undefined : { firstEpoch: Number(m[1]), lastEpoch: Number(m[2]) };
+}
 /** Keys per DeleteObjects call (the S3 maximum). */
 const DELETE_KEYS_MAX = 1000;
 /** Files above this go up in parts (one PUT holds at most 5 GiB on S3; parts also bound memory). */
@@ -353,8 +359,8 @@ export class Bucket {
   async listWal(startAfter?: string): Promise<WalObject[]> {
     const out: WalObject[] = [];
     for (const o of await this.list('wal/', startAfter)) {
-      const m = /wal\/(\d{10})-(\d{10})\.log$/.exec(o.key);
-      if (m !== null) out.push({ key: o.key, firstEpoch: Number(m[1]), lastEpoch: Number(m[2]), bytes: o.bytes });
+      const epochs = parseWalKey(o.key);
+      if (epochs !== undefined) out.push({ key: o.key, ...epochs, bytes: o.bytes });
     }
     return out.sort((a, b) => a.firstEpoch - b.firstEpoch || a.lastEpoch - b.lastEpoch);
   }
@@ -523,6 +529,16 @@ export class WriterLock {
   /** Whether our lease is fresh enough to write under. */
   get fresh(): boolean {
     return !this.lost && msSince(this.renewedAt) < this.options.leaseMs * LEASE_FRESH_FRACTION;
+  }
+
+  /**
+   * Whether no other writer can have taken the lock yet: our last renewal (timed from before
+   * it was sent) is younger than the lease a successor waits out. Checked after an upload
+   * completes: one that ends past it may have landed after a successor's takeover, so it is
+   * not acknowledged.
+   */
+  get held(): boolean {
+    return !this.lost && msSince(this.renewedAt) < this.options.leaseMs;
   }
 
   /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */

@@ -36,7 +36,7 @@ import { HealthSignal, type DurableStorage, type RecoveryReport, type StorageHea
 import { limits } from '../limits.js';
 import { backoffMs } from './backoff.js';
 import { processAlive } from './process-alive.js';
-import { Bucket, WriterLock, type ObjectStorageOptions, type SnapshotObject, type WalObject } from './object-bucket.js';
+import { Bucket, parseWalKey, WriterLock, type ObjectStorageOptions, type SnapshotObject, type WalObject } from './object-bucket.js';
 import { readSnapshot, SnapshotCutShort, snapshotName } from './snapshot.js';
 import { SnapshotThread } from './snapshot-thread.js';
 import { encodeFrame, scanSegment, segmentHeader } from './wal.js';
@@ -158,8 +158,10 @@ interface Replay {
    * a batch the store cannot apply (`applyError`; the batches before it in the object are
    * applied, the store is back at the last whole batch).
    */
-  stop: 'end' | 'gap' | 'missing' | 'incomplete' | 'unappliable';
+  stop: 'end' | 'gap' | 'missing' | 'incomplete' | 'unappliable' | 'overlap';
   stoppedAt?: WalObject;
+  /** For 'overlap': the key of the object before it that holds some of its epochs. */
+  overlapped?: string;
   applyError?: unknown;
   /** The object it stopped at is the newest one listed. */
   stoppedAtLast: boolean;
@@ -185,6 +187,22 @@ async function replayWal(bucket: Bucket, dir: string, store: Store, objects: Wal
   const result: Replay = { lastKey, stop: 'end', stoppedAtLast: false, replayed: 0, bytes: 0, objects: 0 };
   const pending = objects.filter((o) => o.lastEpoch > store.committedEpoch());
   for (const o of objects) if (o.lastEpoch <= store.committedEpoch()) result.lastKey = o.key;
+  // One writer's objects follow each other (the next starts after the last one's end; only
+  // a snapshot may cover part of one): two objects that share epochs are two histories, a
+  // writer's upload that landed after another took over. Replayed, they merged silently
+  // (a review's probe): refused, every object kept.
+  const lastEpochs = lastKey === undefined ? undefined : parseWalKey(lastKey);
+  const previous = lastEpochs === undefined ? undefined : { key: lastKey!, ...lastEpochs };
+  for (let i = 0; i < pending.length; i++) {
+    const at = objects.indexOf(pending[i]!);
+    const before = at > 0 ? objects[at - 1] : previous;
+    if (before !== undefined && pending[i]!.firstEpoch <= before.lastEpoch) {
+      result.stop = 'overlap';
+      result.stoppedAt = pending[i];
+      result.overlapped = before.key;
+      return result;
+    }
+  }
   const inFlight = new Map<number, Promise<Fetched>>();
   const request = (i: number) => {
     if (i < pending.length && !inFlight.has(i)) inFlight.set(i, fetchWal(bucket, dir, pending[i]!));
@@ -336,6 +354,7 @@ function describeStop(bucket: Bucket, replay: Replay, epoch: number): string {
   const at = replay.stoppedAt ? `s3://${bucket.name}/${replay.stoppedAt.key}` : 'the WAL';
   switch (replay.stop) {
     case 'gap': return `WAL gap: expected epoch ${epoch + 1}, ${at} starts at ${replay.stoppedAt?.firstEpoch}`;
+    case 'overlap': return `two WAL histories: ${at} holds epochs of s3://${bucket.name}/${replay.overlapped} (a writer's upload that landed after another writer took over); every object is kept, remove the one that is not wanted`;
     case 'missing': return `${at} vanished while it was read (another writer?)`;
     case 'incomplete': return `${at} does not hold the epochs its name says (torn or damaged)`;
     case 'unappliable': return `a batch of ${at} cannot be applied: ${replay.applyError instanceof Error ? replay.applyError.message : String(replay.applyError)}`;
@@ -590,6 +609,12 @@ export class ObjectWriter implements DurableStorage {
           this.fence(`s3://${this.bucket.name}/${key} already exists with other contents: another writer wrote ${this.uri}`);
           return false;
         }
+        if (!this.lock.held) {
+          // It may have landed after another writer took over: its batches are not ours to
+          // acknowledge (recovery refuses a WAL with two histories).
+          this.fence(`the writer lock on ${this.uri} lapsed while s3://${this.bucket.name}/${key} was uploading: another writer may have taken over`);
+          return false;
+        }
         if (this.uploadProblem !== null) {
           process.stderr.write(`svcdb: storage ${this.uri} answers again after ${attempt - 1} failed upload attempts: ready\n`);
           this.uploadProblem = null;
@@ -739,6 +764,11 @@ export class ObjectWriter implements DurableStorage {
       }
     } finally {
       rmSync(file, { force: true });
+    }
+    if (!this.lock.held) {
+      // As for a WAL group (uploadGroup): not acknowledged, and nothing pruned.
+      this.fence(`the writer lock on ${this.uri} lapsed while s3://${this.bucket.name}/${key} was uploading: another writer may have taken over`);
+      throw this.fenced!;
     }
     const previous = this.lastSnapshotEpoch;
     this.lastSnapshotEpoch = epoch;
@@ -934,9 +964,9 @@ export class ObjectFollower {
     const objects = await this.bucket.listWal(this.lastKey);
     const replay = await replayWal(this.bucket, this.dir, this.store, objects, this.lastKey);
     this.lastKey = replay.lastKey;
-    // A batch it cannot apply, or an object cut short that newer ones follow (not an upload
-    // still in flight): stopped there, and says so.
-    if (replay.stop === 'unappliable' || (replay.stop === 'incomplete' && !replay.stoppedAtLast)) {
+    // A batch it cannot apply, two histories, or an object cut short that newer ones follow
+    // (not an upload still in flight): stopped there, and says so.
+    if (replay.stop === 'unappliable' || replay.stop === 'overlap' || (replay.stop === 'incomplete' && !replay.stoppedAtLast)) {
       this.setStuck(this.stoppedAt(replay));
       return false;
     }
@@ -971,7 +1001,7 @@ async function loadConsistent(bucket: Bucket, dir: string): Promise<Loaded> {
   for (let attempt = 1; ; attempt++) {
     const loaded = await load(bucket, dir);
     if (loaded.replay.stop === 'end' || loaded.replay.stop === 'incomplete') return loaded;
-    if (attempt >= LOAD_ATTEMPTS) {
+    if (attempt >= LOAD_ATTEMPTS || loaded.replay.stop === 'overlap') {
       throw new SvcError('storage_error', `storage error: cannot load ${bucket.uri}: ${describeStop(bucket, loaded.replay, loaded.store.committedEpoch())}`);
     }
   }
