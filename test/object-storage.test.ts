@@ -176,14 +176,44 @@ describe('object storage, embedded', () => {
   it('many small snapshots: only the newest two and the WAL after the older survive; recovery is exact', async () => {
     const db = await openDatabase(s3Options('emb-snap', { snapshotWalBytes: 1 }));
     for (let i = 0; i < 12; i++) await db.query(addOne(i));
+    // Snapshots run beside the uploads: the layout is checked once they are done (the stop's
+    // snapshot prunes as every one does).
+    await db.close();
     const layout = await keys('emb-snap');
     const snaps = layout.filter((k) => k.startsWith('snapshots/'));
     expect(snaps.length).toBeLessThanOrEqual(3);
+    expect(snaps.length).toBeGreaterThanOrEqual(2);
     const oldest = Number(/\d{10}/.exec(snaps[0]!)![0]);
     for (const w of layout.filter((k) => k.startsWith('wal/'))) expect(Number(/-(\d{10})/.exec(w)![1])).toBeGreaterThan(oldest);
-    await db.close();
     const again = await openDatabase(s3Options('emb-snap'));
     expect(await again.query(countAll)).toEqual({ c: 12 });
+    await again.close();
+  });
+
+  it('writes are not held behind a snapshot: one runs beside the uploads', async () => {
+    const putFile = Bucket.prototype.putFile;
+    let snapshotsStarted = 0;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    vi.spyOn(Bucket.prototype, 'putFile').mockImplementation(async function (this: Bucket, ...args: Parameters<Bucket['putFile']>) {
+      snapshotsStarted++;
+      await held; // the snapshot's upload hangs until the writes below are answered
+      return putFile.apply(this, args);
+    });
+    const db = await openDatabase(s3Options('snap-beside', { snapshotWalBytes: 1 }));
+    try {
+      await db.query(addOne(0)); // its group makes a snapshot due: it starts, and hangs
+      await eventually(() => snapshotsStarted === 1, 'the snapshot is uploading');
+      const within10s = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the write waited for the snapshot')), 10_000))]);
+      for (let i = 1; i <= 3; i++) expect(await within10s(db.query(addOne(i)))).toEqual({ x: [{ $id: i }] });
+      expect(snapshotsStarted, 'one snapshot at a time').toBe(1);
+    } finally {
+      release();
+      vi.restoreAllMocks();
+      await db.close();
+    }
+    const again = await openDatabase(s3Options('snap-beside'));
+    expect(await again.query(countAll)).toEqual({ c: 4 });
     await again.close();
   });
 

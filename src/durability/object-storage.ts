@@ -589,7 +589,9 @@ export class ObjectWriter implements DurableStorage {
       this.markDurable(last);
       this.walBytesSinceSnapshot += body.byteLength;
       this.walObjectsSinceSnapshot++;
-      await this.maybeSnapshot();
+      // Beside the uploads, not before the next one: a snapshot of a large store takes
+      // minutes to write, upload and read back, and every write waited for it (a review).
+      void this.maybeSnapshot();
     }
   }
 
@@ -693,12 +695,17 @@ export class ObjectWriter implements DurableStorage {
     return 'conflict';
   }
 
-  /** Snapshot when the WAL since the last one is big enough, unless a failure asks to wait. */
+  /**
+   * Snapshot when the WAL since the last one is big enough, unless one is running or a
+   * failure asks to wait. Never rejects: a failure is the health problem, retried with backoff.
+   */
   private async maybeSnapshot(): Promise<void> {
     const due = this.walBytesSinceSnapshot >= this.options.snapshotWalBytes || this.walObjectsSinceSnapshot >= this.options.snapshotWalObjects;
-    if (!due || monotonicMs() < this.snapshotRetryAt) return;
+    if (!due || this.snapshotting !== null || this.closing !== null || monotonicMs() < this.snapshotRetryAt) return;
     try {
       await this.snapshotOnce();
+      // The WAL uploaded while it ran may make the next one due already.
+      setImmediate(() => { void this.maybeSnapshot(); });
       if (this.snapshotProblem !== null) {
         process.stderr.write(`svcdb: snapshot of ${this.uri} succeeded again after ${this.snapshotFailures} failures\n`);
         this.snapshotProblem = null;
@@ -737,7 +744,9 @@ export class ObjectWriter implements DurableStorage {
     const epoch = this.store.committedEpoch();
     // A damaged snapshot found at open that could not be moved aside holds this epoch's key.
     if (this.bucket.snapshotKey(epoch) === this.damagedInPlace) return;
-    // Cut between batches; the snapshot thread writes it while writes go on.
+    // Cut between batches; the snapshot thread writes it while writes go on. The WAL
+    // uploaded from here on counts towards the next snapshot.
+    const walBytesAtCut = this.walBytesSinceSnapshot, walObjectsAtCut = this.walObjectsSinceSnapshot;
     const cut = this.store.cut();
     const file = join(this.dir, snapshotName(cut.epoch));
     let size: number;
@@ -772,8 +781,8 @@ export class ObjectWriter implements DurableStorage {
     }
     const previous = this.lastSnapshotEpoch;
     this.lastSnapshotEpoch = epoch;
-    this.walBytesSinceSnapshot = 0;
-    this.walObjectsSinceSnapshot = 0;
+    this.walBytesSinceSnapshot = Math.max(0, this.walBytesSinceSnapshot - walBytesAtCut);
+    this.walObjectsSinceSnapshot = Math.max(0, this.walObjectsSinceSnapshot - walObjectsAtCut);
     this.markDurable(epoch);
     // Keep one interval back: the previous snapshot and the WAL after it, so recovery can
     // fall back past a torn newest snapshot and followers behind by less than an
@@ -871,6 +880,9 @@ export class ObjectWriter implements DurableStorage {
       if (this.loggedEpoch > this.durable) {
         this.abandon(`storage ${this.uri} closed before the write was confirmed durable: it may or may not have happened`);
       }
+      // A snapshot started beside the uploads ends first (its outcome is its own); the
+      // stop's snapshot is of everything.
+      await this.snapshotting?.catch(() => undefined);
       if (this.fenced === null && this.abandoned === null) {
         try {
           await this.snapshotOnce();
