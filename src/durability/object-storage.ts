@@ -774,6 +774,8 @@ export class ObjectWriter implements DurableStorage {
     } finally {
       rmSync(file, { force: true });
     }
+    // Fenced while it uploaded (it runs beside the WAL uploads): it acknowledges nothing.
+    if (this.fenced !== null) throw this.fenced;
     if (!this.lock.held) {
       // As for a WAL group (uploadGroup): not acknowledged, and nothing pruned.
       this.fence(`the writer lock on ${this.uri} lapsed while s3://${this.bucket.name}/${key} was uploading: another writer may have taken over`);
