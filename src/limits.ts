@@ -157,6 +157,13 @@ export const limits = {
   slowReadBodiesMax: 4096,
   /** Bytes of one write batch's WAL record; larger: 500 storage_error (the batch rolls back). */
   walFrameBytesMax: 1024 * 1024 * 1024,
+  /**
+   * Bytes of one WAL object in object storage: the frames waiting for an upload go in
+   * groups up to this (a frame larger than it goes alone, up to walFrameBytesMax). Without
+   * it, what piled up during an outage went as one body: past Node's 4 GiB buffer the writer
+   * fenced itself, past S3's 5 GiB single PUT it retried for ever.
+   */
+  walObjectBytesMax: 256 * 1024 * 1024,
   /** Sections in one snapshot file; more: storage_error (a damaged section table). */
   snapshotSectionsMax: 64,
   /** First wait before a failed fsync or WAL upload is retried (backoff doubles, with jitter). */

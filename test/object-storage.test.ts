@@ -24,6 +24,7 @@ import { cliPath } from './helpers/server.js';
 import { killS3rver, s3Credentials, startS3rver, type S3rverInstance } from './helpers/s3rver.js';
 import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
 import { eventually } from './helpers/eventually.js';
+import { limits } from '../src/limits.js';
 
 const credentials = s3Credentials;
 const awsEnv = { AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey };
@@ -188,6 +189,31 @@ describe('object storage, embedded', () => {
     const again = await openDatabase(s3Options('emb-snap'));
     expect(await again.query(countAll)).toEqual({ c: 12 });
     await again.close();
+  });
+
+  it('WAL objects are bounded in bytes (walObjectBytesMax): frames waiting together go in several groups', async () => {
+    const bound = limits.walObjectBytesMax;
+    const setBound = (bytes: number) => { (limits as { walObjectBytesMax: number }).walObjectBytesMax = bytes; };
+    setBound(200); // a few frames of this write
+    try {
+      const db = await openDatabase(s3Options('wal-bound'));
+      // Concurrent writes wait for one upload together: group commit would put them in one object.
+      await Promise.all(Array.from({ length: 24 }, (_, i) => db.query(addOne(i))));
+      const wal = (await keys('wal-bound')).filter((k) => k.startsWith('wal/'));
+      const sizes = await Promise.all(wal.map(async (k) => (await client.send(new HeadObjectCommand({ Bucket: 'bucket', Key: `wal-bound/${k}` }))).ContentLength!));
+      for (const size of sizes) expect(size).toBeLessThanOrEqual(200 + 16); // + the segment header
+      expect(wal.length).toBeGreaterThanOrEqual(8);
+      // The groups follow each other: epoch after epoch.
+      const ranges = wal.map((k) => /(\d{10})-(\d{10})/.exec(k)!.slice(1).map(Number) as [number, number]);
+      for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1] + 1);
+      expect(ranges.at(-1)![1] - ranges[0]![0] + 1).toBeGreaterThanOrEqual(24);
+      await db.close();
+      const again = await openDatabase(s3Options('wal-bound'));
+      expect(await again.query(countAll)).toEqual({ c: 24 });
+      await again.close();
+    } finally {
+      setBound(bound);
+    }
   });
 
   it('writes are not held behind a snapshot: one runs beside the uploads', async () => {

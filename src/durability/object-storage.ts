@@ -576,10 +576,14 @@ export class ObjectWriter implements DurableStorage {
 
   private async uploadLoop(): Promise<void> {
     while (this.frames.length > 0 && this.abandoned === null) {
+      // Frames are one per epoch, in order: the group is the first ones up to the bound.
+      let count = 1, bytes = this.frames[0]!.byteLength;
+      while (count < this.frames.length && bytes + this.frames[count]!.byteLength <= limits.walObjectBytesMax) bytes += this.frames[count++]!.byteLength;
       const first = this.framesFirst;
-      const last = this.framesLast;
-      const body = Buffer.concat([segmentHeader(first), ...this.frames]);
-      this.frames = [];
+      const last = first + count - 1;
+      const body = Buffer.concat([segmentHeader(first), ...this.frames.slice(0, count)]);
+      this.frames = this.frames.slice(count);
+      this.framesFirst = last + 1;
       if (!(await this.uploadGroup(this.bucket.walKey(first, last), body))) {
         this.abandon(this.fenced !== null
           ? `${this.fenced.message}: the write may or may not have happened`
