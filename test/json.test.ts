@@ -669,6 +669,9 @@ describe('parseJson: the memory a body may build (bodyStructureBytesMax)', () =>
       'integers': '12',
       'short strings': '"ab"',
       'rows': '{"id":1,"name":"a","score":0.5}',
+      'objects of 16 integers': `{${Array.from({ length: 16 }, (_, i) => `"k${i}":${i}`).join(',')}}`,
+      'objects of 16 large integers': `{${Array.from({ length: 16 }, (_, i) => `"k${i}":12345678901234567`).join(',')}}`,
+      'arrays of 16 large integers': `[${Array(16).fill('12345678901234567').join(',')}]`,
     };
     // In a function of its own: a loop's registers would keep the last parse alive into the
     // next measurement, which then counts it freed.

@@ -541,6 +541,18 @@ export class WriterLock {
     return !this.lost && msSince(this.renewedAt) < this.options.leaseMs;
   }
 
+  /**
+   * After an upload that ended when `held` was false: renew now. Our holder id still in the
+   * lock object means no successor took over before the upload landed (a takeover rewrites
+   * it): true. False when that cannot be told (storage unreachable) or the lock is lost
+   * (another holder: onLost has been called).
+   */
+  async confirm(): Promise<boolean> {
+    if (this.held) return true;
+    await this.renewNow();
+    return this.held;
+  }
+
   /** True when we may write now: the lease is fresh, or a renewal made now succeeded. */
   async ensureFresh(): Promise<boolean> {
     if (this.fresh) return true;

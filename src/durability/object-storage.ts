@@ -389,10 +389,12 @@ export class ObjectWriter implements DurableStorage {
   /** Ends the backoff sleep of a retry early (close, fencing). */
   private wake: (() => void) | null = null;
   private lastSnapshotEpoch: number;
+  /** The epoch of the running snapshot's cut, else of the last snapshot: WAL past it counts towards the next. */
+  private snapshotCutEpoch: number;
   private walBytesSinceSnapshot: number;
   private walObjectsSinceSnapshot: number;
   /** The snapshot being taken (the loop's, close()'s or snapshot()'s: one at a time). */
-  private snapshotting: Promise<void> | null = null;
+  private snapshotting: Promise<boolean> | null = null;
   private readonly snapshotThread = new SnapshotThread();
   /** A snapshot key whose upload read back damaged and stayed in place: the next upload of it replaces it. */
   private damagedUpload: string | null = null;
@@ -421,7 +423,7 @@ export class ObjectWriter implements DurableStorage {
     this.report = loaded.report;
     this.durable = loaded.store.committedEpoch();
     this.loggedEpoch = this.durable;
-    this.lastSnapshotEpoch = loaded.report.snapshotEpoch;
+    this.lastSnapshotEpoch = this.snapshotCutEpoch = loaded.report.snapshotEpoch;
     this.walBytesSinceSnapshot = loaded.replay.bytes;
     this.walObjectsSinceSnapshot = loaded.replay.objects;
     this.store.captureRedo = true;
@@ -591,8 +593,10 @@ export class ObjectWriter implements DurableStorage {
         return;
       }
       this.markDurable(last);
-      this.walBytesSinceSnapshot += body.byteLength;
-      this.walObjectsSinceSnapshot++;
+      if (last > this.snapshotCutEpoch) {
+        this.walBytesSinceSnapshot += body.byteLength;
+        this.walObjectsSinceSnapshot++;
+      }
       // Beside the uploads, not before the next one: a snapshot of a large store takes
       // minutes to write, upload and read back, and every write waited for it (a review).
       void this.maybeSnapshot();
@@ -615,11 +619,14 @@ export class ObjectWriter implements DurableStorage {
           this.fence(`s3://${this.bucket.name}/${key} already exists with other contents: another writer wrote ${this.uri}`);
           return false;
         }
-        if (!this.lock.held) {
-          // It may have landed after another writer took over: its batches are not ours to
-          // acknowledge (recovery refuses a WAL with two histories).
-          this.fence(`the writer lock on ${this.uri} lapsed while s3://${this.bucket.name}/${key} was uploading: another writer may have taken over`);
-          return false;
+        // Fenced meanwhile (a snapshot runs beside the uploads and may find another writer).
+        if (this.fenced !== null) return false;
+        if (!(await this.lock.confirm())) {
+          // The upload ended past the lease: it may have landed after another writer took
+          // over, so its batches are not acknowledged until the lock is confirmed ours (a
+          // retry PUTs the same bytes, which the bucket already holds). A lost lock fences.
+          if (this.fenced !== null) return false;
+          throw new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} was uploaded after the writer lock's lease ran out, and the lock cannot be confirmed ours yet`);
         }
         if (this.uploadProblem !== null) {
           process.stderr.write(`svcdb: storage ${this.uri} answers again after ${attempt - 1} failed upload attempts: ready\n`);
@@ -707,9 +714,9 @@ export class ObjectWriter implements DurableStorage {
     const due = this.walBytesSinceSnapshot >= this.options.snapshotWalBytes || this.walObjectsSinceSnapshot >= this.options.snapshotWalObjects;
     if (!due || this.snapshotting !== null || this.closing !== null || monotonicMs() < this.snapshotRetryAt) return;
     try {
-      await this.snapshotOnce();
-      // The WAL uploaded while it ran may make the next one due already.
-      setImmediate(() => { void this.maybeSnapshot(); });
+      // The WAL uploaded past its cut while it ran may make the next one due already; one
+      // that took nothing (no new epoch) does not look again (it would spin).
+      if (await this.snapshotOnce()) setImmediate(() => { void this.maybeSnapshot(); });
       if (this.snapshotProblem !== null) {
         process.stderr.write(`svcdb: snapshot of ${this.uri} succeeded again after ${this.snapshotFailures} failures\n`);
         this.snapshotProblem = null;
@@ -734,23 +741,40 @@ export class ObjectWriter implements DurableStorage {
     await this.snapshotOnce();
   }
 
-  private snapshotOnce(): Promise<void> {
+  /** Whether it took one (false: nothing new since the last). */
+  private snapshotOnce(): Promise<boolean> {
     this.snapshotting ??= this.snapshotNow().finally(() => { this.snapshotting = null; });
     return this.snapshotting;
   }
 
-  private async snapshotNow(): Promise<void> {
+  private async snapshotNow(): Promise<boolean> {
     if (this.fenced !== null) throw this.fenced;
-    if (this.store.committedEpoch() === this.lastSnapshotEpoch) return;
+    if (this.store.committedEpoch() === this.lastSnapshotEpoch) return false;
     if (!(await this.lock.ensureFresh())) {
       throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
     }
     const epoch = this.store.committedEpoch();
     // A damaged snapshot found at open that could not be moved aside holds this epoch's key.
-    if (this.bucket.snapshotKey(epoch) === this.damagedInPlace) return;
-    // Cut between batches; the snapshot thread writes it while writes go on. The WAL
-    // uploaded from here on counts towards the next snapshot.
+    if (this.bucket.snapshotKey(epoch) === this.damagedInPlace) return false;
+    // Cut between batches; the snapshot thread writes it while writes go on. The WAL of
+    // epochs past the cut counts towards the next snapshot (uploadLoop); if this one fails,
+    // what it would have covered counts again.
     const walBytesAtCut = this.walBytesSinceSnapshot, walObjectsAtCut = this.walObjectsSinceSnapshot;
+    this.walBytesSinceSnapshot = this.walObjectsSinceSnapshot = 0;
+    this.snapshotCutEpoch = epoch;
+    try {
+      await this.uploadSnapshot(epoch);
+    } catch (err) {
+      this.snapshotCutEpoch = this.lastSnapshotEpoch;
+      this.walBytesSinceSnapshot += walBytesAtCut;
+      this.walObjectsSinceSnapshot += walObjectsAtCut;
+      throw err;
+    }
+    return true;
+  }
+
+  /** Cut, write, upload and verify the snapshot of `epoch`, then prune what it covers. */
+  private async uploadSnapshot(epoch: number): Promise<void> {
     const cut = this.store.cut();
     const file = join(this.dir, snapshotName(cut.epoch));
     let size: number;
@@ -766,6 +790,10 @@ export class ObjectWriter implements DurableStorage {
       // overlaps, which recovery skips).
       // A copy of this epoch that read back damaged and could not be moved aside is ours to replace.
       const condition = key === this.damagedUpload ? {} : { ifNoneMatch: true };
+      // Writing the file took a while: the lease must still be fresh for its upload.
+      if (!(await this.lock.ensureFresh())) {
+        throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
+      }
       if (await this.bucket.putFile(file, key, condition) === 'precondition') {
         // holdsSnapshot reads the object whole: that is its read-back.
         if (!(await this.holdsSnapshot(key, epoch))) {
@@ -780,15 +808,12 @@ export class ObjectWriter implements DurableStorage {
     }
     // Fenced while it uploaded (it runs beside the WAL uploads): it acknowledges nothing.
     if (this.fenced !== null) throw this.fenced;
-    if (!this.lock.held) {
+    if (!(await this.lock.confirm())) {
       // As for a WAL group (uploadGroup): not acknowledged, and nothing pruned.
-      this.fence(`the writer lock on ${this.uri} lapsed while s3://${this.bucket.name}/${key} was uploading: another writer may have taken over`);
-      throw this.fenced!;
+      throw this.fenced ?? new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} was uploaded after the writer lock's lease ran out, and the lock cannot be confirmed ours yet`);
     }
     const previous = this.lastSnapshotEpoch;
     this.lastSnapshotEpoch = epoch;
-    this.walBytesSinceSnapshot = Math.max(0, this.walBytesSinceSnapshot - walBytesAtCut);
-    this.walObjectsSinceSnapshot = Math.max(0, this.walObjectsSinceSnapshot - walObjectsAtCut);
     this.markDurable(epoch);
     // Keep one interval back: the previous snapshot and the WAL after it, so recovery can
     // fall back past a torn newest snapshot and followers behind by less than an
@@ -883,12 +908,12 @@ export class ObjectWriter implements DurableStorage {
     try {
       this.kick();
       while (this.loop !== null) await this.loop;
+      // A snapshot started beside the uploads ends first (its outcome is its own: it may
+      // make the last batches durable); the stop's snapshot is of everything.
+      await this.snapshotting?.catch(() => undefined);
       if (this.loggedEpoch > this.durable) {
         this.abandon(`storage ${this.uri} closed before the write was confirmed durable: it may or may not have happened`);
       }
-      // A snapshot started beside the uploads ends first (its outcome is its own); the
-      // stop's snapshot is of everything.
-      await this.snapshotting?.catch(() => undefined);
       if (this.fenced === null && this.abandoned === null) {
         try {
           await this.snapshotOnce();

@@ -488,23 +488,32 @@ export class IndexRuntime implements IndexHooks {
       this.preparedView = null;
       this.changed = false;
     }
+    // Deltas past their bound are merged into runs here, after every batch (writer and
+    // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
+    // moves per entry; entries deleted before the visible epoch are dropped on the way.
+    // Each step on its own: one that cannot allocate must not keep the others from running.
+    let done = true;
+    for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) done = this.upkeep(() => p.entries.maintain(this.store.visibleEpoch())) && done;
+    for (const search of this.searches.values()) {
+      if (search.kind !== 'text') continue;
+      search.batchSettled();
+      // Merges of the lists batches killed postings in: one bounded step, then idle slices.
+      if (search.needsMerging() || search.hasParkedMerges()) done = this.upkeep(() => search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false)) && done;
+    }
+    if (this.blocksRetired.length > 0) done = this.upkeep(() => this.freeRetiredBlocks()) && done;
+    if (done) this.settleProblem = null;
+  }
+
+  /** One step of the upkeep after a batch: a storage_error defers it to the next batch (logged once per problem). */
+  private upkeep(step: () => unknown): boolean {
     try {
-      // Deltas past their bound are merged into runs here, after every batch (writer and
-      // followers alike), so lookups never scan a long unsorted delta. Amortized O(log n)
-      // moves per entry; entries deleted before the visible epoch are dropped on the way.
-      for (const p of this.physical.values()) if (p.entries.pendingMaintenance()) p.entries.maintain(this.store.visibleEpoch());
-      for (const search of this.searches.values()) {
-        if (search.kind !== 'text') continue;
-        search.batchSettled();
-        // Merges of the lists batches killed postings in: one bounded step, then idle slices.
-        if (search.needsMerging() || search.hasParkedMerges()) search.merge(this.store.visibleEpoch(), this.purgeHorizon(), false);
-      }
-      if (this.blocksRetired.length > 0) this.freeRetiredBlocks();
-      this.settleProblem = null;
+      step();
+      return true;
     } catch (err) {
       if (!(err instanceof SvcError) || err.code !== 'storage_error') throw err;
       if (this.settleProblem !== err.msg) process.stderr.write(`svcdb: index upkeep after a batch deferred: ${err.msg}\n`);
       this.settleProblem = err.msg;
+      return false;
     }
   }
 

@@ -54,13 +54,15 @@ let structureMax = Infinity;
  * gets 17 slots at its first element, a Map a hash table of its own, and an element is its
  * slot plus the value (a bigint or a string is an object). Retained heap per item of a
  * 100k-item array, measured in the test that keeps these honest (test/json.test.ts): `{}`
- * ~194 B, `{"a":1}` and `[1]` ~222 B, a row of three members ~337 B, a small integer or a
- * short string 36-38 B. The estimate only has to be within a small factor, and not below
+ * ~194 B, `{"a":1}` and `[1]` ~222 B, a row of three members ~337 B, an object of 16 small
+ * (large) integers ~1,430 (1,680) B, a small integer or a short string 36-38 B. The estimate only has to be within a small factor, and not below
  * (with 128 B and 16 B, 1.7 M `{}` in 5.1 MB built 345 MB under a 256 MiB bound); a 16 MiB
  * body of nested one-element arrays built 1.5 GB and killed the reader threads (a probe).
  */
 const CONTAINER_BYTES_ESTIMATE = 200;
 const ELEMENT_BYTES_ESTIMATE = 40;
+/** An object member's entry in its Map (key, value and hash-table slots, as the table doubles): on top of its element. */
+const MEMBER_BYTES_ESTIMATE = 56;
 
 /**
  * Parses one JSON document. Integer tokens become `bigint` (exact), other number tokens
@@ -249,6 +251,7 @@ function parseDocument(s: string, depthMax: number): JsonValue {
         }
         fail(i >= len ? 'EOF while parsing a list' : 'expected `,` or `]`', i);
       } else {
+        if ((structureLeft -= MEMBER_BYTES_ESTIMATE) < 0) structureTooLarge();
         f.set(keys[depth - 1]!, value);
         if (d === 0x2c) {
           keys[depth - 1] = readMemberKey(s, skipWs(s, i + 1), f, true);
