@@ -216,6 +216,38 @@ describe('object storage, embedded', () => {
     }
   });
 
+  it('a snapshot whose cut holds batches still uploading leaves nothing due: an idle writer does not look for snapshots again and again', async () => {
+    const writerProto = ObjectWriter.prototype as unknown as { putImmutable(key: string, body: Uint8Array): Promise<string>; maybeSnapshot(): Promise<void> };
+    const put = writerProto.putImmutable;
+    let groups = 0;
+    vi.spyOn(writerProto, 'putImmutable').mockImplementation(async function (this: unknown, key: string, body: Uint8Array) {
+      if (groups++ === 0) await new Promise((r) => setTimeout(r, 300)); // the writes below are logged meanwhile
+      return put.call(this, key, body);
+    });
+    const putFile = Bucket.prototype.putFile;
+    vi.spyOn(Bucket.prototype, 'putFile').mockImplementation(async function (this: Bucket, ...args: Parameters<Bucket['putFile']>) {
+      await new Promise((r) => setTimeout(r, 500)); // the snapshot ends after their group is uploaded
+      return putFile.apply(this, args);
+    });
+    const looks = vi.spyOn(writerProto, 'maybeSnapshot');
+    const db = await openDatabase(s3Options('snap-idle', { snapshotWalBytes: 1 }));
+    try {
+      const first = db.query(addOne(0));
+      await new Promise((r) => setTimeout(r, 50));
+      await Promise.all([first, db.query(addOne(1)), db.query(addOne(2))]);
+      await new Promise((r) => setTimeout(r, 1_500)); // every snapshot due is taken
+      const before = looks.mock.calls.length;
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(looks.mock.calls.length - before, 'looks for a snapshot in an idle second').toBe(0);
+    } finally {
+      vi.restoreAllMocks();
+      await db.close();
+    }
+    const again = await openDatabase(s3Options('snap-idle'));
+    expect(await again.query(countAll)).toEqual({ c: 3 });
+    await again.close();
+  });
+
   it('writes are not held behind a snapshot: one runs beside the uploads', async () => {
     const putFile = Bucket.prototype.putFile;
     let snapshotsStarted = 0;
@@ -233,6 +265,17 @@ describe('object storage, embedded', () => {
       const within10s = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the write waited for the snapshot')), 10_000))]);
       for (let i = 1; i <= 3; i++) expect(await within10s(db.query(addOne(i)))).toEqual({ x: [{ $id: i }] });
       expect(snapshotsStarted, 'one snapshot at a time').toBe(1);
+      // Released, it ends; the WAL uploaded past its cut makes one more due, which is taken.
+      // Then, idle, nothing is due: no snapshot looks again and again (one once spun a core).
+      const proto = ObjectWriter.prototype as unknown as { maybeSnapshot(): Promise<void> };
+      const looks = vi.spyOn(proto, 'maybeSnapshot');
+      release();
+      await eventually(() => snapshotsStarted === 2, 'the next snapshot, of the writes made during the first');
+      await new Promise((r) => setTimeout(r, 1_000));
+      const idleLooks = looks.mock.calls.length;
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(looks.mock.calls.length - idleLooks, 'looks for a snapshot in an idle second').toBe(0);
+      expect(snapshotsStarted).toBe(2);
     } finally {
       release();
       vi.restoreAllMocks();
@@ -547,26 +590,72 @@ describe('object storage, failures', () => {
     expect((await keys('twohist')).filter((k) => k !== 'writer.lock')).toEqual(before);
   });
 
-  it('a WAL group whose upload ends after the lease ran out is not acknowledged: fenced, 409 outcome unknown', async () => {
-    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const writer = await ObjectWriter.open({ uri: 's3://bucket/lapse', endpointUrl: endpoint, region: 'us-east-1', credentials }, { ...defaultObjectWriterOptions, leaseMs: 900 });
+  /**
+   * A writer (lease 900 ms) whose next WAL PUT ends after the lease ran out, its renewals
+   * failing meanwhile; `during` runs while that PUT hangs. Returns the write's answer
+   * promise, the writer and a function that lets renewals through again.
+   */
+  async function uploadPastTheLease(prefix: string, during: () => Promise<void>) {
+    const writer = await ObjectWriter.open({ uri: `s3://bucket/${prefix}`, endpointUrl: endpoint, region: 'us-east-1', credentials }, { ...defaultObjectWriterOptions, leaseMs: 900 });
     const lockProto = Object.getPrototypeOf((writer as unknown as { lock: object }).lock) as { renew(): Promise<void> };
     const writerProto = ObjectWriter.prototype as unknown as { putImmutable(key: string, body: Uint8Array): Promise<string> };
-    try {
-      expect((await writeThrough(writer, pairBatch(0))).status).toBe(200);
-      // The lock can no longer be renewed, and the next PUT takes longer than the lease:
-      // another writer may have taken over before it landed.
-      const renew = vi.spyOn(lockProto, 'renew').mockResolvedValue(undefined);
-      const put = writerProto.putImmutable;
-      vi.spyOn(writerProto, 'putImmutable').mockImplementation(async function (this: unknown, key: string, body: Uint8Array) {
+    expect((await writeThrough(writer, pairBatch(0))).status).toBe(200);
+    const renew = lockProto.renew;
+    let renewals = false;
+    vi.spyOn(lockProto, 'renew').mockImplementation(function (this: unknown) { return renewals ? renew.call(this) : Promise.resolve(); });
+    const put = writerProto.putImmutable;
+    let delayed = 0;
+    vi.spyOn(writerProto, 'putImmutable').mockImplementation(async function (this: unknown, key: string, body: Uint8Array) {
+      if (delayed++ === 0) {
         await new Promise((r) => setTimeout(r, 1_200));
-        return put.call(this, key, body);
-      });
-      const answer = await writeThrough(writer, pairBatch(1));
-      expect(answer.status).toBe(409);
-      expect(JSON.parse(answer.body)).toMatchObject({ error: 'writer_fenced_commit_outcome_unknown' });
-      expect(answer.body).toContain('lapsed while s3://bucket/lapse/wal/');
-      expect(renew).toHaveBeenCalled();
+        await during();
+      }
+      return put.call(this, key, body);
+    });
+    const answer = writeThrough(writer, pairBatch(1));
+    return { writer, answer, letRenewalsThrough: () => { renewals = true; } };
+  }
+
+  it('a WAL group whose upload ends after the lease ran out waits until the lock is confirmed ours, then is acknowledged', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const { writer, answer, letRenewalsThrough } = await uploadPastTheLease('lapse-kept', async () => undefined);
+    try {
+      let settled = false;
+      void answer.then(() => { settled = true; });
+      await eventually(() => writer.health().ready === false, 'not ready while the lock cannot be confirmed');
+      expect(writer.health().problem).toContain('was uploaded after the writer lock\'s lease ran out');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(settled, 'not acknowledged while the lock cannot be confirmed').toBe(false);
+      letRenewalsThrough(); // nobody took the lock: the renewal finds it ours
+      expect((await answer).status).toBe(200);
+      await eventually(() => writer.health().ready, 'ready again');
+    } finally {
+      vi.restoreAllMocks();
+      stderr.mockRestore();
+      await writer.close().catch(() => undefined);
+    }
+    const db = await openDatabase(s3Options('lapse-kept'));
+    expect(await db.query(countAll)).toEqual({ c: 4 });
+    await db.close();
+  }, 30_000);
+
+  it('a WAL group whose upload ends after another writer took the lock is not acknowledged: fenced, 409 outcome unknown', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    // While the PUT hangs and renewals fail, the lease runs out and a successor takes the
+    // lock; then renewals get through again, and the first one reads the successor's id.
+    let renewalsBack = () => undefined as void;
+    const takeOver = async () => {
+      const successor = { id: 'successor', pid: 1, host: 'elsewhere', since: new Date().toISOString() };
+      await client.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'lapse-taken/writer.lock', Body: JSON.stringify(successor) }));
+      renewalsBack();
+    };
+    const { writer, answer, letRenewalsThrough } = await uploadPastTheLease('lapse-taken', takeOver);
+    renewalsBack = letRenewalsThrough;
+    try {
+      const answered = await answer;
+      expect(answered.status).toBe(409);
+      expect(JSON.parse(answered.body)).toMatchObject({ error: 'writer_fenced_commit_outcome_unknown' });
+      expect(answered.body).toContain('taken over by process 1 on elsewhere');
     } finally {
       vi.restoreAllMocks();
       stderr.mockRestore();
