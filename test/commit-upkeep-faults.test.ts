@@ -7,7 +7,9 @@ import { openDatabase } from '../src/index.js';
 import { IndexEntries } from '../src/index/entries.js';
 import { SvcError } from '../src/protocol/errors.js';
 import { Topology } from '../src/store/topology.js';
-import { addN, count, i64, nodes, q, read, write } from './helpers/requests.js';
+import { addN, count, i64, nodes, q, read, str, write } from './helpers/requests.js';
+import { buildIndex, ok } from './helpers/search-indexes.js';
+import { limits } from '../src/limits.js';
 import { tempDirs } from './helpers/temp-dirs.js';
 
 const tempDir = tempDirs('commit-upkeep');
@@ -94,6 +96,32 @@ it('upkeep after a commit that cannot allocate is deferred: the write is answere
     const lookup = read([q('c', count({ where: { input: nodes('all'), predicate: { eq: { left: { property: 'n' }, right: { constant: { i64: 3 } } } } } }))], ['c']);
     expect(await db.query(lookup)).toEqual({ c: 1 });
   } finally {
+    await db.close();
+  }
+});
+
+it('a deferred merge does not keep the rest of the upkeep from running: the per-batch text count starts again after each batch', async () => {
+  const db = await openDatabase({ storage: 'memory' });
+  const chars = limits.textMutationCharsMax;
+  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  try {
+    await buildIndex(db, { node_equality: { label: 'Doc', property: 'n' } });
+    await buildIndex(db, { node_text: { label: 'Doc', property: 'body' } });
+    // Every merge of index entries fails from here on (the topology heap full).
+    vi.spyOn(IndexEntries.prototype, 'pendingMaintenance').mockReturnValue(true);
+    vi.spyOn(IndexEntries.prototype, 'maintain').mockImplementation(() => {
+      throw new SvcError('storage_error', 'storage error: adjacency heap is full');
+    });
+    (limits as { textMutationCharsMax: number }).textMutationCharsMax = 100;
+    // 60 characters a batch: under the bound each time, if each batch counts from zero.
+    for (let i = 0; i < 4; i++) {
+      await ok(db, write([q(null, { add_n: { label: 'Doc', properties: [['n', i64(i)], ['body', str(`${'x'.repeat(59)}${i}`)]] } })], []));
+    }
+    expect(await db.query(countAll)).toEqual({ c: 4 });
+  } finally {
+    (limits as { textMutationCharsMax: number }).textMutationCharsMax = chars;
+    vi.restoreAllMocks();
+    stderr.mockRestore();
     await db.close();
   }
 });
