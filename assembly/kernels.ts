@@ -237,10 +237,10 @@ export function entryCount(queue: u32, count: u32, dirs: u32): f64 {
  * out and the others are added (first occurrence per level): with `seenShift` == 0 the set
  * is one byte per node ID at byte address seen * 4, else an open-addressing table of
  * 2^(32 - seenShift) words holding node + 1 (0 = empty), as findEntry. Returns the count
- * written; `out` must hold entryCount(rows, count, dirs) words and the table that many
- * nodes with room to spare.
+ * written; `out` must hold entryCount(rows, count, dirs) words (`outCap`: what it holds; a
+ * row past it traps) and the table that many nodes with room to spare.
  */
-export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32, out: u32, seen: u32, seenShift: u32): u32 {
+export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32, out: u32, outCap: u32, seen: u32, seenShift: u32): u32 {
   const seenBytes: usize = <usize>seen << 2;
   const mask: u32 = <u32>0xffffffff >> seenShift;
   let end: u32 = 0;
@@ -260,6 +260,7 @@ export function expandRows(rows: u32, count: u32, dirs: u32, label: i32, at: u32
         const next = word(p + A_NEIGHBOR);
         if (end > start && next < previous) ordered = false;
         previous = next;
+        if (end >= outCap) unreachable(); // never (entryCount bounds it): a trap, not a write past `out`
         setWord(out + end, next);
         end++;
       }
@@ -472,7 +473,7 @@ export function distinctNeighbourCount(node: u32, dirs: u32, label: i32, at: u32
  * level can still add (at most the bit count of the marks, at most the entries scanned).
  * The caller clears the marks of out[..) once the level is complete.
  */
-export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: u32, marks: u32, out: u32): u32 {
+export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: u32, marks: u32, out: u32, outCap: u32): u32 {
   let end: u32 = 0;
   for (let group: u32 = 0; group < count; group += TOUCH_GROUP) {
     const groupEnd = min(group + TOUCH_GROUP, count);
@@ -488,6 +489,7 @@ export function reachUnmarked(rows: u32, count: u32, dirs: u32, label: i32, at: 
           if (!visible(p, at, label)) continue;
           const next = word(p + A_NEIGHBOR);
           if (!markNode(marks, next)) continue;
+          if (end >= outCap) unreachable(); // never (the caller's room bounds it): a trap, not a write past `out`
           setWord(out + end, next);
           end++;
         }

@@ -27,9 +27,14 @@ it('reachUnmarked leaves the word after a full output alone', () => {
     expect(bound).toBe(4);
     const out = arena.take(bound + 1);
     topology.words[out + bound] = 0xdeadbeef; // the word after the room the caller takes
-    expect(kernels.reachUnmarked(level, rows.length, 1, -1, 1, marks, out)).toBe(4);
+    expect(kernels.reachUnmarked(level, rows.length, 1, -1, 1, marks, out, bound)).toBe(4);
     expect(Array.from(topology.words.subarray(out, out + bound))).toEqual([1, 2, 3, 4]);
     expect(topology.words[out + bound]!.toString(16)).toBe('deadbeef');
+    // Given less room than it needs, it traps rather than write past it.
+    kernels.clearMarks(out, 4, marks);
+    topology.words[out + 2] = 0xdeadbeef;
+    expect(() => kernels.reachUnmarked(level, rows.length, 1, -1, 1, marks, out, 2)).toThrow(/unreachable/);
+    expect(topology.words[out + 2]!.toString(16)).toBe('deadbeef');
   } finally {
     topology.endRead();
   }
@@ -44,6 +49,30 @@ const write = (roots: unknown[]) => ({ request_type: 'write', query: { write: { 
 const read = (root: unknown) => ({ request_type: 'read', query: { read: { entries: [{ query: { name: 'r', root } }], returns: ['r'] } } });
 const nodes = (ids: number[]) => ({ nodes: { reference: { ids } } });
 const addNodes = (n: number) => Array.from({ length: n }, () => ({ add_n: { label: 'N', properties: [] } }));
+
+it('expandRows traps rather than write past the room it is given', () => {
+  const topology = Topology.create();
+  for (let n = 0; n < 8; n++) topology.addNode(n);
+  for (let d = 1; d <= 4; d++) {
+    topology.append(0, DIR_OUT, d - 1, d, 0, 1);
+    topology.append(d, DIR_IN, d - 1, 0, 0, 1);
+  }
+  topology.beginRead();
+  try {
+    const kernels = topology.kernels();
+    const arena = topology.scratch();
+    const input = arena.take(1);
+    topology.words[input] = 0;
+    const out = arena.take(5);
+    expect(kernels.expandRows(input, 1, 1, -1, 1, out, 4, 0, 0)).toBe(4);
+    expect(Array.from(topology.words.subarray(out, out + 4))).toEqual([1, 2, 3, 4]);
+    topology.words[out + 3] = 0xdeadbeef;
+    expect(() => kernels.expandRows(input, 1, 1, -1, 1, out, 3, 0, 0)).toThrow(/unreachable/);
+    expect(topology.words[out + 3]!.toString(16)).toBe('deadbeef');
+  } finally {
+    topology.endRead();
+  }
+});
 
 it('a distinct count from a hub and leaves does not change the adjacency of a node created after it', () => {
   const store = Store.create();

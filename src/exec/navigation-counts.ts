@@ -122,7 +122,8 @@ export function distinctEndCount(ctx: ExecCtx, hops: readonly NodeHop[], rows: r
       if (count === 0) return 0;
       if (hop.dirs === 0) return 0;
       const bound = kernels.entryCount(level, count, hop.dirs);
-      const next = arena.take(Math.max(1, Math.min(bound, nodes)));
+      const room = Math.max(1, Math.min(bound, nodes));
+      const next = arena.take(room);
       marked = next;
       markedCount = 0;
       const sliceRows = Math.max(1, Math.floor(count * (KERNEL_ENTRIES_PER_CALL / Math.max(bound, 1))));
@@ -130,7 +131,7 @@ export function distinctEndCount(ctx: ExecCtx, hops: readonly NodeHop[], rows: r
         const rowsInSlice = Math.min(sliceRows, count - first);
         // Charged before the slice runs: an inline run over its work cap stops before it.
         guard.step(sliceRows >= count ? bound : kernels.entryCount(level + first, rowsInSlice, hop.dirs));
-        markedCount += kernels.reachUnmarked(level + first, rowsInSlice, hop.dirs, hop.label, ctx.at, marks, next + markedCount);
+        markedCount += kernels.reachUnmarked(level + first, rowsInSlice, hop.dirs, hop.label, ctx.at, marks, next + markedCount, room - markedCount);
       }
       kernels.clearMarks(next, markedCount, marks);
       const produced = markedCount;

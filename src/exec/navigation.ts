@@ -259,7 +259,8 @@ function expandOnKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLev
     guard.step(count);
     const bound = kernels.entryCount(input, count, dirs);
     if (bound > KERNEL_STEP_ENTRIES_MAX) return false;
-    const output = arena.take(Math.max(bound, 1));
+    const outputWords = Math.max(bound, 1);
+    const output = arena.take(outputWords);
     let seen = 0, seenShift = 0;
     if (dedupLevel) {
       // The level's nodes are at most `bound`: a table of node + 1 at load <= 1/2, or, when
@@ -281,7 +282,7 @@ function expandOnKernel(ctx: ExecCtx, step: NodeRowsStep, rows: RowSet, dedupLev
     let produced = 0;
     for (let first = 0; first < count; first += sliceRows) {
       const rowsInSlice = Math.min(sliceRows, count - first);
-      produced += kernels.expandRows(input + first, rowsInSlice, dirs, step.label, ctx.at, output + produced, seen, seenShift);
+      produced += kernels.expandRows(input + first, rowsInSlice, dirs, step.label, ctx.at, output + produced, outputWords - produced, seen, seenShift);
       guard.step(Math.ceil(bound * (rowsInSlice / count)));
       guard.check();
     }

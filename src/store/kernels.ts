@@ -6,12 +6,12 @@ import { instantiateOnSharedMemory } from './wasm-module.js';
 export interface TraversalKernels {
   expandLayer(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, side: number, mark: number): number;
   entryCount(queue: number, count: number, dirs: number): number;
-  expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, seen: number, seenShift: number): number;
+  expandRows(rows: number, count: number, dirs: number, label: number, at: number, out: number, outCap: number, seen: number, seenShift: number): number;
   expandOrdered(queue: number, from: number, to: number, end: number, queueCap: number, dirs: number, label: number, at: number, search: number, mark: number, temp: number, tempCap: number): number;
   hasSuccessorAt(node: number, dirs: number, label: number, at: number, search: number, reach: number): number;
   rehash(search: number, table: number, shift: number): void;
   distinctNeighbourCount(node: number, dirs: number, label: number, at: number, marks: number): number;
-  reachUnmarked(rows: number, count: number, dirs: number, label: number, at: number, marks: number, out: number): number;
+  reachUnmarked(rows: number, count: number, dirs: number, label: number, at: number, marks: number, out: number, outCap: number): number;
   keepUnmarked(ids: number, count: number, marks: number): number;
   clearMarks(ids: number, count: number, marks: number): void;
 }
