@@ -6,15 +6,20 @@ import { executeRequest, noFlags } from '../src/exec/request.js';
 import { Store } from '../src/store/store.js';
 import { DIR_IN, DIR_OUT, Topology } from '../src/store/topology.js';
 
-it('reachUnmarked leaves the word after a full output alone', () => {
+/** `nodes` nodes; node 0 -> 1..4, the others without edges. */
+function hubOfFour(nodes: number): Topology {
   const topology = Topology.create();
-  for (let n = 0; n < 20; n++) topology.addNode(n);
-  // Node 0 -> 1..4; nodes 5..12 have no edges: the output fills on the first row, and the
-  // next group of rows has nothing to add.
+  for (let n = 0; n < nodes; n++) topology.addNode(n);
   for (let d = 1; d <= 4; d++) {
     topology.append(0, DIR_OUT, d - 1, d, 0, 1);
     topology.append(d, DIR_IN, d - 1, 0, 0, 1);
   }
+  return topology;
+}
+
+it('reachUnmarked leaves the word after a full output alone', () => {
+  // Rows 0 and 5..12: the output fills on the first row, and the next group of rows has nothing to add.
+  const topology = hubOfFour(20);
   topology.beginRead();
   try {
     const kernels = topology.kernels();
@@ -51,12 +56,7 @@ const nodes = (ids: number[]) => ({ nodes: { reference: { ids } } });
 const addNodes = (n: number) => Array.from({ length: n }, () => ({ add_n: { label: 'N', properties: [] } }));
 
 it('expandRows traps rather than write past the room it is given', () => {
-  const topology = Topology.create();
-  for (let n = 0; n < 8; n++) topology.addNode(n);
-  for (let d = 1; d <= 4; d++) {
-    topology.append(0, DIR_OUT, d - 1, d, 0, 1);
-    topology.append(d, DIR_IN, d - 1, 0, 0, 1);
-  }
+  const topology = hubOfFour(8);
   topology.beginRead();
   try {
     const kernels = topology.kernels();

@@ -62,6 +62,16 @@ async function keys(prefix: string): Promise<string[]> {
 const s3Options = (prefix: string, extra: Partial<OpenOptions> = {}): OpenOptions =>
   ({ storage: 's3', uri: `s3://bucket/${prefix}`, endpointUrl: endpoint, region: 'us-east-1', credentials, ...extra });
 
+/** A fresh open of `prefix`: how many nodes it holds. */
+async function countOnReopen(prefix: string): Promise<unknown> {
+  const db = await openDatabase(s3Options(prefix));
+  try {
+    return await db.query(countAll);
+  } finally {
+    await db.close();
+  }
+}
+
 // ---------------------------------------------------------------- spawned servers
 
 interface Served {
@@ -208,9 +218,7 @@ describe('object storage, embedded', () => {
       for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1] + 1);
       expect(ranges.at(-1)![1] - ranges[0]![0] + 1).toBeGreaterThanOrEqual(24);
       await db.close();
-      const again = await openDatabase(s3Options('wal-bound'));
-      expect(await again.query(countAll)).toEqual({ c: 24 });
-      await again.close();
+      expect(await countOnReopen('wal-bound')).toEqual({ c: 24 });
     } finally {
       setBound(bound);
     }
@@ -243,9 +251,7 @@ describe('object storage, embedded', () => {
       vi.restoreAllMocks();
       await db.close();
     }
-    const again = await openDatabase(s3Options('snap-idle'));
-    expect(await again.query(countAll)).toEqual({ c: 3 });
-    await again.close();
+    expect(await countOnReopen('snap-idle')).toEqual({ c: 3 });
   });
 
   it('writes are not held behind a snapshot: one runs beside the uploads', async () => {
@@ -281,9 +287,7 @@ describe('object storage, embedded', () => {
       vi.restoreAllMocks();
       await db.close();
     }
-    const again = await openDatabase(s3Options('snap-beside'));
-    expect(await again.query(countAll)).toEqual({ c: 4 });
-    await again.close();
+    expect(await countOnReopen('snap-beside')).toEqual({ c: 4 });
   });
 
   it('a reader handle follows the writer (also past pruned WAL) and refuses writes; a second writer is refused', async () => {
@@ -492,9 +496,7 @@ describe('object storage, failures', () => {
       await expect(openDatabase({ ...s3Options('shortsnap'), endpointUrl })).rejects.toThrow(/gave \d+ bytes, its listing says \d+/);
     });
     expect((await keys('shortsnap')).filter((k) => k !== 'writer.lock')).toEqual(before);
-    db = await openDatabase(s3Options('shortsnap'));
-    expect(await db.query(countAll)).toEqual({ c: 6 });
-    await db.close();
+    expect(await countOnReopen('shortsnap')).toEqual({ c: 6 });
   }, 60_000);
 
   it('a WAL upload whose bytes change on the way is refused by a server that checks Content-MD5, retried, and stored whole', async () => {
@@ -634,9 +636,7 @@ describe('object storage, failures', () => {
       stderr.mockRestore();
       await writer.close().catch(() => undefined);
     }
-    const db = await openDatabase(s3Options('lapse-kept'));
-    expect(await db.query(countAll)).toEqual({ c: 4 });
-    await db.close();
+    expect(await countOnReopen('lapse-kept')).toEqual({ c: 4 });
   }, 30_000);
 
   it('a WAL group whose upload ends after another writer took the lock is not acknowledged: fenced, 409 outcome unknown', async () => {
