@@ -252,6 +252,25 @@ describe('numbers and date-times at the edges of what a token may say', () => {
     expect(await db.query(read([q('v', { values: { input: nodes('all'), properties: ['f'] } })], ['v']))).toEqual({ v: [{ f: Number.MAX_VALUE }] });
   });
 
+  it('an f32 past the single-precision range is refused, not stored as an infinity that reads back as null', async () => {
+    const db = await openDatabase();
+    try {
+      for (const value of [{ f32: 1e39 }, { f32: -3.5e38 }, { f32_array: [0.5, 1e39] }]) {
+        const { status, body } = await db.queryRaw(JSON.stringify(write([q('x', addN('L', [['w', { value }]]))], ['x'])));
+        expect(status).toBe(400);
+        expect(JSON.parse(body)).toMatchObject({ error: 'invalid_query_json', msg: expect.stringMatching(/^invalid query JSON: .*f32(_array\[1\])?: number -?[0-9.e+]+ out of range for f32$/) });
+      }
+      // The largest f32 and a double that rounds to it are stored as that f32.
+      const largest = 3.4028234663852886e38;
+      for (const token of [largest, 3.4028235e38]) {
+        expect((await db.queryRaw(JSON.stringify(write([q('x', addN('L', [['w', { value: { f32: token } }]]))], ['x'])))).status).toBe(200);
+      }
+      expect(await db.query(read([q('v', { values: { input: nodes('all'), properties: ['w'] } })], ['v']))).toEqual({ v: [{ w: largest }, { w: largest }] });
+    } finally {
+      await db.close();
+    }
+  });
+
   it('typed date_time parameters: RFC 3339 ranges, the offset included, and leap days of every year', async () => {
     const db = await openDatabase();
     const typed = (t: string) => db.queryRaw(JSON.stringify(countAll({ parameters: { t }, parameter_types: { t: 'date_time' } })));

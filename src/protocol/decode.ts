@@ -80,6 +80,17 @@ function expectNumber(v: JsonValue | undefined, what: string): number {
   return n;
 }
 
+/**
+ * A number token narrowed to single precision: one past the f32 range would be stored as an
+ * infinity, which the protocol says cannot be written (values.md §2) and which reads back
+ * as `null`; refused like an f64 token past the f64 range.
+ */
+function expectF32(v: JsonValue | undefined, what: string): number {
+  const n = expectNumber(v, what);
+  if (!Number.isFinite(Math.fround(n))) throw jsonError(`${what}: number ${n} out of range for f32`);
+  return n;
+}
+
 function field(o: JsonObject, key: string, what: string): JsonValue {
   const v = o.get(key);
   if (v === undefined) throw jsonError(`${what}: missing field \`${key}\``);
@@ -129,7 +140,7 @@ export function decodeTaggedValue(v: JsonValue | undefined, what: string): Value
     case 'i64': return expectInt(p, `${what}.i64`, I64_MIN, I64_MAX);
     case 'date_time': return new DateTime(Number(expectInt(p, `${what}.date_time`, I64_MIN, I64_MAX)));
     case 'f64': return expectNumber(p, `${what}.f64`);
-    case 'f32': return new F32(expectNumber(p, `${what}.f32`));
+    case 'f32': return new F32(expectF32(p, `${what}.f32`));
     case 'string': return expectString(p, `${what}.string`);
     case 'bytes': {
       const items = expectArray(p, `${what}.bytes`);
@@ -152,7 +163,7 @@ export function decodeTaggedValue(v: JsonValue | undefined, what: string): Value
     case 'f32_array': {
       const items = expectArray(p, `${what}.f32_array`);
       const out = new Float32Array(items.length);
-      for (let i = 0; i < items.length; i++) out[i] = expectNumber(items[i], `${what}.f32_array[${i}]`);
+      for (let i = 0; i < items.length; i++) out[i] = expectF32(items[i], `${what}.f32_array[${i}]`);
       return out;
     }
     case 'string_array': {
