@@ -129,19 +129,26 @@ function decodeWalObject(dir: string, object: WalObject, bytes: Uint8Array, uri:
 
 type Fetched = RedoBatch[] | 'missing' | 'incomplete';
 
+/**
+ * A download of another length than the object's listing (WAL and snapshot objects never
+ * change once written) failed on the way and says nothing about the object: wait before
+ * attempt `attempt + 1`, or, after the last, fail. Taken for a torn upload, it had the
+ * newest acknowledged write deleted (a probe for WAL objects, a review's for snapshots).
+ */
+async function afterShortDownload(bucket: Bucket, key: string, got: number, listed: number, attempt: number): Promise<void> {
+  if (attempt >= INCOMPLETE_READ_ATTEMPTS) {
+    throw new SvcError('storage_error', `storage error: downloading s3://${bucket.name}/${key} gave ${got} bytes, its listing says ${listed}`);
+  }
+  await sleep(INCOMPLETE_RETRY_MS * attempt);
+}
+
 async function fetchWal(bucket: Bucket, dir: string, object: WalObject): Promise<Fetched> {
   for (let attempt = 1; ; attempt++) {
     const info = await bucket.get(object.key);
     if (info === null) return 'missing';
     if (info.bytes.byteLength !== object.bytes) {
-      // The listing says how long the object is (WAL objects never change once written): a
-      // download of another length failed on the way, and says nothing about the object.
-      // Taken for a torn upload, it had the newest acknowledged write deleted (a probe).
-      if (attempt < INCOMPLETE_READ_ATTEMPTS) {
-        await sleep(INCOMPLETE_RETRY_MS * attempt);
-        continue;
-      }
-      throw new SvcError('storage_error', `storage error: downloading s3://${bucket.name}/${object.key} gave ${info.bytes.byteLength} bytes, its listing says ${object.bytes}`);
+      await afterShortDownload(bucket, object.key, info.bytes.byteLength, object.bytes, attempt);
+      continue;
     }
     const batches = decodeWalObject(dir, object, info.bytes, `s3://${bucket.name}/${object.key}`);
     if (batches !== null) return batches;
@@ -192,16 +199,15 @@ async function replayWal(bucket: Bucket, dir: string, store: Store, objects: Wal
   // writer's upload that landed after another took over. Replayed, they merged silently
   // (a review's probe): refused, every object kept.
   const lastEpochs = lastKey === undefined ? undefined : parseWalKey(lastKey);
-  const previous = lastEpochs === undefined ? undefined : { key: lastKey!, ...lastEpochs };
-  for (let i = 0; i < pending.length; i++) {
-    const at = objects.indexOf(pending[i]!);
-    const before = at > 0 ? objects[at - 1] : previous;
-    if (before !== undefined && pending[i]!.firstEpoch <= before.lastEpoch) {
+  let before: { key: string; lastEpoch: number } | undefined = lastEpochs === undefined ? undefined : { key: lastKey!, ...lastEpochs };
+  for (const object of objects) {
+    if (before !== undefined && object.lastEpoch > store.committedEpoch() && object.firstEpoch <= before.lastEpoch) {
       result.stop = 'overlap';
-      result.stoppedAt = pending[i];
+      result.stoppedAt = object;
       result.overlapped = before.key;
       return result;
     }
+    before = object;
   }
   const inFlight = new Map<number, Promise<Fetched>>();
   const request = (i: number) => {
@@ -274,13 +280,7 @@ async function fetchSnapshot(bucket: Bucket, dir: string, snapshot: SnapshotObje
       const got = await bucket.getToFile(key, file);
       if (got === null) return null;
       if (got.bytes === snapshot.bytes) break;
-      // As for WAL objects (fetchWal): taken for a torn upload, a snapshot cut short on the
-      // way was deleted with the acknowledged batches only it held (a review's probe).
-      if (attempt < INCOMPLETE_READ_ATTEMPTS) {
-        await sleep(INCOMPLETE_RETRY_MS * attempt);
-        continue;
-      }
-      throw new SvcError('storage_error', `storage error: downloading s3://${bucket.name}/${key} gave ${got.bytes} bytes, its listing says ${snapshot.bytes}`);
+      await afterShortDownload(bucket, key, got.bytes, snapshot.bytes, attempt);
     }
     try {
       return readSnapshot(file);
@@ -626,7 +626,7 @@ export class ObjectWriter implements DurableStorage {
           // over, so its batches are not acknowledged until the lock is confirmed ours (a
           // retry PUTs the same bytes, which the bucket already holds). A lost lock fences.
           if (this.fenced !== null) return false;
-          throw new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} was uploaded after the writer lock's lease ran out, and the lock cannot be confirmed ours yet`);
+          throw this.uploadedPastLease(key);
         }
         if (this.uploadProblem !== null) {
           process.stderr.write(`svcdb: storage ${this.uri} answers again after ${attempt - 1} failed upload attempts: ready\n`);
@@ -741,6 +741,18 @@ export class ObjectWriter implements DurableStorage {
     await this.snapshotOnce();
   }
 
+  /** Throws unless the writer lock's lease is fresh enough to write under (renewing it if need be). */
+  private async requireFreshLease(): Promise<void> {
+    if (!(await this.lock.ensureFresh())) {
+      throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
+    }
+  }
+
+  /** An upload that ended past the lease, while the lock cannot be confirmed ours: not acknowledged (retried). */
+  private uploadedPastLease(key: string): SvcError {
+    return new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} was uploaded after the writer lock's lease ran out, and the lock cannot be confirmed ours yet`);
+  }
+
   /** Whether it took one (false: nothing new since the last). */
   private snapshotOnce(): Promise<boolean> {
     this.snapshotting ??= this.snapshotNow().finally(() => { this.snapshotting = null; });
@@ -750,9 +762,7 @@ export class ObjectWriter implements DurableStorage {
   private async snapshotNow(): Promise<boolean> {
     if (this.fenced !== null) throw this.fenced;
     if (this.store.committedEpoch() === this.lastSnapshotEpoch) return false;
-    if (!(await this.lock.ensureFresh())) {
-      throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
-    }
+    await this.requireFreshLease();
     const epoch = this.store.committedEpoch();
     // A damaged snapshot found at open that could not be moved aside holds this epoch's key.
     if (this.bucket.snapshotKey(epoch) === this.damagedInPlace) return false;
@@ -791,9 +801,7 @@ export class ObjectWriter implements DurableStorage {
       // A copy of this epoch that read back damaged and could not be moved aside is ours to replace.
       const condition = key === this.damagedUpload ? {} : { ifNoneMatch: true };
       // Writing the file took a while: the lease must still be fresh for its upload.
-      if (!(await this.lock.ensureFresh())) {
-        throw new SvcError('storage_error', `storage error: the writer lock on ${this.uri} could not be renewed within its lease`);
-      }
+      await this.requireFreshLease();
       if (await this.bucket.putFile(file, key, condition) === 'precondition') {
         // holdsSnapshot reads the object whole: that is its read-back.
         if (!(await this.holdsSnapshot(key, epoch))) {
@@ -810,7 +818,7 @@ export class ObjectWriter implements DurableStorage {
     if (this.fenced !== null) throw this.fenced;
     if (!(await this.lock.confirm())) {
       // As for a WAL group (uploadGroup): not acknowledged, and nothing pruned.
-      throw this.fenced ?? new SvcError('storage_error', `storage error: s3://${this.bucket.name}/${key} was uploaded after the writer lock's lease ran out, and the lock cannot be confirmed ours yet`);
+      throw this.fenced ?? this.uploadedPastLease(key);
     }
     const previous = this.lastSnapshotEpoch;
     this.lastSnapshotEpoch = epoch;

@@ -471,8 +471,8 @@ export class IndexRuntime implements IndexHooks {
    */
   prepareCommit(): void {
     if (!this.changed) return;
-    if (this.preparedView !== null) this.store.topology.retireWords(this.preparedView.at, this.preparedView.words);
-    this.preparedView = writeView(this.store.topology, this.version + 1, this.viewEntries(), [...this.operations.values()]);
+    this.discardPreparedView();
+    this.preparedView = this.writeNextView();
   }
 
   /**
@@ -484,8 +484,7 @@ export class IndexRuntime implements IndexHooks {
     if (outcome === 'committed') this.showChangedView();
     else {
       // Rolled back: the catalog is the last committed one again, whose view readers have.
-      if (this.preparedView !== null) this.store.topology.retireWords(this.preparedView.at, this.preparedView.words);
-      this.preparedView = null;
+      this.discardPreparedView();
       this.changed = false;
     }
     // Deltas past their bound are merged into runs here, after every batch (writer and
@@ -517,10 +516,21 @@ export class IndexRuntime implements IndexHooks {
     }
   }
 
+  /** The catalog as it is now, written as the next version's view (not shown yet). */
+  private writeNextView(): ViewBlock {
+    return writeView(this.store.topology, this.version + 1, this.viewEntries(), [...this.operations.values()]);
+  }
+
+  /** A view written for a batch that did not commit: readers never saw it. */
+  private discardPreparedView(): void {
+    if (this.preparedView !== null) this.store.topology.retireWords(this.preparedView.at, this.preparedView.words);
+    this.preparedView = null;
+  }
+
   /** Show the view of a changed catalog: the one prepareCommit wrote, else one written now (loading, replay). */
   private showChangedView(): void {
     if (!this.changed) return;
-    const block = this.preparedView ?? writeView(this.store.topology, this.version + 1, this.viewEntries(), [...this.operations.values()]);
+    const block = this.preparedView ?? this.writeNextView();
     this.preparedView = null;
     showView(this.store.topology, block, this.viewBlock);
     this.viewBlock = block;

@@ -55,9 +55,10 @@ let structureMax = Infinity;
  * slot plus the value (a bigint or a string is an object). Retained heap per item of a
  * 100k-item array, measured in the test that keeps these honest (test/json.test.ts): `{}`
  * ~194 B, `{"a":1}` and `[1]` ~222 B, a row of three members ~337 B, an object of 16 small
- * (large) integers ~1,430 (1,680) B, a small integer or a short string 36-38 B. The estimate only has to be within a small factor, and not below
- * (with 128 B and 16 B, 1.7 M `{}` in 5.1 MB built 345 MB under a 256 MiB bound); a 16 MiB
- * body of nested one-element arrays built 1.5 GB and killed the reader threads (a probe).
+ * (large) integers ~1,430 (1,680) B, a small integer or a short string 36-38 B. The
+ * estimate only has to be within a small factor, and not below (with 128 B and 16 B, 1.7 M
+ * `{}` in 5.1 MB built 345 MB under a 256 MiB bound); a 16 MiB body of nested one-element
+ * arrays built 1.5 GB and killed the reader threads (a probe).
  */
 const CONTAINER_BYTES_ESTIMATE = 200;
 const ELEMENT_BYTES_ESTIMATE = 40;

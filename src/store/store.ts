@@ -132,14 +132,14 @@ export type RedoOp =
 
 export const enum RedoKind { AddNode = 0, AddEdge = 1, NodeVersion = 2, EdgeVersion = 3, NodeDeleted = 4, EdgeDeleted = 5, Catalog = 6 }
 
+/** How a write batch ended. */
+export type BatchOutcome = 'committed' | 'rolled-back' | 'empty';
+
 /**
  * The writer's index runtime (src/index/runtime.ts), seen from the store: it keeps index
  * entries in step with every element change of a batch and takes part in the batch's undo
  * and redo (joinBatch). Registered by the index module, so the store does not import it.
  */
-/** How a write batch ended. */
-export type BatchOutcome = 'committed' | 'rolled-back' | 'empty';
-
 export interface IndexHooks {
   watchesNode(label: number): boolean;
   watchesEdge(label: number): boolean;
